@@ -1,0 +1,39 @@
+/**
+ * Failures the business layer and its adapters raise. They carry a kind, never a
+ * transport status: `src/server/error-table.ts` is the one place that maps a kind
+ * to a gRPC code, an HTTP status and the documented numeric `error.code`.
+ *
+ * `detail` is safe to show to the caller (for `invalid` it names the offending
+ * field). `cause` is for the logs only and never leaves the process.
+ */
+export type FailureKind =
+  | "invalid" // 611: malformed or invalid request
+  | "unauthenticated" // 401
+  | "permission_denied" // 403
+  | "not_found" // 404
+  | "rate_limited" // 429
+  | "unavailable" // 503: Redis or the conversion backend is down
+  | "deadline_exceeded" // 504: the conversion backend timed out
+  | "internal"; // 500
+
+export class Failure extends Error {
+  override readonly name = "Failure";
+  readonly kind: FailureKind;
+  readonly detail: string | undefined;
+  /** Seconds a rate-limited caller should wait (kind `rate_limited`). */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(
+    kind: FailureKind,
+    options: { detail?: string; cause?: unknown; retryAfterSeconds?: number } = {},
+  ) {
+    super(options.detail ?? kind, options.cause === undefined ? undefined : { cause: options.cause });
+    this.kind = kind;
+    this.detail = options.detail;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
+
+export function isFailure(e: unknown): e is Failure {
+  return e instanceof Failure;
+}
