@@ -1,0 +1,121 @@
+/**
+ * Bearer JWT verification with jose: an explicit algorithm allow-list, `exp`
+ * required, optional issuer and audience, a small clock tolerance, and the
+ * caller's project taken from a configurable claim. jose never follows `jku`
+ * or `x5u` headers, and a key is only ever used with the algorithms allowed.
+ */
+import { readFileSync } from "node:fs";
+import {
+  type JWTVerifyGetKey,
+  type JWTVerifyOptions,
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  jwtVerify,
+  SignJWT,
+} from "jose";
+import { Failure } from "../services/failure.js";
+import type { Authenticator, Caller } from "../services/ports.js";
+
+export type JwtKeySource =
+  | { readonly kind: "secret"; readonly secret: Uint8Array }
+  | { readonly kind: "jwks-url"; readonly url: URL }
+  | { readonly kind: "jwks-file"; readonly path: string };
+
+export interface JwtOptions {
+  readonly key: JwtKeySource;
+  readonly algorithms: readonly string[];
+  readonly issuer?: string;
+  readonly audience?: string;
+  /** Claim that names the caller's project. */
+  readonly projectClaim: string;
+  readonly clockToleranceSeconds?: number;
+}
+
+/** Longer headers are refused before any parsing: no real token is this big. */
+export const MAX_TOKEN_LENGTH = 8192;
+const BEARER = /^Bearer +([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*) *$/i;
+
+export class JwtAuthenticator implements Authenticator {
+  private readonly key: Uint8Array | JWTVerifyGetKey;
+  private readonly verifyOptions: JWTVerifyOptions;
+
+  constructor(private readonly options: JwtOptions) {
+    this.key = loadKey(options.key);
+    this.verifyOptions = {
+      algorithms: [...options.algorithms],
+      requiredClaims: ["exp"],
+      clockTolerance: options.clockToleranceSeconds ?? 5,
+      ...(options.issuer === undefined ? {} : { issuer: options.issuer }),
+      ...(options.audience === undefined ? {} : { audience: options.audience }),
+    };
+  }
+
+  async authenticate(authorization: string | undefined): Promise<Caller> {
+    if (authorization === undefined || authorization === "") {
+      throw new Failure("unauthenticated", { detail: "missing Authorization: Bearer token" });
+    }
+    const match = authorization.length <= MAX_TOKEN_LENGTH ? BEARER.exec(authorization) : null;
+    const token = match?.[1];
+    if (token === undefined) {
+      throw new Failure("unauthenticated", { detail: "malformed Authorization header; expected Bearer <jwt>" });
+    }
+    let payload: Record<string, unknown>;
+    try {
+      // The overloads of jwtVerify differ only in the key type.
+      payload =
+        this.key instanceof Uint8Array
+          ? (await jwtVerify(token, this.key, this.verifyOptions)).payload
+          : (await jwtVerify(token, this.key, this.verifyOptions)).payload;
+    } catch (e) {
+      if (isKeySetUnavailable(e)) throw new Failure("unavailable", { cause: e });
+      throw new Failure("unauthenticated", { detail: "invalid or expired token", cause: e });
+    }
+    const project = payload[this.options.projectClaim];
+    const subject = payload["sub"];
+    if (typeof project !== "string" || project === "" || typeof subject !== "string" || subject === "") {
+      throw new Failure("unauthenticated", {
+        detail: `token lacks the "${this.options.projectClaim}" or "sub" claim`,
+      });
+    }
+    return { project, subject };
+  }
+}
+
+function loadKey(source: JwtKeySource): Uint8Array | JWTVerifyGetKey {
+  switch (source.kind) {
+    case "secret":
+      return source.secret;
+    case "jwks-url":
+      return createRemoteJWKSet(source.url, { timeoutDuration: 2000, cooldownDuration: 30_000, cacheMaxAge: 600_000 });
+    case "jwks-file":
+      return createLocalJWKSet(JSON.parse(readFileSync(source.path, "utf8")) as Parameters<typeof createLocalJWKSet>[0]);
+  }
+}
+
+/** A remote JWKS that cannot be fetched is our outage, not the caller's fault. */
+function isKeySetUnavailable(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === "ERR_JWKS_TIMEOUT" || (e instanceof Error && e.name === "TypeError" && /fetch/i.test(e.message));
+}
+
+export interface MintOptions {
+  readonly secret: Uint8Array;
+  readonly project: string;
+  readonly subject: string;
+  readonly ttlSeconds: number;
+  readonly projectClaim?: string;
+  readonly issuer?: string;
+  readonly audience?: string;
+}
+
+/** Mints an HS256 token (demo, CLI and tests). */
+export async function mintToken(o: MintOptions): Promise<string> {
+  let jwt = new SignJWT({ [o.projectClaim ?? "project_id"]: o.project })
+    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .setSubject(o.subject)
+    .setIssuedAt()
+    .setExpirationTime(Math.floor(Date.now() / 1000) + o.ttlSeconds);
+  if (o.issuer !== undefined) jwt = jwt.setIssuer(o.issuer);
+  if (o.audience !== undefined) jwt = jwt.setAudience(o.audience);
+  return jwt.sign(o.secret);
+}

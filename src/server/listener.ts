@@ -1,0 +1,185 @@
+/**
+ * One port for everything. Cleartext: each new connection is sniffed — the
+ * HTTP/2 connection preface ("PRI * HTTP/2.0…", gRPC's prior knowledge) goes
+ * to an HTTP/2 server, anything else to an HTTP/1.1 server. TLS: ALPN picks h2
+ * or http/1.1. Both servers share one request listener.
+ *
+ * The boring production details are on by default: a deadline for the first
+ * bytes and for the request headers, a header size limit, and a graceful
+ * shutdown that stops accepting, lets in-flight requests finish (up to a grace
+ * period), sends HTTP/2 GOAWAY, and only then lets the caller close Redis.
+ */
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+import type { Duplex } from "node:stream";
+import type { NodeRequest, NodeResponse } from "./rpc-handler.js";
+
+export interface ListenOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
+  /** Time for a client to send its first bytes and its request headers. */
+  readonly headersTimeoutMs?: number;
+  /** Largest header block accepted, in bytes. */
+  readonly maxHeaderBytes?: number;
+  /** Connections with no request in flight for this long are closed. */
+  readonly idleTimeoutMs?: number;
+}
+
+export interface RunningServer {
+  readonly port: number;
+  readonly url: string;
+  /** Stops accepting, waits for in-flight requests up to `graceMs`, then closes every connection. */
+  shutdown(graceMs: number): Promise<void>;
+}
+
+type Listener = (req: NodeRequest, res: NodeResponse) => void;
+
+const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+export async function listen(options: ListenOptions, onRequest: Listener): Promise<RunningServer> {
+  const headersTimeout = options.headersTimeoutMs ?? 10_000;
+  const maxHeaderSize = options.maxHeaderBytes ?? 16 * 1024;
+  const idleTimeout = options.idleTimeoutMs ?? 60_000;
+  const sockets = new Set<Duplex>();
+  const sessions = new Set<http2.Http2Session>();
+  let inFlight = 0;
+  let draining = false;
+  let drained: (() => void) | undefined;
+
+  const tracked: Listener = (req, res) => {
+    inFlight++;
+    res.once("close", () => {
+      inFlight--;
+      if (draining) {
+        if (req.httpVersionMajor === 1) req.socket.destroySoon?.();
+        if (inFlight === 0) drained?.();
+      }
+    });
+    if (draining && req.httpVersionMajor === 1) res.setHeader("connection", "close");
+    onRequest(req, res);
+  };
+
+  const h2Options: http2.ServerOptions = {
+    maxHeaderListPairs: 128,
+    maxSessionMemory: 16,
+    settings: { maxHeaderListSize: maxHeaderSize, maxConcurrentStreams: 256 },
+  };
+  const onSession = (session: http2.Http2Session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+    session.setTimeout(idleTimeout, () => session.close());
+    if (draining) session.close();
+  };
+
+  let outer: net.Server;
+  let h1: http.Server | undefined;
+  if (options.tls !== undefined) {
+    const secure = http2.createSecureServer(
+      { ...h2Options, cert: options.tls.cert, key: options.tls.key, allowHTTP1: true, maxHeaderSize },
+      tracked as never,
+    );
+    secure.on("session", onSession);
+    secure.on("secureConnection", (s: Duplex) => trackSocket(sockets, s));
+    // An HTTP/1.1 request over TLS: same limits as the cleartext server.
+    secure.headersTimeout = headersTimeout;
+    outer = secure;
+  } else {
+    h1 = http.createServer(
+      {
+        maxHeaderSize,
+        headersTimeout,
+        requestTimeout: 5 * 60_000,
+        keepAliveTimeout: 5_000,
+        connectionsCheckingInterval: 1_000,
+      },
+      tracked,
+    );
+    h1.on("clientError", (_err, socket) => {
+      if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+      else socket.destroy();
+    });
+    const h2 = http2.createServer(h2Options, tracked as never);
+    h2.on("session", onSession);
+    const toH1 = h1;
+    outer = net.createServer({ noDelay: true }, (socket) => {
+      trackSocket(sockets, socket);
+      sniff(socket, headersTimeout, (isH2) => (isH2 ? h2 : toH1).emit("connection", socket));
+    });
+  }
+  outer.on("error", () => {});
+
+  await new Promise<void>((resolve, reject) => {
+    outer.once("error", reject);
+    outer.listen(options.port, options.host, () => {
+      outer.off("error", reject);
+      resolve();
+    });
+  });
+  const address = outer.address() as net.AddressInfo;
+  const scheme = options.tls === undefined ? "http" : "https";
+  const hostForUrl = address.family === "IPv6" ? `[${address.address}]` : address.address;
+
+  return {
+    port: address.port,
+    url: `${scheme}://${hostForUrl}:${address.port}`,
+    async shutdown(graceMs: number) {
+      draining = true;
+      const closed = new Promise<void>((resolve) => outer.close(() => resolve()));
+      for (const s of sessions) s.close();
+      h1?.closeIdleConnections();
+      if (inFlight > 0) {
+        await Promise.race([
+          new Promise<void>((resolve) => {
+            drained = resolve;
+          }),
+          delay(graceMs),
+        ]);
+      }
+      h1?.closeAllConnections();
+      for (const s of sessions) s.destroy();
+      for (const s of sockets) s.destroy();
+      await closed;
+    },
+  };
+}
+
+function trackSocket(sockets: Set<Duplex>, socket: Duplex): void {
+  sockets.add(socket);
+  socket.once("close", () => sockets.delete(socket));
+}
+
+/**
+ * Waits for enough bytes to tell the HTTP/2 preface from an HTTP/1.1 request
+ * line, puts them back, and hands the socket on. A client that sends nothing
+ * within the headers timeout is dropped.
+ */
+function sniff(socket: net.Socket, timeoutMs: number, route: (isH2: boolean) => void): void {
+  let seen = Buffer.alloc(0);
+  const timer = setTimeout(() => socket.destroy(), timeoutMs);
+  const onData = (chunk: Buffer) => {
+    seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
+    const n = Math.min(seen.length, PREFACE.length);
+    const isPrefacePrefix = seen.subarray(0, n).equals(PREFACE.subarray(0, n));
+    if (isPrefacePrefix && n < PREFACE.length) return; // need more bytes
+    done();
+    socket.pause();
+    socket.unshift(seen);
+    route(isPrefacePrefix);
+  };
+  const onGone = () => done();
+  function done() {
+    clearTimeout(timer);
+    socket.off("data", onData);
+    socket.off("close", onGone);
+    socket.off("error", onGone);
+  }
+  socket.on("data", onData);
+  socket.once("close", onGone);
+  socket.once("error", onGone);
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

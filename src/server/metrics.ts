@@ -1,0 +1,38 @@
+/**
+ * Prometheus metrics (prom-client: the standard Node.js client, with process
+ * and GC collectors for free). One registry per server, so tests can run
+ * several servers in one process.
+ */
+import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly calls: Counter<"rpc" | "protocol" | "code">;
+  private readonly duration: Histogram<"rpc" | "protocol">;
+
+  constructor(options: { collectDefault?: boolean } = {}) {
+    if (options.collectDefault ?? true) collectDefaultMetrics({ register: this.registry, prefix: "boardline_" });
+    this.calls = new Counter({
+      name: "boardline_calls_total",
+      help: "Calls by RPC, protocol and outcome (ok, or the documented error code).",
+      labelNames: ["rpc", "protocol", "code"],
+      registers: [this.registry],
+    });
+    this.duration = new Histogram({
+      name: "boardline_call_duration_seconds",
+      help: "Time spent in the call pipeline (auth, validation, operation).",
+      labelNames: ["rpc", "protocol"],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+      registers: [this.registry],
+    });
+  }
+
+  observeCall(rpc: string, protocol: string, code: string, startedAt: number): void {
+    this.calls.inc({ rpc, protocol, code });
+    this.duration.observe({ rpc, protocol }, (performance.now() - startedAt) / 1000);
+  }
+
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * The one pipeline every call goes through, whatever the protocol:
+ * authenticate → read the request → validate it against the proto rules →
+ * the operation (which authorizes and acts). Metrics and the logging of
+ * unexpected errors happen here too, so the JSON gateway and the RPC router
+ * only translate bytes in and out.
+ */
+import { create, type DescMessage, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { createValidator, type Validator } from "@bufbuild/protovalidate";
+import { PstnService as PstnServiceDesc } from "../../gen/channel/v1/pstn_pb.js";
+import { WhiteboardService as WhiteboardServiceDesc } from "../../gen/whiteboard/v1/whiteboard_pb.js";
+import type { Logger } from "../log.js";
+import { Failure } from "../services/failure.js";
+import type { PstnService } from "../services/pstn.js";
+import type { Authenticator, Caller } from "../services/ports.js";
+import type { WhiteboardService } from "../services/whiteboard.js";
+import { isUnexpected, publicError } from "./error-table.js";
+import type { Metrics } from "./metrics.js";
+
+export interface Operation<I extends DescMessage = DescMessage, O extends DescMessage = DescMessage> {
+  readonly method: DescMethodUnary<I, O>;
+  invoke(caller: Caller, request: MessageShape<I>, signal: AbortSignal): Promise<MessageInitShape<O>>;
+}
+
+function operation<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodUnary<I, O>,
+  invoke: Operation<I, O>["invoke"],
+): Operation {
+  // The pipeline only ever calls invoke with a message of `method.input`.
+  return { method, invoke } as unknown as Operation;
+}
+
+/** The service's operations, keyed by nothing: the router and the gateway derive their paths from them. */
+export function operations(services: { pstn: PstnService; whiteboard: WhiteboardService }): Operation[] {
+  return [
+    operation(PstnServiceDesc.method.mute, (caller, req) => services.pstn.mute(caller, req)),
+    operation(WhiteboardServiceDesc.method.convertFile, (caller, req, signal) =>
+      services.whiteboard.convertFile(caller, req, signal),
+    ),
+  ];
+}
+
+export interface CallContext {
+  readonly protocol: "json" | "connect" | "grpc" | "grpc-web";
+  readonly authorization: string | undefined;
+  readonly requestId: string;
+  readonly signal: AbortSignal;
+}
+
+export class Pipeline {
+  private readonly validator: Validator = createValidator();
+
+  constructor(
+    private readonly auth: Authenticator,
+    private readonly logger: Logger,
+    private readonly metrics: Metrics,
+  ) {}
+
+  /**
+   * Runs one call. `readRequest` is called after authentication, so an
+   * unauthenticated caller learns nothing about the body; it throws
+   * `Failure("invalid")` for a body that cannot be read. Throws a `Failure`
+   * (or an unexpected error, already logged) on failure.
+   */
+  async run<I extends DescMessage, O extends DescMessage>(
+    op: Operation<I, O>,
+    ctx: CallContext,
+    readRequest: () => MessageShape<I>,
+  ): Promise<MessageShape<O>> {
+    const started = performance.now();
+    let outcome = 0;
+    try {
+      const caller = await this.auth.authenticate(ctx.authorization);
+      const request = readRequest();
+      this.validate(op.method.input, request);
+      const response = await op.invoke(caller, request, ctx.signal);
+      return create(op.method.output, response);
+    } catch (e) {
+      const p = publicError(e);
+      outcome = p.code;
+      if (isUnexpected(e)) {
+        this.logger.error(
+          { err: e, requestId: ctx.requestId, rpc: op.method.name, protocol: ctx.protocol },
+          "request failed unexpectedly",
+        );
+      } else if (p.kind === "unavailable" || p.kind === "deadline_exceeded") {
+        this.logger.warn(
+          { err: (e as Failure).cause ?? e, requestId: ctx.requestId, rpc: op.method.name },
+          `request failed: ${p.kind}`,
+        );
+      }
+      throw e;
+    } finally {
+      this.metrics.observeCall(op.method.name, ctx.protocol, outcome === 0 ? "ok" : String(outcome), started);
+    }
+  }
+
+  private validate(schema: DescMessage, message: MessageShape<DescMessage>): void {
+    const result = this.validator.validate(schema, message);
+    if (result.kind === "valid") return;
+    if (result.kind === "error") throw new Failure("internal", { cause: result.error });
+    const first = result.violations[0];
+    const detail = first === undefined ? undefined : describeViolation(first.field, first.message);
+    throw new Failure("invalid", detail === undefined ? {} : { detail });
+  }
+}
+
+/** `uid: value length must be at least 1 characters`, with the proto field name. */
+function describeViolation(path: ReadonlyArray<{ kind: string; name?: string; localName?: string }>, message: string) {
+  const names = path.map((p) => ("name" in p && typeof p.name === "string" ? p.name : "")).filter((n) => n !== "");
+  return names.length > 0 ? `${names.join(".")}: ${message}` : message;
+}

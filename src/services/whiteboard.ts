@@ -1,0 +1,58 @@
+/**
+ * Convert a document for the whiteboard. Transport-free: the caller is
+ * already authenticated and the request already validated against the proto
+ * rules (src/server/operations.ts does both, in that order).
+ */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { ConvertFileRequest, ConvertFileResponseSchema } from "../../gen/whiteboard/v1/whiteboard_pb.js";
+import { Failure } from "./failure.js";
+import type { PassphraseGuard } from "./passphrase-guard.js";
+import type { Caller, ConversionBackend, ConversionType, Store } from "./ports.js";
+
+export class WhiteboardService {
+  constructor(
+    private readonly store: Store,
+    private readonly backend: ConversionBackend,
+    private readonly guard: PassphraseGuard,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async convertFile(
+    caller: Caller,
+    req: ConvertFileRequest,
+    signal?: AbortSignal,
+  ): Promise<MessageInitShape<typeof ConvertFileResponseSchema>> {
+    const settings = await this.store.getWhiteboard(caller.project);
+    if (settings === undefined) {
+      throw new Failure("permission_denied", { detail: "the whiteboard is not set up for this project" });
+    }
+    await this.guard.check(caller);
+    const record = await this.store.lookupPassphrase(req.passphrase);
+    if (record === undefined || record.project !== caller.project) {
+      await this.guard.recordMiss(caller);
+      throw new Failure("not_found", { detail: "no channel of this project has that passphrase" });
+    }
+    // Validation allows only these two values.
+    const type = req.conversionType as ConversionType;
+    const task = await this.backend.createTask(
+      {
+        resourceUrl: req.resourceUrl,
+        type,
+        ...(req.conversionScale === undefined ? {} : { scale: req.conversionScale }),
+        region: settings.region,
+        credentials: settings.credentials,
+      },
+      signal,
+    );
+    await this.store.recordConversion({
+      uuid: task.uuid,
+      project: record.project,
+      channel: record.channel,
+      type,
+      status: task.status,
+      createdAt: this.now(),
+      by: caller.subject,
+    });
+    return { taskUuid: task.uuid, status: task.status };
+  }
+}

@@ -1,0 +1,155 @@
+/**
+ * How boardline connects to Redis: one node, a Cluster, or a Sentinel group,
+ * all tuned the same way for a request path that must answer within a second
+ * even while Redis is down:
+ *
+ * - no offline queue: a command issued while disconnected fails at once
+ *   instead of waiting for a reconnect that may never come;
+ * - a bounded command timeout, and a socket timeout that drops a connection
+ *   whose server stopped answering (a hung or frozen Redis);
+ * - commands in flight when the connection drops fail (maxRetriesPerRequest 0)
+ *   and are never resent after reconnecting: the caller was already told 503,
+ *   so a late write would be a surprise;
+ * - reconnect attempts back off quickly to a small cap, so service resumes
+ *   within well under two seconds after Redis is back.
+ */
+import type { ConnectionOptions as TlsOptions } from "node:tls";
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
+
+export interface RedisNodeAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+export type RedisConnectionOptions =
+  | {
+      readonly mode: "single";
+      /** `redis://[user:password@]host[:port][/db]` or `rediss://…` (TLS). */
+      readonly url: string;
+      /** Extra TLS settings (CA, client certificate) for a `rediss://` URL. */
+      readonly tls?: TlsOptions;
+    }
+  | {
+      readonly mode: "cluster";
+      /** Seed nodes; the rest of the cluster is discovered from them. */
+      readonly nodes: readonly RedisNodeAddress[];
+      readonly username?: string;
+      readonly password?: string;
+      /** true (or TLS settings) to connect to every node over TLS. */
+      readonly tls?: boolean | TlsOptions;
+    }
+  | {
+      readonly mode: "sentinel";
+      readonly sentinels: readonly RedisNodeAddress[];
+      /** The master group name the sentinels monitor. */
+      readonly masterName: string;
+      readonly username?: string;
+      readonly password?: string;
+      readonly sentinelUsername?: string;
+      readonly sentinelPassword?: string;
+      /** TLS to the Redis master. */
+      readonly tls?: boolean | TlsOptions;
+      /** TLS to the sentinels themselves. */
+      readonly sentinelTls?: boolean;
+      readonly db?: number;
+    };
+
+export interface ConnectionTuning {
+  readonly commandTimeoutMs: number;
+  readonly connectTimeoutMs: number;
+  readonly maxReconnectDelayMs: number;
+}
+
+export const DEFAULT_TUNING: ConnectionTuning = {
+  commandTimeoutMs: 1000,
+  connectTimeoutMs: 1000,
+  maxReconnectDelayMs: 500,
+};
+
+export type RedisClient = Redis | Cluster;
+
+export function createRedisClient(options: RedisConnectionOptions, tuning: ConnectionTuning): RedisClient {
+  const retryStrategy = (attempt: number) => reconnectDelay(attempt, tuning.maxReconnectDelayMs);
+  const common = {
+    commandTimeout: tuning.commandTimeoutMs,
+    connectTimeout: tuning.connectTimeoutMs,
+    socketTimeout: Math.max(2 * tuning.commandTimeoutMs, 2000),
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+    connectionName: "boardline",
+  } satisfies RedisOptions;
+
+  switch (options.mode) {
+    case "single": {
+      if (!/^rediss?:\/\//i.test(options.url)) {
+        throw new Error("Redis URL must start with redis:// or rediss://");
+      }
+      const tls = options.tls && /^rediss:/i.test(options.url) ? { tls: options.tls } : {};
+      return new Redis(options.url, { ...common, ...tls, enableOfflineQueue: false, retryStrategy });
+    }
+    case "sentinel":
+      return new Redis({
+        ...common,
+        sentinels: options.sentinels.map(({ host, port }) => ({ host, port })),
+        name: options.masterName,
+        username: options.username,
+        password: options.password,
+        sentinelUsername: options.sentinelUsername,
+        sentinelPassword: options.sentinelPassword,
+        tls: tlsOption(options.tls),
+        enableTLSForSentinelMode: options.sentinelTls ?? false,
+        db: options.db,
+        enableOfflineQueue: false,
+        retryStrategy,
+        sentinelRetryStrategy: retryStrategy,
+      });
+    case "cluster": {
+      const tls = tlsOption(options.tls);
+      const clusterOptions: ClusterOptions = {
+        enableOfflineQueue: false,
+        clusterRetryStrategy: retryStrategy,
+        // By default a lost node is not reconnected until a MOVED refreshes the
+        // slots; a restarted master should come back as fast as a single node.
+        clusterNodeRetryStrategy: retryStrategy,
+        slotsRefreshTimeout: tuning.connectTimeoutMs,
+        redisOptions: { ...common, username: options.username, password: options.password, tls },
+        // With TLS, connect by the name the certificates carry (e.g. ElastiCache).
+        ...(tls ? { dnsLookup: (address: string, callback: (e: null, a: string) => void) => callback(null, address) } : {}),
+      };
+      return new Cluster(
+        options.nodes.map(({ host, port }) => ({ host, port })),
+        clusterOptions,
+      );
+    }
+  }
+}
+
+/** Exponential from 50 ms, capped (with a little jitter below the cap). */
+export function reconnectDelay(attempt: number, maxMs: number): number {
+  const exponential = 50 * 2 ** Math.min(Math.max(attempt - 1, 0), 10);
+  return Math.round(Math.min(exponential, maxMs) * (0.8 + 0.2 * Math.random()));
+}
+
+/**
+ * Parses `host:port,host:port` (IPv6 as `[::1]:7000`; a missing port is
+ * `defaultPort`), e.g. REDIS_CLUSTER_NODES. Throws a message naming the bad entry.
+ */
+export function parseRedisNodes(list: string, defaultPort = 6379): RedisNodeAddress[] {
+  const entries = list
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  if (entries.length === 0) throw new Error("expected at least one host:port");
+  return entries.map((entry) => {
+    const match = /^(?:\[([^\]]+)\]|([^:[\]]+))(?::(\d{1,5}))?$/.exec(entry);
+    const host = match?.[1] ?? match?.[2];
+    const port = match?.[3] === undefined ? defaultPort : Number(match[3]);
+    if (host === undefined || port < 1 || port > 65535) throw new Error(`not a host:port: ${entry}`);
+    return { host, port };
+  });
+}
+
+function tlsOption(tls: boolean | TlsOptions | undefined): TlsOptions | undefined {
+  if (tls === true) return {};
+  return tls === false ? undefined : tls;
+}
