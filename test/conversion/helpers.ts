@@ -1,0 +1,75 @@
+import { createHook } from "node:async_hooks";
+import { Writable } from "node:stream";
+import type { Logger } from "../../src/log.js";
+import { createLogger } from "../../src/log.js";
+import { Failure, type FailureKind } from "../../src/services/failure.js";
+
+/** A real pino logger whose lines the test can read. */
+export function capturingLogger(): { logger: Logger; lines: () => Record<string, unknown>[]; text: () => string } {
+  const chunks: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      chunks.push(chunk.toString("utf8"));
+      done();
+    },
+  });
+  const logger = createLogger("debug", sink);
+  const text = (): string => chunks.join("");
+  const lines = (): Record<string, unknown>[] =>
+    text()
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  return { logger, lines, text };
+}
+
+/** The Failure a promise rejects with (fails the test when it resolves or throws something else). */
+export async function failureOf(promise: Promise<unknown>): Promise<Failure> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof Failure) return error;
+    throw new Error(`expected a Failure, got ${String(error)}`, { cause: error });
+  }
+  throw new Error("expected a Failure, but the call succeeded");
+}
+
+export async function failureKindOf(promise: Promise<unknown>): Promise<FailureKind> {
+  return (await failureOf(promise)).kind;
+}
+
+/** Polls until `check` holds, or fails after `timeoutMs`. */
+export async function eventually(check: () => boolean, timeoutMs = 2_000, what = "condition"): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/**
+ * Records the timers and TCP handles created from now until `stop()`, and which
+ * of them are still alive (not fired, cleared or closed). More precise than
+ * comparing `process.getActiveResourcesInfo()` counts, which the test runner's
+ * own timers move up and down.
+ */
+export function trackTimersAndSockets(): { stop: () => void; alive: () => string[] } {
+  const live = new Map<number, string>();
+  let recording = true;
+  const hook = createHook({
+    init(id, type) {
+      if (recording && (type === "Timeout" || type === "TCPWRAP")) live.set(id, type);
+    },
+    destroy(id) {
+      live.delete(id);
+    },
+  }).enable();
+  return {
+    stop: () => {
+      recording = false;
+    },
+    alive: () => [...live.values()],
+  };
+  // The hook stays enabled (for destroy events) until the worker exits; it is cheap.
+  void hook;
+}
