@@ -74,7 +74,7 @@ export class NetlessConversionClient implements ConversionBackend {
       type: request.type,
       preview: false,
     };
-    if (request.scale !== undefined) body["scale"] = request.scale;
+    if (request.scale !== undefined) body.scale = request.scale;
 
     const answer = await this.send(
       "create",
@@ -200,7 +200,11 @@ export class NetlessConversionClient implements ConversionBackend {
     if (status === 400) {
       this.logger.info({ op, status }, "conversion backend rejected the request");
       return new Failure("invalid", {
-        detail: op === "create" ? "resource_url: rejected by the conversion backend" : "rejected by the conversion backend",
+        // Appended to the 611 message after ": ", so it names the field first.
+        detail:
+          op === "create"
+            ? "resource_url was rejected by the conversion backend"
+            : "the task query was rejected by the conversion backend",
         cause,
       });
     }

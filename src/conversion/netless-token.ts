@@ -75,7 +75,7 @@ export function createSdkToken(options: SdkTokenOptions): string {
     role: ROLE_CODES[options.role ?? "writer"],
   };
   if (lifespanMs > 0) {
-    fields["expireAt"] = String((options.now ?? Date.now()) + lifespanMs);
+    fields.expireAt = String((options.now ?? Date.now()) + lifespanMs);
   }
   const signed = { ...fields, sig: sign(fields, options.secretKey) };
   return SDK_TOKEN_PREFIX + Buffer.from(toQueryString(signed), "utf8").toString("base64url");
@@ -92,10 +92,10 @@ export function verifySdkToken(
 ): VerifiedSdkToken {
   const fields = parseToken(token);
   const { sig, ...unsigned } = fields;
-  const ak = unsigned["ak"];
-  const roleCode = unsigned["role"];
+  const ak = unsigned.ak;
+  const roleCode = unsigned.role;
   const role = roleCode === undefined ? undefined : ROLES_BY_CODE.get(roleCode);
-  if (sig === undefined || ak === undefined || unsigned["nonce"] === undefined || role === undefined) {
+  if (sig === undefined || ak === undefined || unsigned.nonce === undefined || role === undefined) {
     throw new InvalidSdkTokenError("malformed", "the token lacks a required field");
   }
   const secret = lookupSecret(ak);
@@ -105,7 +105,7 @@ export function verifySdkToken(
   if (!sameText(sig, sign(unsigned, secret))) {
     throw new InvalidSdkTokenError("bad_signature", "the token's signature does not match");
   }
-  const expireAtText = unsigned["expireAt"];
+  const expireAtText = unsigned.expireAt;
   if (expireAtText === undefined) {
     return { ak, role };
   }

@@ -26,8 +26,8 @@ function intFromEnv(name: string, fallback: number, min: number, max: number): n
 
 const port = intFromEnv("SIM_PORT", 0, 0, 65535);
 const progressMs = intFromEnv("SIM_PROGRESS_MS", 500, 1, 3_600_000);
-const host = process.env["SIM_HOST"] || "127.0.0.1";
-const givenToken = process.env["SIM_SDK_TOKEN"] || undefined;
+const host = process.env.SIM_HOST || "127.0.0.1";
+const givenToken = process.env.SIM_SDK_TOKEN || undefined;
 const key = { accessKey: `sim-${randomBytes(6).toString("hex")}`, secretKey: randomBytes(24).toString("base64url") };
 
 const simulator = await startConversionSimulator({
@@ -35,7 +35,7 @@ const simulator = await startConversionSimulator({
   port,
   progressMs,
   credentials: givenToken === undefined ? { keys: [key] } : { sdkTokens: [givenToken] },
-  logger: createLogger(process.env["LOG_LEVEL"] || "info", process.stderr),
+  logger: createLogger(process.env.LOG_LEVEL || "info", process.stderr),
 });
 
 console.log(`conversion simulator listening on ${simulator.url}`);

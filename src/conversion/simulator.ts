@@ -240,7 +240,7 @@ export async function startConversionSimulator(options: SimulatorOptions): Promi
     }
     const region = header(req, "region");
     if (!isRegion(region)) {
-      send(res, errorAnswer(400, "region must be one of " + REGIONS.join(", ")));
+      send(res, errorAnswer(400, `region must be one of ${REGIONS.join(", ")}`));
       return;
     }
     const answer = isCreate

@@ -51,9 +51,9 @@ export async function eventually(check: () => boolean, timeoutMs = 2_000, what =
  * Records the timers and TCP handles created from now until `stop()`, and which
  * of them are still alive (not fired, cleared or closed). More precise than
  * comparing `process.getActiveResourcesInfo()` counts, which the test runner's
- * own timers move up and down.
+ * own timers move up and down. `dispose()` removes the hook.
  */
-export function trackTimersAndSockets(): { stop: () => void; alive: () => string[] } {
+export function trackTimersAndSockets(): { stop: () => void; alive: () => string[]; dispose: () => void } {
   const live = new Map<number, string>();
   let recording = true;
   const hook = createHook({
@@ -69,7 +69,8 @@ export function trackTimersAndSockets(): { stop: () => void; alive: () => string
       recording = false;
     },
     alive: () => [...live.values()],
+    dispose: () => {
+      hook.disable();
+    },
   };
-  // The hook stays enabled (for destroy events) until the worker exits; it is cheap.
-  void hook;
 }

@@ -68,8 +68,8 @@ describe("createTask: what the backend receives", () => {
     const request = lastRequest();
     expect(request.method).toBe("POST");
     expect(request.path).toBe("/v5/services/conversion/tasks");
-    expect(request.headers["token"]).toBe(SDK_TOKEN);
-    expect(request.headers["region"]).toBe("sg");
+    expect(request.headers.token).toBe(SDK_TOKEN);
+    expect(request.headers.region).toBe("sg");
     expect(request.headers["content-type"]).toBe("application/json");
     // Exactly these keys: no scale when the caller gave none.
     expect(request.body).toStrictEqual({ resource: RESOURCE, type: "dynamic", preview: false });
@@ -83,8 +83,8 @@ describe("createTask: what the backend receives", () => {
     expect(task.type).toBe("static");
     const request = lastRequest();
     expect(request.body).toStrictEqual({ resource: RESOURCE, type: "static", preview: false, scale: 2.5 });
-    expect(request.headers["region"]).toBe("us-sv");
-    const token = request.headers["token"] ?? "";
+    expect(request.headers.region).toBe("us-sv");
+    const token = request.headers.token ?? "";
     const claims = verifySdkToken(token, (ak) => (ak === KEY.accessKey ? KEY.secretKey : undefined));
     expect(claims.ak).toBe(KEY.accessKey);
     expect(claims.role).toBe("writer");
@@ -153,7 +153,7 @@ describe("createTask: backend trouble becomes the documented failure", () => {
     const wrongSecret = { ...withKeys, credentials: { ...KEY, secretKey: "not-the-secret" } };
     expect(await failureKindOf(client.createTask(wrongSecret))).toBe("internal");
 
-    const errors = log.lines().slice(before).filter((line) => line["level"] === 50);
+    const errors = log.lines().slice(before).filter((line) => line.level === 50);
     expect(errors).toHaveLength(2);
     expect(errors[0]).toMatchObject({ status: 401, credentials: "sdk_token" });
     expect(errors[1]).toMatchObject({ status: 401, credentials: "access_key", accessKey: KEY.accessKey });
@@ -227,18 +227,22 @@ describe("createTask: deadlines and cancellation", () => {
 
   it("times out within timeoutMs + a small margin and leaves no timer or socket behind", async () => {
     const resources = trackTimersAndSockets();
-    const started = performance.now();
-    const failure = await failureOf((await stalledCall()).call);
-    const elapsed = performance.now() - started;
-    resources.stop();
+    try {
+      const started = performance.now();
+      const failure = await failureOf((await stalledCall()).call);
+      const elapsed = performance.now() - started;
+      resources.stop();
 
-    expect(failure.kind).toBe("deadline_exceeded");
-    expect(elapsed).toBeGreaterThanOrEqual(TIMEOUT_MS - 5);
-    expect(elapsed).toBeLessThan(TIMEOUT_MS + MARGIN_MS);
-    // The client hung up, and the simulator saw it.
-    await eventually(() => quiet.openConnections() === 0, 2_000, "the socket to close");
-    // Every timer and socket made for the call (client and simulator side) is gone.
-    await eventually(() => resources.alive().length === 0, 2_000, "timers and sockets to go");
+      expect(failure.kind).toBe("deadline_exceeded");
+      expect(elapsed).toBeGreaterThanOrEqual(TIMEOUT_MS - 5);
+      expect(elapsed).toBeLessThan(TIMEOUT_MS + MARGIN_MS);
+      // The client hung up, and the simulator saw it.
+      await eventually(() => quiet.openConnections() === 0, 2_000, "the socket to close");
+      // Every timer and socket made for the call (client and simulator side) is gone.
+      await eventually(() => resources.alive().length === 0, 2_000, "timers and sockets to go");
+    } finally {
+      resources.dispose();
+    }
   });
 
   it("the deadline covers the body too: headers on time, body never finished", async () => {
@@ -311,7 +315,7 @@ describe("getTask", () => {
     const request = lastRequest();
     expect(request.method).toBe("GET");
     expect(request.path).toBe(`/v5/services/conversion/tasks/${uuid}?type=static`);
-    expect(request.headers["region"]).toBe("us-sv");
+    expect(request.headers.region).toBe("us-sv");
   });
 
   it("an unknown task, or one asked for with the other type, is not_found", async () => {

@@ -40,8 +40,8 @@ async function call(
   init: { method?: string; token?: string | null; region?: string | null; body?: unknown; contentType?: string } = {},
 ): Promise<{ status: number; json: Record<string, unknown>; headers: Headers }> {
   const headers: Record<string, string> = {};
-  if (init.token !== null) headers["token"] = init.token ?? OPAQUE_TOKEN;
-  if (init.region !== null) headers["region"] = init.region ?? "cn-hz";
+  if (init.token !== null) headers.token = init.token ?? OPAQUE_TOKEN;
+  if (init.region !== null) headers.region = init.region ?? "cn-hz";
   if (init.body !== undefined) headers["content-type"] = init.contentType ?? "application/json";
   const response = await fetch(sim.url + path, {
     method: init.method ?? (init.body === undefined ? "GET" : "POST"),
@@ -79,13 +79,13 @@ describe("tokens", () => {
     ]) {
       const answer = await call(TASKS, { method: "POST", body: goodBody, token });
       expect(answer.status, String(token)).toBe(401);
-      expect(answer.json["message"]).toEqual(expect.any(String));
+      expect(answer.json.message).toEqual(expect.any(String));
     }
   });
 
   it("lets a reader token query a task", async () => {
     const { json } = await create();
-    const answer = await call(`${TASKS}/${String(json["uuid"])}?type=static`, { token: signed("reader") });
+    const answer = await call(`${TASKS}/${String(json.uuid)}?type=static`, { token: signed("reader") });
     expect(answer.status).toBe(200);
   });
 });
@@ -113,7 +113,7 @@ describe("request checks", () => {
   ])("rejects %s with 400", async (_what, body) => {
     const answer = await create(body);
     expect(answer.status).toBe(400);
-    expect(answer.json["message"]).toEqual(expect.any(String));
+    expect(answer.json.message).toEqual(expect.any(String));
   });
 
   it("accepts scale at both ends of 0.1..3", async () => {
@@ -163,8 +163,8 @@ describe("task progress", () => {
       expect(answer.status).toBe(200);
       states.push(answer.json);
     }
-    expect(states.map((s) => s["status"])).toEqual(["Waiting", "Converting", "Converting", "Converting", "Finished", "Finished"]);
-    expect(states.map((s) => (s["progress"] as Record<string, unknown>)["convertedPageSize"])).toEqual([0, 0, 1, 2, 3, 3]);
+    expect(states.map((s) => s.status)).toEqual(["Waiting", "Converting", "Converting", "Converting", "Finished", "Finished"]);
+    expect(states.map((s) => (s.progress as Record<string, unknown>).convertedPageSize)).toEqual([0, 0, 1, 2, 3, 3]);
     expect(states[4]).toEqual({
       uuid,
       type: "static",
@@ -186,21 +186,21 @@ describe("task progress", () => {
   it("reports currentStep for dynamic conversions only", async () => {
     const { json } = await create({ ...goodBody, type: "dynamic" });
     clock = T0 + STEP_MS + 1;
-    const progress = (await query(json["uuid"], "dynamic")).json["progress"] as Record<string, unknown>;
-    expect(progress["currentStep"]).toBe("Extracting");
+    const progress = (await query(json.uuid, "dynamic")).json.progress as Record<string, unknown>;
+    expect(progress.currentStep).toBe("Extracting");
   });
 
   it("fails a resource picked by failWhen, with failedReason", async () => {
     const { json } = await create({ ...goodBody, resource: "https://files.example.com/broken.pptx" });
     clock = T0 + 10 * STEP_MS;
-    const answer = await query(json["uuid"]);
+    const answer = await query(json.uuid);
     expect(answer.json).toMatchObject({ status: "Fail", failedReason: SIMULATED_FAILURE_REASON });
   });
 
   it("400s a query without a valid type and 404s unknown tasks or the other type", async () => {
     const { json } = await create();
-    expect((await call(`${TASKS}/${String(json["uuid"])}`)).status).toBe(400);
-    expect((await query(json["uuid"], "dynamic")).status).toBe(404);
+    expect((await call(`${TASKS}/${String(json.uuid)}`)).status).toBe(400);
+    expect((await query(json.uuid, "dynamic")).status).toBe(404);
     expect((await query("f".repeat(32))).status).toBe(404);
     expect((await query("%E0%A4%A")).status).toBe(404);
   });
