@@ -1,0 +1,174 @@
+/**
+ * Starts a throw-away `redis-server` (the machine's binary) on a free loopback
+ * port for tests. No persistence (`--save "" --appendonly no`), so a killed or
+ * restarted server comes back empty — exactly what fault tests want.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { createConnection, createServer } from "node:net";
+import { tmpdir } from "node:os";
+
+export interface RedisServerHandle {
+  /** `redis://127.0.0.1:<port>` */
+  readonly url: string;
+  readonly port: number;
+  /** Shuts the server down (SIGTERM) and waits for the process to exit. Idempotent. */
+  stop(): Promise<void>;
+  /** Sends a signal (default SIGKILL) without waiting: a crash, as seen by clients. */
+  kill(signal?: NodeJS.Signals): void;
+  /** Starts the server again on the same port (after kill/stop; stops a running one first). */
+  restart(): Promise<void>;
+}
+
+const HOST = "127.0.0.1";
+const START_TIMEOUT_MS = 10_000;
+const BINARY = process.env.REDIS_SERVER_BIN ?? "redis-server";
+
+/** Every child we spawned, so a crashing test process does not leave servers behind. */
+const running = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
+export async function startRedisServer(): Promise<RedisServerHandle> {
+  // Another process may grab the port between our probe and redis binding it;
+  // redis then exits with "Address already in use" and we try another port.
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      const child = await launch(port);
+      return handle(port, child);
+    } catch (e) {
+      if (!(e instanceof AddressInUse) || attempt >= 5) throw e;
+    }
+  }
+}
+
+function handle(port: number, first: ChildProcess): RedisServerHandle {
+  let child: ChildProcess | undefined = first;
+
+  async function stop(): Promise<void> {
+    const current = child;
+    child = undefined;
+    if (current) await terminate(current, "SIGTERM");
+  }
+
+  return {
+    url: `redis://${HOST}:${port}`,
+    port,
+    stop,
+    kill(signal: NodeJS.Signals = "SIGKILL") {
+      child?.kill(signal);
+    },
+    async restart() {
+      await stop();
+      // The old socket may linger briefly after a kill; redis sets SO_REUSEADDR,
+      // but give it a few tries before giving up on the port.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          child = await launch(port);
+          return;
+        } catch (e) {
+          if (!(e instanceof AddressInUse) || attempt >= 20) throw e;
+          await sleep(100);
+        }
+      }
+    },
+  };
+}
+
+class AddressInUse extends Error {}
+
+/** Spawns redis-server on `port` and resolves once it answers PING. */
+async function launch(port: number): Promise<ChildProcess> {
+  const child = spawn(
+    BINARY,
+    [
+      "--port", String(port),
+      "--bind", HOST,
+      "--save", "",
+      "--appendonly", "no",
+      "--daemonize", "no",
+      "--dir", tmpdir(),
+      "--loglevel", "warning",
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  running.add(child);
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    output = (output + chunk.toString("utf8")).slice(-4000);
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  const exited = new Promise<never>((_, reject) => {
+    child.once("exit", (code, signal) => {
+      running.delete(child);
+      const why = `redis-server on port ${port} exited early (code ${code}, signal ${signal}): ${output.trim()}`;
+      reject(/already in use/i.test(output) ? new AddressInUse(why) : new Error(why));
+    });
+    child.once("error", (e) => reject(new Error(`cannot run ${BINARY}: ${e.message}`, { cause: e })));
+  });
+  exited.catch(() => {}); // only observed while starting
+
+  try {
+    await Promise.race([waitForPing(port), exited]);
+  } catch (e) {
+    await terminate(child, "SIGKILL");
+    throw e;
+  }
+  return child;
+}
+
+async function waitForPing(port: number): Promise<void> {
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  for (;;) {
+    if (await answersPing(port)) return;
+    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer PING`);
+    await sleep(20);
+  }
+}
+
+/** One raw RESP round trip, so the harness needs no client library. */
+function answersPing(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: HOST, port });
+    let reply = "";
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.once("error", () => done(false));
+    socket.once("connect", () => socket.write("PING\r\n"));
+    socket.on("data", (chunk) => {
+      reply += chunk.toString("utf8");
+      if (reply.includes("\r\n")) done(reply.startsWith("+PONG"));
+    });
+  });
+}
+
+async function terminate(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, "exit");
+  child.kill(signal);
+  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** A port the OS considers free right now (listen on 0, read it, close). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, HOST);
+  await once(server, "listening");
+  const address = server.address();
+  server.close();
+  await once(server, "close");
+  if (address === null || typeof address === "string") throw new Error("no TCP address");
+  return address.port;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
