@@ -26,12 +26,14 @@ export function channelPassphrases(input: CreateChannelInput): Array<{ passphras
   invalidIf(checkProjectId(input.project) ?? checkChannelId(input.channel));
   const { project, channel, hostPassphrase, attendeePassphrase } = input;
   invalidIf(checkPassphrase("host", hostPassphrase));
-  const wanted = [{ passphrase: hostPassphrase, record: { project, channel, role: "host" as const } }];
+  const wanted: Array<{ passphrase: string; record: PassphraseRecord }> = [
+    { passphrase: hostPassphrase, record: { project, channel, role: "host" } },
+  ];
   if (attendeePassphrase !== undefined) {
     invalidIf(checkPassphrase("attendee", attendeePassphrase));
     // One passphrase cannot carry two roles: the record has a single `role`.
     if (attendeePassphrase === hostPassphrase) invalidIf("attendee passphrase must differ from the host passphrase");
-    wanted.push({ passphrase: attendeePassphrase, record: { project, channel, role: "attendee" as const } });
+    wanted.push({ passphrase: attendeePassphrase, record: { project, channel, role: "attendee" } });
   }
   return wanted;
 }

@@ -50,6 +50,7 @@ export interface StreamEntry {
 }
 
 type Entry =
+  | { type: "string"; value: string; expiresAt?: number }
   | { type: "hash"; fields: Map<string, string>; expiresAt?: number }
   | { type: "stream"; entries: StreamEntry[]; lastMs: number; lastSeq: number; expiresAt?: number };
 
@@ -85,8 +86,8 @@ export class MemoryStore implements AdminStore {
     const muteKey = this.keys.pstnMute(change.project, change.channel);
     const eventsKey = this.keys.pstnEvents(change.project, change.channel);
     // Check both types before writing either, so a bad key never leaves half a change.
+    const stream = this.writableStream(eventsKey); // creates nothing yet
     const hash = this.writableHash(muteKey);
-    const stream = this.writableStream(eventsKey);
     hash.set(change.uid, muteFlag(change.mute));
     this.append(eventsKey, stream, muteEventFields(change));
   }
@@ -191,6 +192,11 @@ export class MemoryStore implements AdminStore {
   writeRawHash(key: string, fields: Fields): void {
     const hash = this.writableHash(key);
     for (const [field, value] of Object.entries(fields)) hash.set(field, value);
+  }
+
+  /** Writes a plain string value (tests use it to plant a record of the wrong type). */
+  writeRawString(key: string, value: string): void {
+    this.data.set(key, { type: "string", value });
   }
 
   /** A stream's entries, oldest first, or undefined when the key is missing or no stream. */

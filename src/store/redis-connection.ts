@@ -14,7 +14,7 @@
  *   within well under two seconds after Redis is back.
  */
 import type { ConnectionOptions as TlsOptions } from "node:tls";
-import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
+import { Cluster, Redis, type RedisOptions } from "ioredis";
 
 export interface RedisNodeAddress {
   readonly host: string;
@@ -105,7 +105,8 @@ export function createRedisClient(options: RedisConnectionOptions, tuning: Conne
       });
     case "cluster": {
       const tls = tlsOption(options.tls);
-      const clusterOptions: ClusterOptions = {
+      const nodes = options.nodes.map(({ host, port }) => ({ host, port }));
+      return new Cluster(nodes, {
         enableOfflineQueue: false,
         clusterRetryStrategy: retryStrategy,
         // By default a lost node is not reconnected until a MOVED refreshes the
@@ -115,11 +116,7 @@ export function createRedisClient(options: RedisConnectionOptions, tuning: Conne
         redisOptions: { ...common, username: options.username, password: options.password, tls },
         // With TLS, connect by the name the certificates carry (e.g. ElastiCache).
         ...(tls ? { dnsLookup: (address: string, callback: (e: null, a: string) => void) => callback(null, address) } : {}),
-      };
-      return new Cluster(
-        options.nodes.map(({ host, port }) => ({ host, port })),
-        clusterOptions,
-      );
+      });
     }
   }
 }

@@ -38,7 +38,6 @@ import {
   parseMuteState,
   parsePassphrase,
   parseWhiteboard,
-  passphraseFields,
   whiteboardFields,
 } from "./records.js";
 import {
@@ -195,9 +194,8 @@ export class RedisStore implements AdminStore {
     // …and claim atomically, in case another writer got there in between.
     const created: string[] = [];
     for (const { key, record } of wanted) {
-      const f = passphraseFields(record);
       const reply = await this.call("createChannel", () =>
-        this.scripts.blClaimPassphrase(key, f.project ?? "", f.channel ?? "", f.role ?? ""),
+        this.scripts.blClaimPassphrase(key, record.project, record.channel, record.role),
       );
       if (reply[0] === 0) {
         await Promise.all(created.map((k) => this.call("createChannel", (c) => c.unlink(k))));
