@@ -1,0 +1,503 @@
+/**
+ * The store contract: what every AdminStore must do, checked against the
+ * documented records (DESIGN §4) read and written raw, the way other services
+ * see them. Run by store-contract.test.ts for the Redis and the in-memory store.
+ */
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Failure } from "../../src/services/failure.js";
+import type { AdminStore, ConversionTaskRecord, MuteChange } from "../../src/services/ports.js";
+import { hashPassphrase, type KeySchema } from "../../src/store/keys.js";
+
+/** Direct access to the key space, bypassing the store. */
+export interface RawAccess {
+  /** {} when missing. */
+  hgetall(key: string): Promise<Record<string, string>>;
+  hset(key: string, fields: Record<string, string>): Promise<void>;
+  /** Writes a plain string value (a record of the wrong type). */
+  setString(key: string, value: string): Promise<void>;
+  /** Oldest first; [] when missing. */
+  xrange(key: string): Promise<Array<{ id: string; fields: [string, string][] }>>;
+  xlen(key: string): Promise<number>;
+  /** Seconds; -1 without expiry, -2 missing. */
+  ttl(key: string): Promise<number>;
+  exists(key: string): Promise<boolean>;
+}
+
+export interface ContractSubject {
+  readonly store: AdminStore;
+  readonly keys: KeySchema;
+  readonly raw: RawAccess;
+  /** Moves the store's clock forward, when the store has an injectable one. */
+  readonly advanceClock?: (ms: number) => void;
+  /** A store of the same kind whose backend cannot be reached. */
+  unreachableStore(): Promise<AdminStore>;
+  cleanup(): Promise<void>;
+}
+
+/** One call of every store method, for the availability checks. */
+export const EVERY_METHOD: ReadonlyArray<[string, (store: AdminStore) => Promise<unknown>]> = [
+  ["lookupPassphrase", (s) => s.lookupPassphrase("some passphrase")],
+  ["getWhiteboard", (s) => s.getWhiteboard("p")],
+  ["setMute", (s) => s.setMute({ project: "p", channel: "c", uid: "u", mute: true, by: "sub", at: 1 })],
+  ["recordConversion", (s) => s.recordConversion(conversion("00000000-0000-4000-8000-000000000000"))],
+  ["ping", (s) => s.ping()],
+  ["createChannel", (s) => s.createChannel({ project: "p", channel: "c", hostPassphrase: "h" })],
+  ["deleteChannel", (s) => s.deleteChannel("p", "c")],
+  ["setWhiteboard", (s) => s.setWhiteboard("p", { region: "sg", credentials: { sdkToken: "t" } })],
+  ["clearWhiteboard", (s) => s.clearWhiteboard("p")],
+  ["getMuteState", (s) => s.getMuteState("p", "c")],
+  ["getMuteEvents", (s) => s.getMuteEvents("p", "c")],
+  ["getConversion", (s) => s.getConversion("00000000-0000-4000-8000-000000000000")],
+];
+
+const WEEK_SECONDS = 604_800;
+
+export interface ContractOptions {
+  /** Builds the store under test (once per suite). */
+  factory(): Promise<ContractSubject>;
+  /** Whether XADD MAXLEN trims approximately (Redis) or exactly. */
+  approximateTrim: boolean;
+  /** Whether the subject offers `advanceClock` (expiry can be tested by moving time). */
+  hasClock: boolean;
+}
+
+export function storeContract(name: string, options: ContractOptions): void {
+  describe(`${name}: store contract`, () => {
+    let subject: ContractSubject;
+    let store: AdminStore;
+    let keys: KeySchema;
+    let raw: RawAccess;
+
+    beforeAll(async () => {
+      subject = await options.factory();
+      ({ store, keys, raw } = subject);
+    });
+    afterAll(async () => {
+      await subject?.cleanup();
+    });
+
+    describe("passphrases", () => {
+      it("creates host and attendee records under the sha256 of the passphrase, never in clear", async () => {
+        const { project, channel } = ids();
+        const host = `host ${unique()} 🎤`;
+        const attendee = `attendee ${unique()}`;
+        await store.createChannel({ project, channel, hostPassphrase: host, attendeePassphrase: attendee });
+
+        expect(await raw.hgetall(keys.passphrase(hashPassphrase(host)))).toEqual({ project, channel, role: "host" });
+        expect(await raw.hgetall(keys.passphrase(hashPassphrase(attendee)))).toEqual({
+          project,
+          channel,
+          role: "attendee",
+        });
+        expect(keys.passphrase(hashPassphrase(host))).toBe(`${keys.prefix}pass:{${hashPassphrase(host)}}`);
+        expect(await store.lookupPassphrase(host)).toEqual({ project, channel, role: "host" });
+        expect(await store.lookupPassphrase(attendee)).toEqual({ project, channel, role: "attendee" });
+      });
+
+      it("answers undefined for an unknown passphrase", async () => {
+        expect(await store.lookupPassphrase(`nobody ${unique()}`)).toBeUndefined();
+      });
+
+      it("reads records other services wrote, and ignores malformed ones", async () => {
+        const good = unique();
+        await raw.hset(keys.passphrase(hashPassphrase(good)), { project: "p1", channel: "c1", role: "host", extra: "x" });
+        expect(await store.lookupPassphrase(good)).toEqual({ project: "p1", channel: "c1", role: "host" });
+
+        const malformed: Record<string, string>[] = [
+          { project: "p", channel: "c" },
+          { project: "p", channel: "c", role: "admin" },
+          { project: "p", role: "host" },
+          { channel: "c", role: "host" },
+          { project: "", channel: "c", role: "host" },
+        ];
+        for (const fields of malformed) {
+          const passphrase = unique();
+          await raw.hset(keys.passphrase(hashPassphrase(passphrase)), fields);
+          expect(await store.lookupPassphrase(passphrase), JSON.stringify(fields)).toBeUndefined();
+        }
+        const wrongType = unique();
+        await raw.setString(keys.passphrase(hashPassphrase(wrongType)), "host");
+        expect(await store.lookupPassphrase(wrongType)).toBeUndefined();
+      });
+
+      it("refuses a passphrase that opens another channel, and writes nothing", async () => {
+        const a = ids();
+        const b = ids();
+        const taken = unique();
+        await store.createChannel({ ...a, hostPassphrase: taken });
+        const fresh = unique();
+
+        const attempt = store.createChannel({ ...b, hostPassphrase: fresh, attendeePassphrase: taken });
+        await expect(attempt).rejects.toMatchObject({ kind: "invalid" });
+        await expect(attempt).rejects.toThrow(new RegExp(`${a.channel}.*${a.project}`));
+        expect(await raw.exists(keys.passphrase(hashPassphrase(fresh)))).toBe(false);
+        expect(await store.lookupPassphrase(taken)).toEqual({ ...a, role: "host" });
+      });
+
+      it("refuses one passphrase for both roles, and invalid ids", async () => {
+        const { project, channel } = ids();
+        const same = unique();
+        const bad: Array<Parameters<AdminStore["createChannel"]>[0]> = [
+          { project, channel, hostPassphrase: same, attendeePassphrase: same },
+          { project, channel, hostPassphrase: "" },
+          { project, channel, hostPassphrase: "x".repeat(257) },
+          { project: "a{b", channel, hostPassphrase: unique() },
+          { project: "a}b", channel, hostPassphrase: unique() },
+          { project: "a/b", channel, hostPassphrase: unique() },
+          { project, channel: "}c", hostPassphrase: unique() },
+          { project: "", channel, hostPassphrase: unique() },
+          { project, channel: "", hostPassphrase: unique() },
+        ];
+        for (const input of bad) {
+          await expect(store.createChannel(input), JSON.stringify(input)).rejects.toMatchObject({ kind: "invalid" });
+        }
+        expect(await store.lookupPassphrase(same)).toBeUndefined();
+      });
+
+      it("re-creating a channel is idempotent, rotates passphrases and can swap roles", async () => {
+        const ch = ids();
+        const [p1, p2, p3] = [unique(), unique(), unique()];
+        await store.createChannel({ ...ch, hostPassphrase: p1, attendeePassphrase: p2 });
+        await store.createChannel({ ...ch, hostPassphrase: p1, attendeePassphrase: p2 });
+        expect(await store.lookupPassphrase(p1)).toEqual({ ...ch, role: "host" });
+
+        await store.createChannel({ ...ch, hostPassphrase: p2, attendeePassphrase: p1 });
+        expect(await store.lookupPassphrase(p1)).toEqual({ ...ch, role: "attendee" });
+        expect(await store.lookupPassphrase(p2)).toEqual({ ...ch, role: "host" });
+
+        await store.createChannel({ ...ch, hostPassphrase: p3 });
+        expect(await store.lookupPassphrase(p3)).toEqual({ ...ch, role: "host" });
+        expect(await store.lookupPassphrase(p1)).toBeUndefined();
+        expect(await store.lookupPassphrase(p2)).toBeUndefined();
+      });
+
+      it("deleteChannel removes its passphrases, mute hash and event stream, and nothing else", async () => {
+        const ch = ids();
+        const neighbour = { project: ch.project, channel: `${ch.channel}2` };
+        const [h, a, n] = [unique(), unique(), unique()];
+        await store.createChannel({ ...ch, hostPassphrase: h, attendeePassphrase: a });
+        await store.createChannel({ ...neighbour, hostPassphrase: n });
+        await store.setMute(mute(ch, "u1", true));
+        await store.setMute(mute(neighbour, "u1", true));
+
+        expect(await store.deleteChannel(ch.project, ch.channel)).toBe(4);
+        expect(await store.lookupPassphrase(h)).toBeUndefined();
+        expect(await store.lookupPassphrase(a)).toBeUndefined();
+        expect(await raw.exists(keys.pstnMute(ch.project, ch.channel))).toBe(false);
+        expect(await raw.exists(keys.pstnEvents(ch.project, ch.channel))).toBe(false);
+        expect(await store.lookupPassphrase(n)).toEqual({ ...neighbour, role: "host" });
+        expect(await store.getMuteState(neighbour.project, neighbour.channel)).toEqual({ u1: true });
+
+        expect(await store.deleteChannel(ch.project, ch.channel)).toBe(0);
+      });
+    });
+
+    describe("whiteboard settings", () => {
+      it("writes the documented fields and switches credential kinds cleanly", async () => {
+        const { project } = ids();
+        const key = keys.whiteboard(project);
+        expect(key).toBe(`${keys.prefix}proj:{${project}}:whiteboard`);
+
+        await store.setWhiteboard(project, { region: "sg", credentials: { sdkToken: "NETLESSSDK_abc" } });
+        expect(await raw.hgetall(key)).toEqual({ enabled: "1", region: "sg", sdk_token: "NETLESSSDK_abc" });
+        expect(await store.getWhiteboard(project)).toEqual({ region: "sg", credentials: { sdkToken: "NETLESSSDK_abc" } });
+
+        await store.setWhiteboard(project, { region: "eu", credentials: { accessKey: "ak", secretKey: "sk" } });
+        expect(await raw.hgetall(key)).toEqual({ enabled: "1", region: "eu", access_key: "ak", secret_key: "sk" });
+        expect(await store.getWhiteboard(project)).toEqual({
+          region: "eu",
+          credentials: { accessKey: "ak", secretKey: "sk" },
+        });
+
+        await store.setWhiteboard(project, { region: "cn-hz", credentials: { sdkToken: "t2" } });
+        expect(await raw.hgetall(key)).toEqual({ enabled: "1", region: "cn-hz", sdk_token: "t2" });
+
+        await store.clearWhiteboard(project);
+        expect(await raw.exists(key)).toBe(false);
+        expect(await store.getWhiteboard(project)).toBeUndefined();
+      });
+
+      it("accepts every documented region", async () => {
+        for (const region of ["us-sv", "sg", "in-mum", "eu", "cn-hz"] as const) {
+          const { project } = ids();
+          await store.setWhiteboard(project, { region, credentials: { sdkToken: "t" } });
+          expect((await store.getWhiteboard(project))?.region).toBe(region);
+        }
+      });
+
+      it("treats a record that is not usable as no whiteboard", async () => {
+        const unusable: Record<string, string>[] = [
+          { region: "sg", sdk_token: "t" },
+          { enabled: "0", region: "sg", sdk_token: "t" },
+          { enabled: "true", region: "sg", sdk_token: "t" },
+          { enabled: "1", region: "mars", sdk_token: "t" },
+          { enabled: "1", sdk_token: "t" },
+          { enabled: "1", region: "sg" },
+          { enabled: "1", region: "sg", sdk_token: "" },
+          { enabled: "1", region: "sg", access_key: "ak" },
+          { enabled: "1", region: "sg", secret_key: "sk" },
+        ];
+        for (const fields of unusable) {
+          const { project } = ids();
+          await raw.hset(keys.whiteboard(project), fields);
+          expect(await store.getWhiteboard(project), JSON.stringify(fields)).toBeUndefined();
+        }
+        const { project } = ids();
+        await raw.setString(keys.whiteboard(project), "1");
+        expect(await store.getWhiteboard(project)).toBeUndefined();
+        expect(await store.getWhiteboard(ids().project)).toBeUndefined();
+      });
+
+      it("prefers the SDK token when another writer stored both kinds", async () => {
+        const { project } = ids();
+        await raw.hset(keys.whiteboard(project), {
+          enabled: "1",
+          region: "in-mum",
+          sdk_token: "t",
+          access_key: "ak",
+          secret_key: "sk",
+        });
+        expect(await store.getWhiteboard(project)).toEqual({ region: "in-mum", credentials: { sdkToken: "t" } });
+      });
+
+      it("refuses invalid settings and project ids", async () => {
+        const { project } = ids();
+        await expect(
+          store.setWhiteboard(project, { region: "mars" as "sg", credentials: { sdkToken: "t" } }),
+        ).rejects.toMatchObject({ kind: "invalid" });
+        await expect(store.setWhiteboard(project, { region: "sg", credentials: { sdkToken: "" } })).rejects.toMatchObject({
+          kind: "invalid",
+        });
+        await expect(
+          store.setWhiteboard(project, { region: "sg", credentials: { accessKey: "ak", secretKey: "" } }),
+        ).rejects.toMatchObject({ kind: "invalid" });
+        await expect(store.setWhiteboard("p{x}", { region: "sg", credentials: { sdkToken: "t" } })).rejects.toMatchObject({
+          kind: "invalid",
+        });
+        expect(await raw.exists(keys.whiteboard(project))).toBe(false);
+      });
+    });
+
+    describe("PSTN mute", () => {
+      it("writes the hash field and one stream entry with uid, mute, by, at", async () => {
+        const ch = ids();
+        const muteKey = keys.pstnMute(ch.project, ch.channel);
+        const eventsKey = keys.pstnEvents(ch.project, ch.channel);
+        expect(muteKey).toBe(`${keys.prefix}chan:{${ch.project}/${ch.channel}}:pstn-mute`);
+        expect(eventsKey).toBe(`${keys.prefix}chan:{${ch.project}/${ch.channel}}:pstn-events`);
+
+        await store.setMute({ ...ch, uid: "1001", mute: true, by: "alice", at: 1_700_000_000_123 });
+        await store.setMute({ ...ch, uid: "1002", mute: false, by: "bob", at: 1_700_000_000_456 });
+
+        expect(await raw.hgetall(muteKey)).toEqual({ "1001": "1", "1002": "0" });
+        const entries = await raw.xrange(eventsKey);
+        expect(entries.map((e) => e.fields)).toEqual([
+          [["uid", "1001"], ["mute", "1"], ["by", "alice"], ["at", "1700000000123"]],
+          [["uid", "1002"], ["mute", "0"], ["by", "bob"], ["at", "1700000000456"]],
+        ]);
+        for (const e of entries) expect(e.id).toMatch(/^\d+-\d+$/);
+
+        expect(await store.getMuteState(ch.project, ch.channel)).toEqual({ "1001": true, "1002": false });
+        const events = await store.getMuteEvents(ch.project, ch.channel);
+        expect(events).toEqual([
+          { id: entries[1]?.id, uid: "1002", mute: false, by: "bob", at: 1_700_000_000_456 },
+          { id: entries[0]?.id, uid: "1001", mute: true, by: "alice", at: 1_700_000_000_123 },
+        ]);
+      });
+
+      it("overwrites the state of a uid and keeps every change in the stream", async () => {
+        const ch = ids();
+        await store.setMute(mute(ch, "u", true));
+        await store.setMute(mute(ch, "u", false));
+        expect(await store.getMuteState(ch.project, ch.channel)).toEqual({ u: false });
+        expect((await store.getMuteEvents(ch.project, ch.channel)).map((e) => e.mute)).toEqual([false, true]);
+      });
+
+      it("returns the newest events first, 20 unless asked otherwise", async () => {
+        const ch = ids();
+        for (let i = 0; i < 25; i++) await store.setMute({ ...ch, uid: `u${i}`, mute: true, by: "s", at: 1000 + i });
+        const events = await store.getMuteEvents(ch.project, ch.channel);
+        expect(events).toHaveLength(20);
+        expect(events[0]?.uid).toBe("u24");
+        expect(events[19]?.uid).toBe("u5");
+        expect((await store.getMuteEvents(ch.project, ch.channel, 3)).map((e) => e.uid)).toEqual(["u24", "u23", "u22"]);
+        expect(await store.getMuteEvents(ids().project, "none")).toEqual([]);
+        await expect(store.getMuteEvents(ch.project, ch.channel, 0)).rejects.toMatchObject({ kind: "invalid" });
+        await expect(store.getMuteEvents(ch.project, ch.channel, 1.5)).rejects.toMatchObject({ kind: "invalid" });
+      });
+
+      it("skips mute values and stream entries other writers got wrong", async () => {
+        const ch = ids();
+        await raw.hset(keys.pstnMute(ch.project, ch.channel), { a: "1", b: "0", c: "yes" });
+        expect(await store.getMuteState(ch.project, ch.channel)).toEqual({ a: true, b: false });
+        expect(await store.getMuteState(ids().project, "none")).toEqual({});
+      });
+
+      it("lands every one of 200 concurrent changes, hash and stream agreeing", async () => {
+        const ch = ids();
+        const changes = Array.from({ length: 200 }, (_, i) => ({
+          ...ch,
+          uid: `u${i % 50}`,
+          mute: i % 3 === 0,
+          by: `s${i}`,
+          at: 2000 + i,
+        }));
+        await Promise.all(changes.map((c) => store.setMute(c)));
+
+        expect(await raw.xlen(keys.pstnEvents(ch.project, ch.channel))).toBe(200);
+        const state = await store.getMuteState(ch.project, ch.channel);
+        expect(Object.keys(state)).toHaveLength(50);
+        // Atomic writes: each uid's state is the one of its newest stream entry.
+        const newest = new Map<string, boolean>();
+        for (const e of await store.getMuteEvents(ch.project, ch.channel, 200)) {
+          if (!newest.has(e.uid)) newest.set(e.uid, e.mute);
+        }
+        expect(state).toEqual(Object.fromEntries(newest));
+      });
+
+      it("caps the event stream near 10,000 entries", async () => {
+        const ch = ids();
+        const total = 11_000;
+        for (let start = 0; start < total; start += 1000) {
+          await Promise.all(
+            Array.from({ length: 1000 }, (_, i) =>
+              store.setMute({ ...ch, uid: `u${start + i}`, mute: true, by: "s", at: start + i }),
+            ),
+          );
+        }
+        const length = await raw.xlen(keys.pstnEvents(ch.project, ch.channel));
+        if (options.approximateTrim) {
+          expect(length).toBeGreaterThanOrEqual(10_000);
+          expect(length).toBeLessThanOrEqual(10_100);
+        } else {
+          expect(length).toBe(10_000);
+        }
+        expect((await store.getMuteEvents(ch.project, ch.channel, 1))[0]?.uid).toBe(`u${total - 1}`);
+        // The hash is not capped: it holds the state of every uid.
+        expect(Object.keys(await store.getMuteState(ch.project, ch.channel))).toHaveLength(total);
+      });
+
+      it("writes neither key when one of them has the wrong type", async () => {
+        const ch = ids();
+        await raw.setString(keys.pstnEvents(ch.project, ch.channel), "not a stream");
+        await expect(store.setMute(mute(ch, "u", true))).rejects.toMatchObject({ kind: "unavailable" });
+        expect(await raw.exists(keys.pstnMute(ch.project, ch.channel))).toBe(false);
+      });
+    });
+
+    describe("conversion tasks", () => {
+      it("writes the documented fields with a 7-day expiry", async () => {
+        const uuid = crypto.randomUUID();
+        const task = conversion(uuid);
+        await store.recordConversion(task);
+
+        const key = keys.conversion(uuid);
+        expect(key).toBe(`${keys.prefix}conv:{${uuid}}`);
+        expect(await raw.hgetall(key)).toEqual({
+          project: task.project,
+          channel: task.channel,
+          type: "static",
+          status: "Waiting",
+          created_at: String(task.createdAt),
+          by: task.by,
+        });
+        const ttl = await raw.ttl(key);
+        expect(ttl).toBeGreaterThan(WEEK_SECONDS - 10);
+        expect(ttl).toBeLessThanOrEqual(WEEK_SECONDS);
+        expect(await store.getConversion(uuid)).toEqual(task);
+        expect(await store.getConversion(crypto.randomUUID())).toBeUndefined();
+      });
+
+      it("a later record of the same task replaces it and renews the expiry", async () => {
+        const uuid = crypto.randomUUID();
+        await store.recordConversion(conversion(uuid));
+        const finished = { ...conversion(uuid), type: "dynamic" as const, status: "Finished" };
+        await store.recordConversion(finished);
+        expect(await store.getConversion(uuid)).toEqual(finished);
+        expect(await raw.ttl(keys.conversion(uuid))).toBeGreaterThan(WEEK_SECONDS - 10);
+      });
+
+      it("ignores malformed records", async () => {
+        const base = { project: "p", channel: "c", type: "static", status: "Waiting", created_at: "1", by: "s" };
+        const malformed: Record<string, string>[] = [
+          { ...base, type: "animated" },
+          { ...base, created_at: "yesterday" },
+          { ...base, created_at: "" },
+          Object.fromEntries(Object.entries(base).filter(([k]) => k !== "project")),
+        ];
+        for (const fields of malformed) {
+          const uuid = crypto.randomUUID();
+          await raw.hset(keys.conversion(uuid), fields);
+          expect(await store.getConversion(uuid), JSON.stringify(fields)).toBeUndefined();
+        }
+      });
+
+      it.runIf(options.hasClock)("forgets records after 7 days", async () => {
+        const advance = subject.advanceClock;
+        if (!advance) throw new Error("hasClock without advanceClock");
+        const uuid = crypto.randomUUID();
+        await store.recordConversion(conversion(uuid));
+        advance(WEEK_SECONDS * 1000 - 1000);
+        expect(await store.getConversion(uuid)).toBeDefined();
+        advance(1000);
+        expect(await store.getConversion(uuid)).toBeUndefined();
+        expect(await raw.ttl(keys.conversion(uuid))).toBe(-2);
+      });
+    });
+
+    describe("availability", () => {
+      it("ping resolves while the backend is there", async () => {
+        await expect(store.ping()).resolves.toBeUndefined();
+      });
+
+      it.each(EVERY_METHOD)("%s fails with unavailable within 1.5 s when the backend is unreachable", async (_, call) => {
+        const unreachable = await subject.unreachableStore();
+        try {
+          const started = performance.now();
+          const error = await call(unreachable).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          expect(performance.now() - started).toBeLessThan(1500);
+          expect(error).toBeInstanceOf(Failure);
+          expect((error as Failure).kind).toBe("unavailable");
+        } finally {
+          await unreachable.close();
+        }
+      });
+
+      it("close is idempotent and later calls fail as unavailable", async () => {
+        const unreachable = await subject.unreachableStore();
+        await unreachable.close();
+        await unreachable.close();
+        await expect(unreachable.ping()).rejects.toMatchObject({ kind: "unavailable" });
+      });
+    });
+  });
+}
+
+export function conversion(uuid: string): ConversionTaskRecord {
+  return {
+    uuid,
+    project: "proj-1",
+    channel: "chan-1",
+    type: "static",
+    status: "Waiting",
+    createdAt: 1_700_000_000_000,
+    by: "user-1",
+  };
+}
+
+function mute(ch: { project: string; channel: string }, uid: string, muted: boolean): MuteChange {
+  return { ...ch, uid, mute: muted, by: "sub", at: Date.now() };
+}
+
+function unique(): string {
+  return randomBytes(8).toString("hex");
+}
+
+/** Fresh project/channel ids, so tests never see each other's records. */
+function ids(): { project: string; channel: string } {
+  return { project: `proj-${unique()}`, channel: `chan ${unique()}/x` };
+}
