@@ -9,8 +9,8 @@ import {
   type MuteChange,
   type MuteEvent,
   type PassphraseRecord,
-  type Region,
   REGIONS,
+  type Region,
   type WhiteboardSettings,
 } from "../services/ports.js";
 

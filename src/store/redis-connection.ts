@@ -84,7 +84,9 @@ export function createRedisClient(options: RedisConnectionOptions, tuning: Conne
       if (!/^rediss?:\/\//i.test(options.url)) {
         throw new Error("Redis URL must start with redis:// or rediss://");
       }
-      const tls = options.tls && /^rediss:/i.test(options.url) ? { tls: options.tls } : {};
+      const secure = /^rediss:/i.test(options.url);
+      if (options.tls && !secure) throw new Error("TLS settings need a rediss:// Redis URL");
+      const tls = options.tls ? { tls: options.tls } : {};
       return new Redis(options.url, { ...common, ...tls, enableOfflineQueue: false, retryStrategy });
     }
     case "sentinel":

@@ -29,8 +29,8 @@ import {
 } from "./admin-checks.js";
 import { CONVERSION_TTL_SECONDS, hashPassphrase, type KeySchema, keySchema, MUTE_EVENTS_MAXLEN } from "./keys.js";
 import {
-  type Fields,
   conversionFields,
+  type Fields,
   muteFlag,
   pairsToFields,
   parseConversion,

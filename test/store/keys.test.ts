@@ -1,0 +1,48 @@
+import { describe, expect, it } from "vitest";
+import {
+  CONVERSION_TTL_SECONDS,
+  checkChannelId,
+  checkProjectId,
+  DEFAULT_KEY_PREFIX,
+  hashPassphrase,
+  keySchema,
+  MUTE_EVENTS_MAXLEN,
+} from "../../src/store/keys.js";
+
+describe("key schema (DESIGN §4)", () => {
+  it("builds the documented keys under the default prefix bl:", () => {
+    const keys = keySchema();
+    expect(DEFAULT_KEY_PREFIX).toBe("bl:");
+    expect(keys.passphrase("ab12")).toBe("bl:pass:{ab12}");
+    expect(keys.whiteboard("proj-1")).toBe("bl:proj:{proj-1}:whiteboard");
+    expect(keys.pstnMute("proj-1", "room 7")).toBe("bl:chan:{proj-1/room 7}:pstn-mute");
+    expect(keys.pstnEvents("proj-1", "room 7")).toBe("bl:chan:{proj-1/room 7}:pstn-events");
+    expect(keys.conversion("3f1c")).toBe("bl:conv:{3f1c}");
+    expect(keys.passphrasePattern()).toBe("bl:pass:*");
+  });
+
+  it("uses a custom prefix, escaped in the SCAN pattern", () => {
+    const keys = keySchema("t:[x]*:");
+    expect(keys.passphrase("ab")).toBe("t:[x]*:pass:{ab}");
+    expect(keys.passphrasePattern()).toBe("t:\\[x\\]\\*:pass:*");
+  });
+
+  it("hashes passphrases as lowercase sha256 hex of their UTF-8 bytes", () => {
+    expect(hashPassphrase("abc")).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    expect(hashPassphrase("")).toBe("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    // "é" as UTF-8 (c3 a9), not Latin-1.
+    expect(hashPassphrase("\u00e9")).toBe("4a99557e4033c3539de2eb65472017cad5f9557f7a0625a09f1c3f6e2ba69c4c");
+  });
+
+  it("documents the cap and the expiry", () => {
+    expect(MUTE_EVENTS_MAXLEN).toBe(10_000);
+    expect(CONVERSION_TTL_SECONDS).toBe(604_800);
+  });
+
+  it("refuses ids that would break the hash tag or be ambiguous", () => {
+    expect(checkProjectId("proj-1")).toBeUndefined();
+    expect(checkChannelId("room/7 ünïcode")).toBeUndefined();
+    for (const bad of ["", "a{b", "a}b", "}a", "a/b", "a\nb"]) expect(checkProjectId(bad), bad).toBeDefined();
+    for (const bad of ["", "a{b", "}a", "a\u0000b"]) expect(checkChannelId(bad), bad).toBeDefined();
+  });
+});
