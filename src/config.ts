@@ -3,6 +3,7 @@
  * An invalid value stops start-up with one line naming the variable.
  */
 import { readFileSync } from "node:fs";
+import type { RedisConnectionOptions } from "./store/redis-connection.js";
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
@@ -14,10 +15,7 @@ export class ConfigError extends Error {
   }
 }
 
-export type RedisConfig =
-  | { readonly mode: "single"; readonly url: string }
-  | { readonly mode: "cluster"; readonly nodes: ReadonlyArray<{ host: string; port: number }>; readonly url?: string }
-  | { readonly mode: "sentinel"; readonly sentinels: ReadonlyArray<{ host: string; port: number }>; readonly name: string; readonly url: string };
+export type RedisConfig = RedisConnectionOptions;
 
 export type JwtKeyConfig =
   | { readonly kind: "secret"; readonly secret: Uint8Array }
@@ -183,13 +181,15 @@ function parseRedis(
   if (url !== undefined && !/^rediss?:\/\//.test(url)) {
     throw new ConfigError("REDIS_URL", "must start with redis:// or rediss://");
   }
+  // With Cluster or Sentinel, REDIS_URL only carries the credentials (and rediss:// for TLS).
+  const auth = url === undefined ? {} : credentialsOf(url);
   if (clusterNodes !== undefined) {
     if (sentinels !== undefined) throw new ConfigError("REDIS_SENTINELS", "cannot be combined with REDIS_CLUSTER_NODES");
-    return { mode: "cluster", nodes: parseHostPorts("REDIS_CLUSTER_NODES", clusterNodes), ...(url === undefined ? {} : { url }) };
+    return { mode: "cluster", nodes: parseHostPorts("REDIS_CLUSTER_NODES", clusterNodes), ...auth };
   }
   if (sentinels !== undefined) {
     if (sentinelName === undefined) throw new ConfigError("REDIS_SENTINEL_NAME", "is required with REDIS_SENTINELS");
-    return { mode: "sentinel", sentinels: parseHostPorts("REDIS_SENTINELS", sentinels), name: sentinelName, url: url ?? "redis://" };
+    return { mode: "sentinel", sentinels: parseHostPorts("REDIS_SENTINELS", sentinels), masterName: sentinelName, ...auth };
   }
   return url === undefined ? undefined : { mode: "single", url };
 }
@@ -256,4 +256,13 @@ function readFileOr(variable: string, path: string): Buffer {
   } catch (e) {
     throw new ConfigError(variable, `cannot be read (${(e as NodeJS.ErrnoException).code ?? "error"})`);
   }
+}
+
+function credentialsOf(url: string): { username?: string; password?: string; tls?: boolean } {
+  const u = new URL(url);
+  return {
+    ...(u.username === "" ? {} : { username: decodeURIComponent(u.username) }),
+    ...(u.password === "" ? {} : { password: decodeURIComponent(u.password) }),
+    ...(u.protocol === "rediss:" ? { tls: true } : {}),
+  };
 }

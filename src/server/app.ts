@@ -107,5 +107,6 @@ function send(res: NodeResponse, a: PlainAnswer, headOnly = false): void {
   res.statusCode = a.status;
   res.setHeader("content-type", a.contentType ?? "application/json");
   res.setHeader("content-length", Buffer.byteLength(a.body));
-  res.end(headOnly ? undefined : a.body);
+  if (headOnly) res.end();
+  else res.end(a.body);
 }

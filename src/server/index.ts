@@ -2,7 +2,8 @@
  * Assembles the transport around the services: operations → pipeline → JSON
  * gateway + RPC router (+ health, reflection) → request listener → one port.
  */
-import { createFileRegistry } from "@bufbuild/protobuf";
+import { create, createFileRegistry, type DescFile, type FileRegistry } from "@bufbuild/protobuf";
+import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { file_channel_v1_pstn, PstnService as PstnServiceDesc } from "../../gen/channel/v1/pstn_pb.js";
 import { file_grpc_health_v1_health, Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { file_grpc_reflection_v1_reflection, ServerReflection } from "../../gen/grpc/reflection/v1/reflection_pb.js";
@@ -65,13 +66,13 @@ export async function startServer(o: ServerOptions): Promise<Server> {
       () => true,
       () => false,
     );
-  const registry = createFileRegistry(
+  const registry = fileRegistry([
     file_whiteboard_v1_whiteboard,
     file_channel_v1_pstn,
     file_grpc_health_v1_health,
     file_grpc_reflection_v1_reflection,
     file_grpc_reflection_v1alpha_reflection,
-  );
+  ]);
   const rpc = new RpcHandler({
     operations: ops,
     pipeline,
@@ -101,4 +102,18 @@ export async function startServer(o: ServerOptions): Promise<Server> {
       await running.shutdown(graceMs);
     },
   };
+}
+
+/** A registry of the given files and everything they import (for reflection). */
+function fileRegistry(files: readonly DescFile[]): FileRegistry {
+  const ordered: DescFile[] = [];
+  const seen = new Set<string>();
+  const visit = (f: DescFile) => {
+    if (seen.has(f.name)) return;
+    seen.add(f.name);
+    for (const d of f.dependencies) visit(d);
+    ordered.push(f);
+  };
+  for (const f of files) visit(f);
+  return createFileRegistry(create(FileDescriptorSetSchema, { file: ordered.map((f) => f.proto) }));
 }

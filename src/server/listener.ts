@@ -77,13 +77,11 @@ export async function listen(options: ListenOptions, onRequest: Listener): Promi
   let h1: http.Server | undefined;
   if (options.tls !== undefined) {
     const secure = http2.createSecureServer(
-      { ...h2Options, cert: options.tls.cert, key: options.tls.key, allowHTTP1: true, maxHeaderSize },
+      { ...h2Options, cert: options.tls.cert, key: options.tls.key, allowHTTP1: true, handshakeTimeout: headersTimeout },
       tracked as never,
     );
     secure.on("session", onSession);
     secure.on("secureConnection", (s: Duplex) => trackSocket(sockets, s));
-    // An HTTP/1.1 request over TLS: same limits as the cleartext server.
-    secure.headersTimeout = headersTimeout;
     outer = secure;
   } else {
     h1 = http.createServer(
@@ -156,7 +154,7 @@ function trackSocket(sockets: Set<Duplex>, socket: Duplex): void {
  * within the headers timeout is dropped.
  */
 function sniff(socket: net.Socket, timeoutMs: number, route: (isH2: boolean) => void): void {
-  let seen = Buffer.alloc(0);
+  let seen: Buffer = Buffer.alloc(0);
   const timer = setTimeout(() => socket.destroy(), timeoutMs);
   const onData = (chunk: Buffer) => {
     seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
@@ -164,9 +162,13 @@ function sniff(socket: net.Socket, timeoutMs: number, route: (isH2: boolean) => 
     const isPrefacePrefix = seen.subarray(0, n).equals(PREFACE.subarray(0, n));
     if (isPrefacePrefix && n < PREFACE.length) return; // need more bytes
     done();
+    // Put the bytes back for the server that takes the socket: the HTTP/2
+    // session reads a paused socket's buffer on its next tick; the HTTP/1.1
+    // parser needs the socket flowing again.
     socket.pause();
     socket.unshift(seen);
     route(isPrefacePrefix);
+    if (!isPrefacePrefix) socket.resume();
   };
   const onGone = () => done();
   function done() {

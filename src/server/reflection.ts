@@ -3,7 +3,7 @@
  * `buf curl` work without local protos. The two versions have identical
  * messages; v1alpha is served by converting through the wire format.
  */
-import { create, type DescFile, type DescMessage, fromBinary, type MessageShape, type Registry, toBinary } from "@bufbuild/protobuf";
+import { create, type DescFile, type DescMessage, type FileRegistry, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import {
@@ -19,7 +19,7 @@ import {
   ServerReflection as ServerReflectionV1alpha,
 } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 
-export function registerReflection(router: ConnectRouter, registry: Registry, services: readonly string[]): void {
+export function registerReflection(router: ConnectRouter, registry: FileRegistry, services: readonly string[]): void {
   router.service(ServerReflectionV1, {
     async *serverReflectionInfo(requests) {
       for await (const req of requests) yield reflect(registry, services, req);
@@ -39,7 +39,7 @@ function convert<F extends DescMessage, T extends DescMessage>(from: F, to: T, m
   return fromBinary(to, toBinary(from, message));
 }
 
-function reflect(registry: Registry, services: readonly string[], req: ServerReflectionRequest): ServerReflectionResponse {
+function reflect(registry: FileRegistry, services: readonly string[], req: ServerReflectionRequest): ServerReflectionResponse {
   const base = { validHost: req.host, originalRequest: req };
   const r = req.messageRequest;
   const notFound = (what: string) =>
@@ -89,7 +89,7 @@ function reflect(registry: Registry, services: readonly string[], req: ServerRef
 // getExtensionFor needs a message descriptor; an unknown one simply finds nothing.
 const dummy = ServerReflectionRequestSchema;
 
-function fileOfSymbol(registry: Registry, symbol: string): DescFile | undefined {
+function fileOfSymbol(registry: FileRegistry, symbol: string): DescFile | undefined {
   const direct = registry.get(symbol);
   if (direct !== undefined) return direct.file;
   // A method or an enum value: look its parent up.

@@ -3,7 +3,7 @@
  * is connect-node's `connectNodeAdapter`, plus the one thing it cannot do: fix
  * the gRPC status trailer before it is written (see grpc-status-trailer.ts).
  */
-import type { Registry } from "@bufbuild/protobuf";
+
 import { Code, ConnectError, createConnectRouter, type ConnectRouter } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
@@ -94,4 +94,4 @@ export class RpcHandler {
   }
 }
 
-export type { Registry };
+

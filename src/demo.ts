@@ -1,0 +1,74 @@
+/**
+ * Demo mode (`npm start` with no configuration): seeds a project whose
+ * whiteboard talks to the bundled conversion simulator, a channel with a host
+ * and an attendee passphrase, and prints a ready-to-paste curl per route.
+ */
+import { randomBytes } from "node:crypto";
+import type { AdminStore } from "./services/ports.js";
+
+export interface DemoSeed {
+  readonly project: string;
+  readonly channel: string;
+  readonly hostPassphrase: string;
+  readonly attendeePassphrase: string;
+  readonly accessKey: string;
+  readonly secretKey: string;
+}
+
+export function demoSeed(): DemoSeed {
+  const word = () => randomBytes(6).toString("base64url");
+  return {
+    project: "demo-project",
+    channel: "demo-channel",
+    hostPassphrase: `host-${word()}`,
+    attendeePassphrase: `guest-${word()}`,
+    accessKey: `demo-ak-${word()}`,
+    secretKey: randomBytes(24).toString("base64url"),
+  };
+}
+
+export async function seedDemo(store: AdminStore, seed: DemoSeed): Promise<void> {
+  await store.createChannel({
+    project: seed.project,
+    channel: seed.channel,
+    hostPassphrase: seed.hostPassphrase,
+    attendeePassphrase: seed.attendeePassphrase,
+  });
+  await store.setWhiteboard(seed.project, {
+    region: "us-sv",
+    credentials: { accessKey: seed.accessKey, secretKey: seed.secretKey },
+  });
+}
+
+export function demoBanner(url: string, token: string, seed: DemoSeed): string {
+  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  const curl = (path: string, body: object) =>
+    [
+      `curl -sS -X POST ${url}${path}`,
+      `  -H ${q(`Authorization: Bearer ${token}`)}`,
+      "  -H 'Content-Type: application/json'",
+      `  -d ${q(JSON.stringify(body))}`,
+    ].join(" \\\n");
+  return [
+    "",
+    `boardline demo is listening on ${url}`,
+    `  project ${seed.project}, channel ${seed.channel}`,
+    `  host passphrase ${seed.hostPassphrase}, attendee passphrase ${seed.attendeePassphrase}`,
+    "  in-memory store, conversion simulator on loopback, random JWT secret (tokens die with the process)",
+    "",
+    "Mute a telephone participant:",
+    curl("/v1/channel/pstn/mute", { uid: "pstn-1001", passphrase: seed.hostPassphrase, mute: true }),
+    "",
+    "Convert a document for the whiteboard:",
+    curl("/v1/whiteboard/fileconvert", {
+      resource_url: "https://example.com/deck.pptx",
+      passphrase: seed.attendeePassphrase,
+      conversion_type: "static",
+      conversion_scale: 1.5,
+    }),
+    "",
+    "The same over gRPC, with reflection (buf from node_modules):",
+    `npx buf curl --protocol grpc --http2-prior-knowledge -H ${q(`Authorization: Bearer ${token}`)} \\\n  -d ${q(JSON.stringify({ uid: "pstn-1001", passphrase: seed.hostPassphrase, mute: false }))} \\\n  ${url}/channel.v1.PstnService/Mute`,
+    "",
+  ].join("\n");
+}
