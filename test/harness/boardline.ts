@@ -1,0 +1,151 @@
+/**
+ * Starts a real boardline server on loopback port 0 for a test file: Redis
+ * store (shared test Redis, a key prefix of the file's own) or the in-memory
+ * store, the conversion simulator, an HS256 secret, and a seeded world of two
+ * projects. Everything it starts, `close()` stops.
+ */
+import { randomBytes } from "node:crypto";
+import { JwtAuthenticator, mintToken } from "../../src/auth/jwt.js";
+import { NetlessConversionClient } from "../../src/conversion/netless-client.js";
+import { type ConversionSimulator, startConversionSimulator } from "../../src/conversion/simulator.js";
+import { createLogger, type Logger, silentLogger } from "../../src/log.js";
+import { type Server, startServer } from "../../src/server/index.js";
+import type { PassphraseGuard } from "../../src/services/passphrase-guard.js";
+import type { AdminStore } from "../../src/services/ports.js";
+import { MemoryStore } from "../../src/store/memory-store.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
+import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "./redis-url.js";
+
+export interface World {
+  /** Project A: whiteboard set up (access/secret key signing), one channel. */
+  readonly project: string;
+  readonly channel: string;
+  readonly hostPassphrase: string;
+  readonly attendeePassphrase: string;
+  /** Project B: whiteboard set up with a plain SDK token, one channel. */
+  readonly otherProject: string;
+  readonly otherChannel: string;
+  readonly otherHostPassphrase: string;
+  /** Project C: no whiteboard record at all. */
+  readonly bareProject: string;
+  readonly bareHostPassphrase: string;
+  readonly accessKey: string;
+  readonly secretKey: string;
+  readonly sdkToken: string;
+}
+
+export interface Boardline {
+  readonly url: string;
+  readonly port: number;
+  readonly server: Server;
+  readonly store: AdminStore;
+  /** The Redis key prefix ("memory" store: the prefix it was given). */
+  readonly prefix: string;
+  readonly simulator: ConversionSimulator;
+  readonly backend: NetlessConversionClient;
+  readonly secret: Uint8Array;
+  readonly world: World;
+  /** A valid token for `world.project` (or the given project/subject). */
+  token(project?: string, subject?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface BoardlineOptions {
+  readonly store?: "redis" | "memory";
+  /** Redis URL for the "redis" store (default: the shared test Redis). */
+  readonly redisUrl?: string;
+  readonly maxBodyBytes?: number;
+  readonly corsOrigins?: readonly string[];
+  readonly tls?: { cert: string | Buffer; key: string | Buffer };
+  readonly conversionTimeoutMs?: number;
+  readonly guard?: (store: AdminStore) => PassphraseGuard;
+  readonly logger?: Logger;
+  /** Log to this stream (pino JSON lines) instead of nowhere. */
+  readonly logStream?: NodeJS.WritableStream;
+  readonly headersTimeoutMs?: number;
+}
+
+export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardline> {
+  const logger = o.logger ?? (o.logStream === undefined ? silentLogger() : createLogger("debug", o.logStream));
+  const prefix = uniquePrefix("bl-test");
+  const url = o.redisUrl ?? (o.store === "memory" ? "" : redisUrl());
+  let store: AdminStore;
+  if (o.store === "memory") {
+    store = new MemoryStore({ keyPrefix: prefix });
+  } else {
+    const redis: RedisStore = createRedisStore({ mode: "single", url }, { keyPrefix: prefix, logger });
+    await redis.waitUntilReady();
+    store = redis;
+  }
+  const word = () => randomBytes(6).toString("hex");
+  const world: World = {
+    project: `proj-a-${word()}`,
+    channel: `chan-a-${word()}`,
+    hostPassphrase: `host a ${word()}`,
+    attendeePassphrase: `guest a ${word()}`,
+    otherProject: `proj-b-${word()}`,
+    otherChannel: `chan-b-${word()}`,
+    otherHostPassphrase: `host b ${word()}`,
+    bareProject: `proj-c-${word()}`,
+    bareHostPassphrase: `host c ${word()}`,
+    accessKey: `ak-${word()}`,
+    secretKey: randomBytes(24).toString("base64url"),
+    sdkToken: `NETLESSSDK_test-${word()}`,
+  };
+  await store.createChannel({
+    project: world.project,
+    channel: world.channel,
+    hostPassphrase: world.hostPassphrase,
+    attendeePassphrase: world.attendeePassphrase,
+  });
+  await store.createChannel({ project: world.otherProject, channel: world.otherChannel, hostPassphrase: world.otherHostPassphrase });
+  await store.createChannel({ project: world.bareProject, channel: "bare", hostPassphrase: world.bareHostPassphrase });
+  await store.setWhiteboard(world.project, {
+    region: "us-sv",
+    credentials: { accessKey: world.accessKey, secretKey: world.secretKey },
+  });
+  await store.setWhiteboard(world.otherProject, { region: "sg", credentials: { sdkToken: world.sdkToken } });
+
+  const simulator = await startConversionSimulator({
+    credentials: { sdkTokens: [world.sdkToken], keys: [{ accessKey: world.accessKey, secretKey: world.secretKey }] },
+    progressMs: 50,
+  });
+  const backend = new NetlessConversionClient({
+    baseUrl: simulator.url,
+    timeoutMs: o.conversionTimeoutMs ?? 2000,
+    logger,
+  });
+  const secret = new Uint8Array(randomBytes(32));
+  const server = await startServer({
+    host: "127.0.0.1",
+    port: 0,
+    ...(o.tls === undefined ? {} : { tls: o.tls }),
+    ...(o.headersTimeoutMs === undefined ? {} : { headersTimeoutMs: o.headersTimeoutMs }),
+    store,
+    authenticator: new JwtAuthenticator({ key: { kind: "secret", secret }, algorithms: ["HS256"], projectClaim: "project_id" }),
+    backend,
+    ...(o.guard === undefined ? {} : { guard: o.guard(store) }),
+    logger,
+    maxBodyBytes: o.maxBodyBytes ?? 64 * 1024,
+    corsOrigins: o.corsOrigins ?? [],
+  });
+  return {
+    url: server.url,
+    port: server.port,
+    server,
+    store,
+    prefix,
+    simulator,
+    backend,
+    secret,
+    world,
+    token: (project = world.project, subject = "tester") => mintToken({ secret, project, subject, ttlSeconds: 600 }),
+    async close() {
+      await server.shutdown(1000);
+      backend.close();
+      await simulator.close();
+      await store.close();
+      if (o.store !== "memory") await deleteKeysWithPrefix(url, prefix);
+    },
+  };
+}
