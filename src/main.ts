@@ -9,6 +9,7 @@ import { type ConversionSimulator, startConversionSimulator } from "./conversion
 import { demoBanner, demoSeed, seedDemo } from "./demo.js";
 import { createLogger } from "./log.js";
 import { startServer } from "./server/index.js";
+import { MissLimitGuard } from "./services/passphrase-guard.js";
 import type { AdminStore } from "./services/ports.js";
 import { MemoryStore } from "./store/memory-store.js";
 import { createRedisStore } from "./store/redis-store.js";
@@ -66,6 +67,7 @@ async function main(): Promise<void> {
     store,
     authenticator,
     backend,
+    ...(config.guessLimit === undefined ? {} : { guard: new MissLimitGuard(store, config.guessLimit) }),
     logger,
     maxBodyBytes: config.maxBodyBytes,
     corsOrigins: config.corsOrigins,

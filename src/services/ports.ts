@@ -87,6 +87,13 @@ export interface Store {
   setMute(change: MuteChange): Promise<void>;
   /** Records a conversion task (expires after 7 days). */
   recordConversion(task: ConversionTaskRecord): Promise<void>;
+  /**
+   * Counts one wrong passphrase for a caller key; the counting window starts
+   * at the first miss and lasts `windowSeconds`.
+   */
+  recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void>;
+  /** The caller key's misses in the current window and the seconds until the window ends. */
+  passphraseMisses(callerKey: string): Promise<{ count: number; resetSeconds: number }>;
   /** Resolves when the store can serve requests; throws `Failure("unavailable")` otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

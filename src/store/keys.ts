@@ -45,6 +45,8 @@ export interface KeySchema {
   pstnMute(project: string, channel: string): string;
   pstnEvents(project: string, channel: string): string;
   conversion(taskUuid: string): string;
+  /** Wrong-passphrase counter of a caller, from the sha256 hex of its key. */
+  guesses(callerSha256Hex: string): string;
 }
 
 export function keySchema(prefix: string = DEFAULT_KEY_PREFIX): KeySchema {
@@ -57,6 +59,7 @@ export function keySchema(prefix: string = DEFAULT_KEY_PREFIX): KeySchema {
     pstnMute: (project, channel) => `${channelTag(project, channel)}:pstn-mute`,
     pstnEvents: (project, channel) => `${channelTag(project, channel)}:pstn-events`,
     conversion: (uuid) => `${prefix}conv:{${uuid}}`,
+    guesses: (sha) => `${prefix}guess:{${sha}}`,
   };
 }
 

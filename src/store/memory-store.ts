@@ -101,6 +101,24 @@ export class MemoryStore implements AdminStore {
     if (entry) entry.expiresAt = this.now() + CONVERSION_TTL_SECONDS * 1000;
   }
 
+  async recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {
+    this.guard();
+    const key = this.keys.guesses(hashPassphrase(callerKey));
+    const entry = this.live(key);
+    if (entry?.type === "string") {
+      entry.value = String(Number(entry.value) + 1);
+      return;
+    }
+    this.data.set(key, { type: "string", value: "1", expiresAt: this.now() + windowSeconds * 1000 });
+  }
+
+  async passphraseMisses(callerKey: string): Promise<{ count: number; resetSeconds: number }> {
+    this.guard();
+    const entry = this.live(this.keys.guesses(hashPassphrase(callerKey)));
+    if (entry?.type !== "string" || entry.expiresAt === undefined) return { count: 0, resetSeconds: 0 };
+    return { count: Number(entry.value), resetSeconds: Math.max(1, Math.ceil((entry.expiresAt - this.now()) / 1000)) };
+  }
+
   async ping(): Promise<void> {
     this.guard();
   }

@@ -43,6 +43,18 @@ if t == 'none' then return {1} end
 return {2}
 `;
 
+/**
+ * One more wrong passphrase: INCR, and start the window's expiry on the first
+ * miss (never extended, so a window always ends). KEYS: counter. ARGV: window s.
+ */
+const COUNT_MISS = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 or redis.call('TTL', KEYS[1]) < 0 then
+  redis.call('EXPIRE', KEYS[1], ARGV[1])
+end
+return n
+`;
+
 /** The script commands, as ioredis adds them to the client. */
 export interface ScriptCommands {
   blSetMute(
@@ -55,6 +67,7 @@ export interface ScriptCommands {
     maxlen: string,
   ): Promise<string>;
   blClaimPassphrase(key: string, project: string, channel: string, role: string): Promise<ClaimReply>;
+  blCountMiss(key: string, windowSeconds: string): Promise<number>;
 }
 
 export type ClaimReply = [0, string, string] | [1] | [2];
@@ -62,6 +75,7 @@ export type ClaimReply = [0, string, string] | [1] | [2];
 export function defineScripts(client: RedisClient): ScriptCommands {
   client.defineCommand("blSetMute", { numberOfKeys: 2, lua: SET_MUTE });
   client.defineCommand("blClaimPassphrase", { numberOfKeys: 1, lua: CLAIM_PASSPHRASE });
+  client.defineCommand("blCountMiss", { numberOfKeys: 1, lua: COUNT_MISS });
   // defineCommand adds methods ioredis' types cannot know about.
   return client as unknown as ScriptCommands;
 }

@@ -157,6 +157,23 @@ export class RedisStore implements AdminStore {
     );
   }
 
+  async recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {
+    const key = this.keys.guesses(hashPassphrase(callerKey));
+    await this.call("recordPassphraseMiss", () => this.scripts.blCountMiss(key, String(windowSeconds)));
+  }
+
+  async passphraseMisses(callerKey: string): Promise<{ count: number; resetSeconds: number }> {
+    const key = this.keys.guesses(hashPassphrase(callerKey));
+    // One round trip; both commands address the same key, so Cluster is fine.
+    const [count, ttl] = await this.call("passphraseMisses", async (c) => {
+      const replies = await c.multi().get(key).ttl(key).exec();
+      if (replies === null) throw new Error("MULTI aborted");
+      for (const [err] of replies) if (err) throw err;
+      return [Number(replies[0]?.[1] ?? 0), Number(replies[1]?.[1] ?? -2)];
+    });
+    return { count: Number.isFinite(count) ? count : 0, resetSeconds: ttl > 0 ? ttl : 0 };
+  }
+
   async ping(): Promise<void> {
     await this.call("ping", (c) => c.ping());
   }
