@@ -57,11 +57,47 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-export function loadConfig(env: Env = process.env): Config {
-  const get = (name: string): string | undefined => {
+/** The Redis part of the configuration (the operator CLI reads only this and the JWT claims). */
+export interface RedisSettings {
+  readonly redis: RedisConfig | undefined;
+  readonly keyPrefix: string;
+  readonly commandTimeoutMs: number;
+}
+
+export function loadRedisSettings(env: Env = process.env): RedisSettings {
+  const get = getter(env);
+  const redis = parseRedis(get("REDIS_URL"), get("REDIS_CLUSTER_NODES"), get("REDIS_SENTINELS"), get("REDIS_SENTINEL_NAME"));
+  const keyPrefix = get("REDIS_KEY_PREFIX") ?? "bl:";
+  if (/[{}\s]/.test(keyPrefix)) throw new ConfigError("REDIS_KEY_PREFIX", "must not contain braces or white space");
+  return { redis, keyPrefix, commandTimeoutMs: int(env, "REDIS_COMMAND_TIMEOUT_MS", 1000, 50, 60_000) };
+}
+
+/** What a token must carry to pass the server's checks, and the HS256 secret when JWT_SECRET is set. */
+export interface TokenSettings {
+  readonly secret: Uint8Array | undefined;
+  readonly issuer: string | undefined;
+  readonly audience: string | undefined;
+  readonly projectClaim: string;
+}
+
+export function loadTokenSettings(env: Env = process.env): TokenSettings {
+  const key = parseJwtKey(env["JWT_SECRET"], undefined, undefined);
+  return { secret: key?.kind === "secret" ? key.secret : undefined, ...jwtClaims(getter(env)) };
+}
+
+function jwtClaims(get: (name: string) => string | undefined): Omit<TokenSettings, "secret"> {
+  return { issuer: get("JWT_ISSUER"), audience: get("JWT_AUDIENCE"), projectClaim: get("JWT_PROJECT_CLAIM") ?? "project_id" };
+}
+
+function getter(env: Env): (name: string) => string | undefined {
+  return (name) => {
     const v = env[name];
     return v === undefined || v.trim() === "" ? undefined : v.trim();
   };
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const get = getter(env);
   const production = get("NODE_ENV") === "production";
   const redisUrl = get("REDIS_URL");
   const clusterNodes = get("REDIS_CLUSTER_NODES");
@@ -76,7 +112,7 @@ export function loadConfig(env: Env = process.env): Config {
     jwksUrl === undefined &&
     jwksFile === undefined;
 
-  const redis = parseRedis(redisUrl, clusterNodes, get("REDIS_SENTINELS"), get("REDIS_SENTINEL_NAME"));
+  const { redis, keyPrefix, commandTimeoutMs } = loadRedisSettings(env);
   if (production && redis === undefined) {
     throw new ConfigError("REDIS_URL", "is required when NODE_ENV=production (the in-memory store is for the demo only)");
   }
@@ -114,24 +150,15 @@ export function loadConfig(env: Env = process.env): Config {
   const guessAttempts = int(env, "GUESS_LIMIT", 10, 0, 1_000_000);
   const guessWindow = int(env, "GUESS_WINDOW_SECONDS", 60, 1, 86_400);
 
-  const prefix = get("REDIS_KEY_PREFIX") ?? "bl:";
-  if (/[{}\s]/.test(prefix)) throw new ConfigError("REDIS_KEY_PREFIX", "must not contain braces or white space");
-
   return {
     production,
     demo,
     host: get("HOST") ?? (demo ? "127.0.0.1" : "0.0.0.0"),
     port: int(env, "PORT", 8080, 0, 65535),
     redis,
-    redisKeyPrefix: prefix,
-    redisCommandTimeoutMs: int(env, "REDIS_COMMAND_TIMEOUT_MS", 1000, 50, 60_000),
-    jwt: {
-      key,
-      algorithms,
-      issuer: get("JWT_ISSUER"),
-      audience: get("JWT_AUDIENCE"),
-      projectClaim: get("JWT_PROJECT_CLAIM") ?? "project_id",
-    },
+    redisKeyPrefix: keyPrefix,
+    redisCommandTimeoutMs: commandTimeoutMs,
+    jwt: { key, algorithms, ...jwtClaims(get) },
     conversionApiBase,
     conversionTimeoutMs: int(env, "CONVERSION_TIMEOUT_MS", 10_000, 100, 120_000),
     corsOrigins: parseCorsOrigins(get("CORS_ORIGINS")),
