@@ -1,0 +1,394 @@
+/**
+ * The error table of DESIGN.md §2 on both JSON routes, over fetch against a
+ * real server (Redis store, conversion simulator). Every failure is checked
+ * for the HTTP status, the exact body shape, the code and the message, and
+ * that it changed nothing: every key under the server's prefix reads the same
+ * afterwards and the conversion backend saw no request unless it had to.
+ */
+import type { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import type { SimulatorFault } from "../../src/conversion/simulator.js";
+import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { startRedisServer } from "../harness/redis-server.js";
+import {
+  CONVERT_PATH,
+  convertBody,
+  conversionKeys,
+  expectError,
+  type HttpAnswer,
+  INVALID_PREFIX,
+  MUTE_PATH,
+  muteBody,
+  type Op,
+  PATHS,
+  type PostOptions,
+  post,
+  rawRedis,
+  snapshot,
+  unauthenticatedCases,
+  without,
+} from "./helpers-contract.js";
+
+const MAX_BODY_BYTES = 4096;
+const TIMEOUT_MS = 400;
+
+let bl: Boardline;
+let redis: Redis;
+beforeAll(async () => {
+  bl = await startBoardline({ maxBodyBytes: MAX_BODY_BYTES, conversionTimeoutMs: TIMEOUT_MS });
+  redis = rawRedis();
+  // Some state to be left alone by every failure below.
+  expect((await post(bl, MUTE_PATH, muteBody(bl, { uid: "seeded", mute: true }))).status).toBe(200);
+});
+afterAll(async () => {
+  redis?.disconnect();
+  await bl?.close();
+});
+afterEach(() => {
+  bl.simulator.clearFaults();
+});
+
+/**
+ * Sends one failing request and checks the answer and that nothing changed:
+ * not a key under the prefix, and no backend request unless `backend` says one
+ * was expected.
+ */
+async function failing(
+  path: string,
+  body: unknown,
+  o: PostOptions & { backend?: number } = {},
+): Promise<HttpAnswer> {
+  const before = await snapshot(redis, bl);
+  const backendBefore = bl.simulator.requests().length;
+  const res = await post(bl, path, body, o);
+  expect(await snapshot(redis, bl)).toEqual(before);
+  expect(bl.simulator.requests().length - backendBefore).toBe(o.backend ?? 0);
+  return res;
+}
+
+const ops: Op[] = ["mute", "convert"];
+const bodyOf = (op: Op, over: Record<string, unknown> = {}) => (op === "mute" ? muteBody(bl, over) : convertBody(bl, over));
+
+describe.each(ops)("%s: bodies that are not a JSON object → 400/611", (op) => {
+  test.each([
+    ["not JSON", '{"uid": '],
+    ["empty body", ""],
+    ["JSON array", "[]"],
+    ["JSON array of an object", '[{"uid":"u"}]'],
+    ["JSON null", "null"],
+    ["JSON number", "42"],
+    ["JSON string", '"hello"'],
+    ["JSON true", "true"],
+    ["trailing garbage", '{"uid":"u"} x'],
+  ])("%s", async (_name, text) => {
+    expectError(await failing(PATHS[op], text), 400, 611);
+  });
+
+  test("invalid UTF-8", async () => {
+    const bytes = new Uint8Array([0x7b, 0x22, 0x75, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]);
+    expectError(await failing(PATHS[op], bytes), 400, 611);
+  });
+});
+
+describe("mute: wrong types and field rules → 400/611", () => {
+  test.each<[string, Record<string, unknown>]>([
+    ["uid a number", { uid: 5 }],
+    ["uid an object", { uid: { a: 1 } }],
+    ["uid an array", { uid: ["u"] }],
+    ["passphrase a number", { passphrase: 1234 }],
+    ["mute a string", { mute: "yes" }],
+    ["mute a number", { mute: 1 }],
+    ["mute an object", { mute: {} }],
+  ])("%s", async (_name, over) => {
+    const message = expectError(await failing(MUTE_PATH, muteBody(bl, over)), 400, 611);
+    expect(message).toMatch(new RegExp(`^${INVALID_PREFIX}: ${Object.keys(over)[0]}: `));
+  });
+
+  test.each<[string, Record<string, unknown>]>([
+    ["uid missing", { uid: undefined }],
+    ["uid empty", { uid: "" }],
+    ["uid of 256 characters", { uid: "u".repeat(256) }],
+    ["uid of 256 non-BMP characters", { uid: "😀".repeat(256) }],
+    ["uid with NUL", { uid: "a\u0000b" }],
+    ["uid with a newline", { uid: "a\nb" }],
+    ["uid with a tab", { uid: "\tab" }],
+    ["uid with DEL", { uid: "ab\u007f" }],
+    ["uid with a C1 control (NEL)", { uid: "a\u0085b" }],
+    ["passphrase missing", { passphrase: undefined }],
+    ["passphrase empty", { passphrase: "" }],
+    ["passphrase of 257 characters", { passphrase: "p".repeat(257) }],
+    ["mute null (absent)", { mute: null }],
+  ])("%s", async (name, over) => {
+    // JSON.stringify leaves out the undefined ones: a missing field.
+    const body = muteBody(bl, over);
+    const message = expectError(await failing(MUTE_PATH, body), 400, 611);
+    const field = name.split(" ")[0] as string;
+    expect(message).toMatch(new RegExp(`^${INVALID_PREFIX}: ${field}: `));
+  });
+
+  test("mute missing → 611 and nothing written (it never silently unmutes)", async () => {
+    // "seeded" is muted; a body without `mute` must not touch it.
+    const message = expectError(
+      await failing(MUTE_PATH, without(muteBody(bl, { uid: "seeded" }), "mute")),
+      400,
+      611,
+    );
+    expect(message).toMatch(new RegExp(`^${INVALID_PREFIX}: mute: `));
+    expect(await bl.store.getMuteState(bl.world.project, bl.world.channel)).toMatchObject({ seeded: true });
+  });
+
+  test("unknown fields do not rescue an invalid body", async () => {
+    expectError(await failing(MUTE_PATH, { extra: 1, passphrase: bl.world.hostPassphrase, mute: true }), 400, 611);
+  });
+});
+
+describe("fileconvert: wrong types and field rules → 400/611", () => {
+  test.each<[string, Record<string, unknown>]>([
+    ["resource_url a number", { resource_url: 1 }],
+    ["passphrase an array", { passphrase: ["a"] }],
+    ["conversion_type a number", { conversion_type: 3 }],
+    ["conversion_type a bool", { conversion_type: true }],
+    ["conversion_scale a word", { conversion_scale: "big" }],
+    ["conversion_scale an object", { conversion_scale: {} }],
+    ["conversion_scale a bool", { conversion_scale: true }],
+  ])("%s", async (_name, over) => {
+    const message = expectError(await failing(CONVERT_PATH, convertBody(bl, over)), 400, 611);
+    expect(message).toMatch(new RegExp(`^${INVALID_PREFIX}: ${Object.keys(over)[0]}: `));
+  });
+
+  test.each<[string, Record<string, unknown>]>([
+    ["resource_url missing", { resource_url: undefined }],
+    ["resource_url empty", { resource_url: "" }],
+    ["resource_url relative (path)", { resource_url: "/files/deck.pptx" }],
+    ["resource_url relative (name)", { resource_url: "deck.pptx" }],
+    ["resource_url scheme-relative", { resource_url: "//docs.example.com/deck.pptx" }],
+    ["resource_url ftp", { resource_url: "ftp://docs.example.com/deck.pptx" }],
+    ["resource_url file", { resource_url: "file:///etc/passwd" }],
+    ["resource_url javascript", { resource_url: "javascript:alert(1)" }],
+    ["resource_url not a URL", { resource_url: "https://exa mple.com/deck.pptx" }],
+    ["resource_url of 2049 characters", { resource_url: `https://docs.example.com/${"a".repeat(2049 - 25)}` }],
+    ["passphrase missing", { passphrase: undefined }],
+    ["passphrase empty", { passphrase: "" }],
+    ["passphrase of 257 characters", { passphrase: "p".repeat(257) }],
+    ["conversion_type missing", { conversion_type: undefined }],
+    ["conversion_type empty", { conversion_type: "" }],
+    ["conversion_type upper case", { conversion_type: "STATIC" }],
+    ["conversion_type pdf", { conversion_type: "pdf" }],
+    ["conversion_scale below 0.1", { conversion_scale: 0.09 }],
+    ["conversion_scale 0", { conversion_scale: 0 }],
+    ["conversion_scale negative", { conversion_scale: -1 }],
+    ["conversion_scale above 3", { conversion_scale: 3.01 }],
+    ["conversion_scale NaN", { conversion_scale: "NaN" }],
+    ["conversion_scale Infinity", { conversion_scale: "Infinity" }],
+  ])("%s", async (name, over) => {
+    const body = convertBody(bl, over);
+    const message = expectError(await failing(CONVERT_PATH, body), 400, 611);
+    const field = name.split(" ")[0] as string;
+    expect(message).toMatch(new RegExp(`^${INVALID_PREFIX}: ${field}: `));
+  });
+
+  test("the URL rule is checked before authorization (bare project, unknown passphrase)", async () => {
+    const token = await bl.token(bl.world.bareProject);
+    const body = convertBody(bl, { resource_url: "ftp://x/y", passphrase: "nobody knows" });
+    expectError(await failing(CONVERT_PATH, body, { token }), 400, 611);
+  });
+});
+
+describe.each(ops)("%s: transport checks", (op) => {
+  test("413 over MAX_BODY_BYTES (declared length)", async () => {
+    const body = JSON.stringify(bodyOf(op, { pad: "x".repeat(MAX_BODY_BYTES) }));
+    const res = await failing(PATHS[op], body);
+    const message = expectError(res, 413, 611);
+    expect(message.startsWith(`${INVALID_PREFIX}: `)).toBe(true);
+  });
+
+  test("413 over MAX_BODY_BYTES (streamed, no Content-Length)", async () => {
+    const chunk = new TextEncoder().encode(" ".repeat(1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= MAX_BODY_BYTES + 2048) controller.close();
+        else {
+          sent += chunk.length;
+          controller.enqueue(chunk);
+        }
+      },
+    });
+    const before = await snapshot(redis, bl);
+    const res = await fetch(`${bl.url}${PATHS[op]}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${await bl.token()}`, "content-type": "application/json" },
+      body: stream,
+      duplex: "half",
+    } as RequestInit);
+    expectError({ status: res.status, headers: res.headers, text: await res.text() }, 413, 611);
+    expect(await snapshot(redis, bl)).toEqual(before);
+  });
+
+  test("exactly MAX_BODY_BYTES is not too large", async () => {
+    const base = JSON.stringify(bodyOf(op, { uid: "at-limit", pad: "" }));
+    const body = base.replace('"pad":""', `"pad":"${"x".repeat(MAX_BODY_BYTES - base.length)}"`);
+    expect(Buffer.byteLength(body)).toBe(MAX_BODY_BYTES);
+    const res = await post(bl, PATHS[op], body);
+    expect(res.status, res.text).toBe(200);
+  });
+
+  test.each<[string, string | null]>([
+    ["missing", null],
+    ["text/plain", "text/plain"],
+    ["form", "application/x-www-form-urlencoded"],
+    ["multipart", "multipart/form-data; boundary=x"],
+    ["application/jsonx", "application/jsonx"],
+    ["application/json-patch+json", "application/json-patch+json"],
+    ["application/grpc", "application/grpc"],
+  ])("415 for Content-Type %s", async (_name, contentType) => {
+    const res = await failing(PATHS[op], JSON.stringify(bodyOf(op)), { contentType });
+    const message = expectError(res, 415, 611);
+    expect(message.startsWith(`${INVALID_PREFIX}: `)).toBe(true);
+  });
+
+  test("application/json with a charset is accepted", async () => {
+    const res = await post(bl, PATHS[op], bodyOf(op, { uid: "charset" }), { contentType: "application/json; charset=utf-8" });
+    expect(res.status, res.text).toBe(200);
+  });
+
+  test.each(["GET", "PUT", "DELETE", "PATCH"])("405 with Allow: POST for %s", async (method) => {
+    const res = await failing(PATHS[op], bodyOf(op), { method });
+    expectError(res, 405, 405);
+    expect(res.headers.get("allow")).toBe("POST");
+  });
+
+  test("404 for a path below the route", async () => {
+    expectError(await failing(`${PATHS[op]}/extra`, bodyOf(op)), 404, 404);
+  });
+});
+
+test.each(["/v1/channel/pstn/unmute", "/v1/whiteboard/FileConvert", "/v2/channel/pstn/mute", "/", "/nope"])(
+  "404 for the unknown path %s",
+  async (path) => {
+    expectError(await failing(path, {}), 404, 404);
+  },
+);
+
+describe.each(ops)("%s: 401", (op) => {
+  test("every kind of bad Authorization → 401 with WWW-Authenticate: Bearer", async () => {
+    for (const c of await unauthenticatedCases(bl)) {
+      const o: PostOptions = c.authorization === undefined ? { token: null } : { authorization: c.authorization };
+      const res = await failing(PATHS[op], bodyOf(op), o);
+      expectError(res, 401, 401);
+      expect(res.headers.get("www-authenticate"), c.name).toMatch(/^Bearer( |$)/);
+    }
+  });
+
+  test("authentication comes first: no token and an invalid body → 401", async () => {
+    for (const body of ["not json", "[]", JSON.stringify({ uid: "" })]) {
+      const res = await failing(PATHS[op], body, { token: null });
+      expectError(res, 401, 401);
+      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    }
+  });
+
+  test("a token of an unknown project is authenticated but authorizes nothing", async () => {
+    const token = await bl.token("proj-nobody");
+    const res = await failing(PATHS[op], bodyOf(op), { token });
+    expectError(res, 403, 403);
+  });
+});
+
+describe("mute: 403", () => {
+  test.each<[string, () => string]>([
+    ["an unknown passphrase", () => "no such passphrase"],
+    ["the attendee passphrase", () => bl.world.attendeePassphrase],
+    ["another project's host passphrase", () => bl.world.otherHostPassphrase],
+    ["the host passphrase with different case", () => bl.world.hostPassphrase.toUpperCase()],
+  ])("%s", async (_name, passphrase) => {
+    const res = await failing(MUTE_PATH, muteBody(bl, { passphrase: passphrase(), uid: "seeded", mute: false }));
+    expectError(res, 403, 403);
+    expect(res.headers.get("www-authenticate")).toBeNull();
+  });
+
+  test("all refusals read the same (an unknown passphrase is not told apart)", async () => {
+    const a = JSON.parse((await post(bl, MUTE_PATH, muteBody(bl, { passphrase: "nope" }))).text) as unknown;
+    const b = JSON.parse((await post(bl, MUTE_PATH, muteBody(bl, { passphrase: bl.world.otherHostPassphrase }))).text) as unknown;
+    const c = JSON.parse((await post(bl, MUTE_PATH, muteBody(bl, { passphrase: bl.world.attendeePassphrase }))).text) as unknown;
+    expect(a).toEqual(b);
+    expect(a).toEqual(c);
+  });
+});
+
+describe("fileconvert: 403 and 404", () => {
+  test("403 when the whiteboard is not set up for the caller's project", async () => {
+    const token = await bl.token(bl.world.bareProject);
+    const res = await failing(CONVERT_PATH, convertBody(bl, { passphrase: bl.world.bareHostPassphrase }), { token });
+    expectError(res, 403, 403);
+  });
+
+  test.each<[string, () => string]>([
+    ["an unknown passphrase", () => "no such passphrase"],
+    ["another project's passphrase", () => bl.world.otherHostPassphrase],
+  ])("404 for %s", async (_name, passphrase) => {
+    const res = await failing(CONVERT_PATH, convertBody(bl, { passphrase: passphrase() }));
+    expectError(res, 404, 404);
+  });
+
+  test("another project's token cannot use this project's passphrase", async () => {
+    const token = await bl.token(bl.world.otherProject);
+    const res = await failing(CONVERT_PATH, convertBody(bl, { passphrase: bl.world.hostPassphrase }), { token });
+    expectError(res, 404, 404);
+  });
+});
+
+describe("fileconvert: the conversion backend fails", () => {
+  const cases: [string, SimulatorFault, number, number][] = [
+    ["answers 500", { kind: "status", status: 500, times: 1 }, 503, 503],
+    ["answers 502", { kind: "status", status: 502, times: 1 }, 503, 503],
+    ["answers 503", { kind: "status", status: 503, times: 1 }, 503, 503],
+    ["resets the connection", { kind: "reset", times: 1 }, 503, 503],
+    ["is too slow", { kind: "slow", delayMs: TIMEOUT_MS * 3, times: 1 }, 504, 504],
+    ["answers 401 (our credentials are wrong)", { kind: "status", status: 401, times: 1 }, 500, 500],
+    ["answers 403 (our credentials are wrong)", { kind: "status", status: 403, times: 1 }, 500, 500],
+    ["answers garbage", { kind: "garbage", times: 1 }, 500, 500],
+    ["answers 400", { kind: "status", status: 400, times: 1 }, 400, 611],
+  ];
+  test.each(cases)("%s", async (_name, fault, http, code) => {
+    bl.simulator.setFault(fault);
+    const before = await snapshot(redis, bl);
+    const res = await failing(CONVERT_PATH, convertBody(bl), { backend: 1 });
+    expectError(res, http, code);
+    expect(conversionKeys(await snapshot(redis, bl), bl)).toEqual(conversionKeys(before, bl));
+  });
+
+  test("500 says nothing but 'internal server error'", async () => {
+    bl.simulator.setFault({ kind: "garbage", times: 1 });
+    expectError(await failing(CONVERT_PATH, convertBody(bl), { backend: 1 }), 500, 500, "internal server error");
+  });
+
+  test("an unreachable backend → 503", async () => {
+    const down = await startBoardline({ conversionTimeoutMs: TIMEOUT_MS });
+    try {
+      await down.simulator.close();
+      const res = await post(down, CONVERT_PATH, convertBody(down));
+      expectError(res, 503, 503);
+      expect(await down.store.getMuteState(down.world.project, down.world.channel)).toEqual({});
+    } finally {
+      await down.close();
+    }
+  });
+});
+
+test("Redis down → 503 on both routes, without Redis text", async () => {
+  const server = await startRedisServer();
+  const down = await startBoardline({ redisUrl: server.url });
+  try {
+    server.kill("SIGKILL");
+    for (const op of ops) {
+      const res = await post(down, PATHS[op], op === "mute" ? muteBody(down) : convertBody(down));
+      expectError(res, 503, 503);
+    }
+  } finally {
+    // Back up, so closing (QUIT, deleting the test keys) finds it.
+    await server.restart();
+    await down.close();
+    await server.stop();
+  }
+});
