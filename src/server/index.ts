@@ -93,7 +93,9 @@ export async function startServer(o: ServerOptions): Promise<Server> {
     ready,
     logger: o.logger,
   });
-  const running = await listen(o, listener);
+  // 128 KiB of headers: room for a large (even hostile) bearer token to be
+  // refused with a proper 401 rather than a bare 431.
+  const running = await listen({ maxHeaderBytes: 128 * 1024, ...o }, listener);
   return {
     ...running,
     metrics,

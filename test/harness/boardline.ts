@@ -11,7 +11,7 @@ import { type ConversionSimulator, startConversionSimulator } from "../../src/co
 import { createLogger, type Logger, silentLogger } from "../../src/log.js";
 import { type Server, startServer } from "../../src/server/index.js";
 import type { PassphraseGuard } from "../../src/services/passphrase-guard.js";
-import type { AdminStore } from "../../src/services/ports.js";
+import type { AdminStore, Authenticator } from "../../src/services/ports.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
 import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "./redis-url.js";
@@ -63,6 +63,8 @@ export interface BoardlineOptions {
   /** Log to this stream (pino JSON lines) instead of nowhere. */
   readonly logStream?: NodeJS.WritableStream;
   readonly headersTimeoutMs?: number;
+  /** Replaces the HS256 authenticator (e.g. a JWKS one for attack tests). */
+  readonly authenticator?: Authenticator;
 }
 
 export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardline> {
@@ -122,7 +124,9 @@ export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardlin
     ...(o.tls === undefined ? {} : { tls: o.tls }),
     ...(o.headersTimeoutMs === undefined ? {} : { headersTimeoutMs: o.headersTimeoutMs }),
     store,
-    authenticator: new JwtAuthenticator({ key: { kind: "secret", secret }, algorithms: ["HS256"], projectClaim: "project_id" }),
+    authenticator:
+      o.authenticator ??
+      new JwtAuthenticator({ key: { kind: "secret", secret }, algorithms: ["HS256"], projectClaim: "project_id" }),
     backend,
     ...(o.guard === undefined ? {} : { guard: o.guard(store) }),
     logger,
