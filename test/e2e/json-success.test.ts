@@ -1,0 +1,226 @@
+/**
+ * The success paths of both operations over every protocol on the one port —
+ * the JSON routes (fetch), Connect (HTTP/1.1 and HTTP/2, binary and JSON),
+ * gRPC-Web and gRPC — each checked where it lands: the Redis records (raw
+ * reads, documented key names) and the request the conversion backend saw.
+ * Also the inputs the JSON routes must accept: boundary values, unknown
+ * fields, lowerCamelCase names.
+ */
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type Boardline, startBoardline } from "../harness/boardline.js";
+import {
+  CONVERT_PATH,
+  conversionKey,
+  convertBody,
+  eventsKey,
+  MUTE_PATH,
+  muteBody,
+  muteKey,
+  post,
+  rawRedis,
+} from "./helpers-contract.js";
+import { clients, convertRequest, muteRequest, PROTOCOLS, type ProtocolName, transport } from "./helpers-rpc.js";
+
+const SEVEN_DAYS = 7 * 24 * 60 * 60;
+
+let bl: Boardline;
+let redis: Redis;
+beforeAll(async () => {
+  bl = await startBoardline();
+  redis = rawRedis();
+});
+afterAll(async () => {
+  redis?.disconnect();
+  await bl?.close();
+});
+
+type Protocol = "json" | ProtocolName;
+const ALL: readonly Protocol[] = ["json", ...PROTOCOLS];
+
+let counter = 0;
+const unique = (label: string) => `${label}-${++counter}`;
+
+/** One mute over `protocol`; returns the answer as plain JSON-ish values. */
+async function mute(
+  protocol: Protocol,
+  body: Record<string, unknown>,
+  token: string,
+): Promise<{ uid: string; mute: boolean }> {
+  if (protocol === "json") {
+    const res = await post(bl, MUTE_PATH, body, { token });
+    expect(res.status, res.text).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    const json = JSON.parse(res.text) as Record<string, unknown>;
+    // Exactly the documented keys, `mute: false` included.
+    expect(Object.keys(json).sort()).toEqual(["mute", "uid"]);
+    return json as { uid: string; mute: boolean };
+  }
+  const { pstn } = clients(transport(bl, protocol));
+  const res = await pstn.mute(muteRequest(body), { headers: { authorization: `Bearer ${token}` } });
+  return { uid: res.uid, mute: res.mute };
+}
+
+async function convert(
+  protocol: Protocol,
+  body: Record<string, unknown>,
+  token: string,
+): Promise<{ task_uuid: string; status: string }> {
+  if (protocol === "json") {
+    const res = await post(bl, CONVERT_PATH, body, { token });
+    expect(res.status, res.text).toBe(200);
+    const json = JSON.parse(res.text) as Record<string, unknown>;
+    expect(Object.keys(json).sort()).toEqual(["status", "task_uuid"]);
+    return json as { task_uuid: string; status: string };
+  }
+  const { whiteboard } = clients(transport(bl, protocol));
+  const res = await whiteboard.convertFile(convertRequest(body), { headers: { authorization: `Bearer ${token}` } });
+  return { task_uuid: res.taskUuid, status: res.status };
+}
+
+/** Checks the mute hash field and the newest stream entry of the world channel. */
+async function expectMuteStored(uid: string, muted: boolean, by: string, from: number, to: number) {
+  expect(await redis.hget(muteKey(bl), uid)).toBe(muted ? "1" : "0");
+  const [entry] = await redis.xrevrange(eventsKey(bl), "+", "-", "COUNT", 1);
+  expect(entry).toBeDefined();
+  const [, flat] = entry as [string, string[]];
+  const fields: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i] as string] = flat[i + 1] as string;
+  expect(Object.keys(fields).sort()).toEqual(["at", "by", "mute", "uid"]);
+  expect(fields).toMatchObject({ uid, mute: muted ? "1" : "0", by });
+  const at = Number(fields["at"]);
+  expect(at).toBeGreaterThanOrEqual(from);
+  expect(at).toBeLessThanOrEqual(to);
+}
+
+describe.each(ALL)("%s", (protocol) => {
+  test("mute, then unmute: the answer, the hash field and one stream entry each", async () => {
+    const uid = unique(`uid ${protocol}`);
+    const by = unique("host");
+    const token = await bl.token(bl.world.project, by);
+    const eventsBefore = await redis.xlen(eventsKey(bl));
+
+    let t0 = Date.now();
+    expect(await mute(protocol, muteBody(bl, { uid, mute: true }), token)).toEqual({ uid, mute: true });
+    await expectMuteStored(uid, true, by, t0, Date.now());
+
+    t0 = Date.now();
+    expect(await mute(protocol, muteBody(bl, { uid, mute: false }), token)).toEqual({ uid, mute: false });
+    await expectMuteStored(uid, false, by, t0, Date.now());
+    expect(await redis.xlen(eventsKey(bl))).toBe(eventsBefore + 2);
+    // The admin view agrees with the raw one.
+    expect((await bl.store.getMuteState(bl.world.project, bl.world.channel))[uid]).toBe(false);
+  });
+
+  test("convert (access/secret key project, with a scale): the record, its TTL, the backend request", async () => {
+    const by = unique("presenter");
+    const token = await bl.token(bl.world.project, by);
+    const resource = `https://docs.example.com/${unique("deck")}.pptx?x=1&y=2`;
+    const t0 = Date.now();
+    const answer = await convert(protocol, convertBody(bl, { resource_url: resource, conversion_scale: 1.5 }), token);
+    const t1 = Date.now();
+    expect(answer.status).toBe("Waiting");
+    expect(answer.task_uuid).toMatch(/^[0-9a-f]{32}$/);
+
+    const record = await redis.hgetall(conversionKey(bl, answer.task_uuid));
+    expect(Object.keys(record).sort()).toEqual(["by", "channel", "created_at", "project", "status", "type"]);
+    expect(record).toMatchObject({ project: bl.world.project, channel: bl.world.channel, type: "static", status: "Waiting", by });
+    expect(Number(record["created_at"])).toBeGreaterThanOrEqual(t0);
+    expect(Number(record["created_at"])).toBeLessThanOrEqual(t1);
+    const ttl = await redis.ttl(conversionKey(bl, answer.task_uuid));
+    expect(ttl).toBeGreaterThan(SEVEN_DAYS - 60);
+    expect(ttl).toBeLessThanOrEqual(SEVEN_DAYS);
+
+    const sent = bl.simulator.requests().filter((r) => (r.body as { resource?: string } | undefined)?.resource === resource);
+    expect(sent).toHaveLength(1);
+    const [req] = sent;
+    expect(req?.method).toBe("POST");
+    expect(req?.path).toBe("/v5/services/conversion/tasks");
+    expect(req?.headers["token"]).toMatch(/^NETLESSSDK_[A-Za-z0-9_-]+$/);
+    expect(req?.headers["region"]).toBe("us-sv");
+    expect(req?.headers["content-type"]).toMatch(/^application\/json/);
+    expect(req?.body).toEqual({ resource, type: "static", scale: 1.5, preview: false });
+    // The backend knows the task by the uuid we handed back.
+    expect(bl.simulator.tasks().map((t) => t.uuid)).toContain(answer.task_uuid);
+  });
+
+  test("convert (SDK token project, dynamic, no scale): scale is not sent", async () => {
+    const token = await bl.token(bl.world.otherProject, "other-host");
+    const resource = `http://files.example.org/${unique("doc")}.pdf`;
+    const answer = await convert(
+      protocol,
+      convertBody(bl, { resource_url: resource, passphrase: bl.world.otherHostPassphrase, conversion_type: "dynamic" }),
+      token,
+    );
+    expect(answer.status).toBe("Waiting");
+    expect(await redis.hgetall(conversionKey(bl, answer.task_uuid))).toMatchObject({
+      project: bl.world.otherProject,
+      channel: bl.world.otherChannel,
+      type: "dynamic",
+      by: "other-host",
+    });
+    const req = bl.simulator.requests().find((r) => (r.body as { resource?: string } | undefined)?.resource === resource);
+    expect(req?.headers["token"]).toBe(bl.world.sdkToken);
+    expect(req?.headers["region"]).toBe("sg");
+    expect(req?.body).toEqual({ resource, type: "dynamic", preview: false });
+  });
+});
+
+describe("JSON routes: inputs that must be accepted", () => {
+  const lastBackendBody = () => bl.simulator.requests().at(-1)?.body as Record<string, unknown>;
+
+  test.each<[string, Record<string, unknown>, Record<string, unknown>]>([
+    ["conversion_scale exactly 0.1", { conversion_scale: 0.1 }, { scale: 0.1 }],
+    ["conversion_scale exactly 3", { conversion_scale: 3 }, { scale: 3 }],
+    ["conversion_scale as a JSON string", { conversion_scale: "2.5" }, { scale: 2.5 }],
+    ["conversion_scale absent", {}, {}],
+    ["an attendee passphrase", { passphrase: "attendee" }, {}],
+    ["a URL of 2048 characters", { resource_url: "long" }, {}],
+    ["an upper-case scheme", { resource_url: "HTTPS://Docs.Example.com/A.PDF" }, {}],
+    ["unknown fields (ignored)", { extra: { nested: [1, 2] }, preview: true, scale: 9, resourceURL: 3 }, {}],
+    [
+      "lowerCamelCase names",
+      { resource_url: undefined, conversion_type: undefined, resourceUrl: "https://a.example/x.pptx", conversionType: "static", conversionScale: 0.5 },
+      { resource: "https://a.example/x.pptx", type: "static", scale: 0.5 },
+    ],
+  ])("fileconvert: %s", async (name, over, expected) => {
+    const body = convertBody(bl, over);
+    if (body["passphrase"] === "attendee") body["passphrase"] = bl.world.attendeePassphrase;
+    if (body["resource_url"] === "long") body["resource_url"] = `https://docs.example.com/${"a".repeat(2048 - 25)}`;
+    const res = await post(bl, CONVERT_PATH, body);
+    expect(res.status, `${name}: ${res.text}`).toBe(200);
+    const sent = lastBackendBody();
+    expect(sent["preview"]).toBe(false);
+    expect(sent).toMatchObject(expected);
+    if (!("scale" in expected)) expect(sent).not.toHaveProperty("scale");
+    const { task_uuid } = JSON.parse(res.text) as { task_uuid: string };
+    expect(await bl.store.getConversion(task_uuid)).toMatchObject({ project: bl.world.project, channel: bl.world.channel });
+  });
+
+  test.each<[string, Record<string, unknown>]>([
+    ["a uid of 255 characters", { uid: "u".repeat(255) }],
+    ["a uid of 255 non-BMP characters", { uid: "😀".repeat(255) }],
+    ["a uid with spaces, quotes and non-ASCII", { uid: ` "Zoë" + 1 (555) 0100 ` }],
+    ["unknown fields (ignored)", { uid: "unknown-fields", extra: 1, mute_all: true, Mute: false }],
+    ["mute: false", { uid: "unmuted", mute: false }],
+  ])("mute: %s", async (_name, over) => {
+    const body = muteBody(bl, over);
+    const res = await post(bl, MUTE_PATH, body);
+    expect(res.status, res.text).toBe(200);
+    expect(JSON.parse(res.text)).toEqual({ uid: body["uid"], mute: body["mute"] });
+    expect(await redis.hget(muteKey(bl), body["uid"] as string)).toBe(body["mute"] ? "1" : "0");
+  });
+
+  test("mute: a host passphrase of 256 characters", async () => {
+    const passphrase = "ü".repeat(256);
+    await bl.store.createChannel({ project: bl.world.project, channel: "long-pass", hostPassphrase: passphrase });
+    const res = await post(bl, MUTE_PATH, { uid: "x", passphrase, mute: true });
+    expect(res.status, res.text).toBe(200);
+    expect(await redis.hget(muteKey(bl, bl.world.project, "long-pass"), "x")).toBe("1");
+  });
+
+  test("a query string on the route is ignored", async () => {
+    const res = await post(bl, `${MUTE_PATH}?x=1`, muteBody(bl, { uid: "with-query" }));
+    expect(res.status, res.text).toBe(200);
+  });
+});
