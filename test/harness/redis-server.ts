@@ -1,12 +1,16 @@
 /**
  * Starts a throw-away `redis-server` (the machine's binary) on a free loopback
  * port for tests. No persistence (`--save "" --appendonly no`), so a killed or
- * restarted server comes back empty — exactly what fault tests want.
+ * restarted server comes back empty — exactly what fault tests want. With
+ * `{ durable: true }` it keeps an append-only file fsynced on every write in a
+ * directory of its own, so what it acknowledged survives a SIGKILL and a restart.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { createConnection, createServer } from "node:net";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 export interface RedisServerHandle {
   /** `redis://127.0.0.1:<port>` */
@@ -30,21 +34,29 @@ process.once("exit", () => {
   for (const child of running) child.kill("SIGKILL");
 });
 
-export async function startRedisServer(): Promise<RedisServerHandle> {
+export interface RedisServerOptions {
+  /** Append-only file with `appendfsync always`: acknowledged writes survive a kill. */
+  readonly durable?: boolean;
+}
+
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServerHandle> {
+  const persistence = options.durable
+    ? ["--appendonly", "yes", "--appendfsync", "always", "--dir", mkdtempSync(join(tmpdir(), "bl-redis-"))]
+    : ["--appendonly", "no", "--dir", tmpdir()];
   // Another process may grab the port between our probe and redis binding it;
   // redis then exits with "Address already in use" and we try another port.
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     try {
-      const child = await launch(port);
-      return handle(port, child);
+      const child = await launch(port, persistence);
+      return handle(port, child, persistence);
     } catch (e) {
       if (!(e instanceof AddressInUse) || attempt >= 5) throw e;
     }
   }
 }
 
-function handle(port: number, first: ChildProcess): RedisServerHandle {
+function handle(port: number, first: ChildProcess, persistence: readonly string[]): RedisServerHandle {
   let child: ChildProcess | undefined = first;
 
   async function stop(): Promise<void> {
@@ -66,7 +78,7 @@ function handle(port: number, first: ChildProcess): RedisServerHandle {
       // but give it a few tries before giving up on the port.
       for (let attempt = 1; ; attempt++) {
         try {
-          child = await launch(port);
+          child = await launch(port, persistence);
           return;
         } catch (e) {
           if (!(e instanceof AddressInUse) || attempt >= 20) throw e;
@@ -80,16 +92,15 @@ function handle(port: number, first: ChildProcess): RedisServerHandle {
 class AddressInUse extends Error {}
 
 /** Spawns redis-server on `port` and resolves once it answers PING. */
-async function launch(port: number): Promise<ChildProcess> {
+async function launch(port: number, persistence: readonly string[]): Promise<ChildProcess> {
   const child = spawn(
     BINARY,
     [
       "--port", String(port),
       "--bind", HOST,
       "--save", "",
-      "--appendonly", "no",
+      ...persistence,
       "--daemonize", "no",
-      "--dir", tmpdir(),
       "--loglevel", "warning",
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
