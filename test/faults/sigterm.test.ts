@@ -1,0 +1,137 @@
+/**
+ * SIGTERM under load, against the real process (`node dist/src/main.js`):
+ * every request already accepted gets its full answer, new connections are
+ * refused, HTTP/2 sessions get GOAWAY, and the process exits 0 within the
+ * grace period.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import http2 from "node:http2";
+import net from "node:net";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { mintToken } from "../../src/auth/jwt.js";
+import { type ConversionSimulator, startConversionSimulator } from "../../src/conversion/simulator.js";
+import { silentLogger } from "../../src/log.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
+import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "../harness/redis-url.js";
+
+const secret = "sigterm-test-secret-0123456789abcdef";
+const prefix = uniquePrefix("sigterm");
+let store: RedisStore;
+let sim: ConversionSimulator;
+let child: ChildProcess | undefined;
+
+beforeAll(async () => {
+  store = createRedisStore({ mode: "single", url: redisUrl() }, { keyPrefix: prefix, logger: silentLogger() });
+  await store.waitUntilReady();
+  await store.createChannel({ project: "p", channel: "c", hostPassphrase: "host pass", attendeePassphrase: "guest pass" });
+  await store.setWhiteboard("p", { region: "eu", credentials: { sdkToken: "NETLESSSDK_sigterm" } });
+  sim = await startConversionSimulator({ credentials: { sdkTokens: ["NETLESSSDK_sigterm"] } });
+});
+afterAll(async () => {
+  child?.kill("SIGKILL");
+  await sim.close();
+  await store.close();
+  await deleteKeysWithPrefix(redisUrl(), prefix);
+});
+
+async function startProcess(): Promise<{ port: number; proc: ChildProcess }> {
+  const proc = spawn(process.execPath, ["dist/src/main.js"], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      REDIS_URL: redisUrl(),
+      REDIS_KEY_PREFIX: prefix,
+      JWT_SECRET: secret,
+      CONVERSION_API_BASE: sim.url,
+      SHUTDOWN_GRACE_MS: "5000",
+      LOG_LEVEL: "info",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child = proc;
+  let out = "";
+  proc.stderr?.on("data", (d) => {
+    out += String(d);
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    proc.stdout?.on("data", (d) => {
+      out += String(d);
+      const m = /"url":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    proc.once("exit", () => reject(new Error(`exited early: ${out}`)));
+  });
+  return { port, proc };
+}
+
+test("SIGTERM lets accepted requests finish, refuses new connections and exits 0", async () => {
+  const { port, proc } = await startProcess();
+  const base = `http://127.0.0.1:${port}`;
+  const token = await mintToken({ secret: new TextEncoder().encode(secret), project: "p", subject: "s", ttlSeconds: 60 });
+  const body = JSON.stringify({ resource_url: "https://example.com/a.pdf", passphrase: "guest pass", conversion_type: "dynamic" });
+  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+  sim.setFault({ kind: "slow", delayMs: 1000 });
+
+  // In flight over HTTP/1.1 …
+  const h1 = Array.from({ length: 5 }, () =>
+    fetch(`${base}/v1/whiteboard/fileconvert`, { method: "POST", headers, body }).then(async (r) => ({
+      status: r.status,
+      body: (await r.json()) as { task_uuid?: string },
+    })),
+  );
+  // … and over one HTTP/2 session.
+  const session = http2.connect(base);
+  const goaway = once(session, "goaway");
+  const h2 = Array.from(
+    { length: 5 },
+    () =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = session.request({ ":method": "POST", ":path": "/v1/whiteboard/fileconvert", ...headers });
+        let status = 0;
+        let text = "";
+        req.on("response", (h) => {
+          status = Number(h[":status"]);
+        });
+        req.on("data", (d) => {
+          text += String(d);
+        });
+        req.on("end", () => resolve({ status, body: text }));
+        req.on("error", reject);
+        req.end(body);
+      }),
+  );
+  // Let all ten reach the (slow) backend, then ask the process to stop.
+  for (let i = 0; i < 100 && sim.requests().length < 10; i++) await new Promise((r) => setTimeout(r, 20));
+  expect(sim.requests().length).toBe(10);
+  const sentAt = Date.now();
+  proc.kill("SIGTERM");
+  const exited = once(proc, "exit");
+  await new Promise((r) => setTimeout(r, 200));
+
+  // New connections are refused while the accepted requests finish.
+  const refused = await new Promise<boolean>((resolve) => {
+    const s = net.connect(port, "127.0.0.1");
+    s.once("connect", () => {
+      s.destroy();
+      resolve(false);
+    });
+    s.once("error", () => resolve(true));
+  });
+  expect(refused).toBe(true);
+
+  const answers1 = await Promise.all(h1);
+  const answers2 = await Promise.all(h2);
+  for (const a of answers1) expect(a.status).toBe(200);
+  for (const a of answers1) expect(a.body.task_uuid).toMatch(/^[A-Za-z0-9_-]+$/);
+  for (const a of answers2) expect(a.status).toBe(200);
+  for (const a of answers2) expect(JSON.parse(a.body)).toMatchObject({ status: "Waiting" });
+  await goaway;
+  session.close();
+
+  const [code] = (await exited) as [number | null];
+  expect(code).toBe(0);
+  expect(Date.now() - sentAt).toBeLessThan(5000);
+  child = undefined;
+}, 20_000);
