@@ -33,11 +33,15 @@ export interface JwtOptions {
 
 /** Longer headers are refused before any parsing: no real token is this big. */
 export const MAX_TOKEN_LENGTH = 8192;
+/** Verified tokens remembered (until their `exp`), so a client reusing its token skips the crypto. */
+export const VERIFIED_CACHE_SIZE = 10_000;
 const BEARER = /^Bearer +([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*) *$/i;
 
 export class JwtAuthenticator implements Authenticator {
   private readonly key: Uint8Array | JWTVerifyGetKey;
   private readonly verifyOptions: JWTVerifyOptions;
+  /** token → caller and the instant the token expires; insertion order = age. */
+  private readonly verified = new Map<string, { caller: Caller; expiresAtMs: number }>();
 
   constructor(private readonly options: JwtOptions) {
     this.key = loadKey(options.key);
@@ -59,6 +63,11 @@ export class JwtAuthenticator implements Authenticator {
     if (token === undefined) {
       throw new Failure("unauthenticated", { detail: "malformed Authorization header; expected Bearer <jwt>" });
     }
+    const hit = this.verified.get(token);
+    if (hit !== undefined) {
+      if (Date.now() < hit.expiresAtMs) return hit.caller;
+      this.verified.delete(token);
+    }
     let payload: Record<string, unknown>;
     try {
       // The overloads of jwtVerify differ only in the key type.
@@ -77,7 +86,23 @@ export class JwtAuthenticator implements Authenticator {
         detail: `token lacks the "${this.options.projectClaim}" or "sub" claim`,
       });
     }
-    return { project, subject };
+    const caller: Caller = { project, subject };
+    this.remember(token, caller, payload["exp"]);
+    return caller;
+  }
+
+  /**
+   * Remembers a verified token until its `exp` (no clock tolerance: a cached
+   * token is never accepted later than a fresh verification would). Bounded:
+   * the oldest entry goes when the cache is full.
+   */
+  private remember(token: string, caller: Caller, exp: unknown): void {
+    if (typeof exp !== "number") return;
+    if (this.verified.size >= VERIFIED_CACHE_SIZE) {
+      const oldest = this.verified.keys().next().value;
+      if (oldest !== undefined) this.verified.delete(oldest);
+    }
+    this.verified.set(token, { caller, expiresAtMs: exp * 1000 });
   }
 }
 
