@@ -48,6 +48,8 @@ export interface Config {
   readonly logLevel: string;
   readonly shutdownGraceMs: number;
   readonly guessLimit: { readonly attempts: number; readonly windowSeconds: number } | undefined;
+  /** How long a passphrase or whiteboard record may be served from memory; 0 = always read. */
+  readonly passphraseCacheMs: number;
 }
 
 const DEFAULT_CONVERSION_API_BASE = "https://api.netless.link";
@@ -169,6 +171,7 @@ export function loadConfig(env: Env = process.env): Config {
         : { cert: readFileOr("TLS_CERT", tlsCert), key: readFileOr("TLS_KEY", tlsKey) },
     logLevel,
     shutdownGraceMs: int(env, "SHUTDOWN_GRACE_MS", 10_000, 0, 300_000),
+    passphraseCacheMs: int(env, "PASSPHRASE_CACHE_MS", 1000, 0, 60_000),
     guessLimit: guessAttempts === 0 ? undefined : { attempts: guessAttempts, windowSeconds: guessWindow },
   };
 }

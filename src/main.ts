@@ -12,6 +12,7 @@ import { startServer } from "./server/index.js";
 import { MissLimitGuard } from "./services/passphrase-guard.js";
 import type { AdminStore } from "./services/ports.js";
 import { MemoryStore } from "./store/memory-store.js";
+import { ReadCachedStore } from "./store/read-cache.js";
 import { createRedisStore } from "./store/redis-store.js";
 
 async function main(): Promise<void> {
@@ -64,7 +65,7 @@ async function main(): Promise<void> {
     host: config.host,
     port: config.port,
     ...(config.tls === undefined ? {} : { tls: config.tls }),
-    store,
+    store: config.passphraseCacheMs > 0 ? new ReadCachedStore(store, config.passphraseCacheMs) : store,
     authenticator,
     backend,
     ...(config.guessLimit === undefined ? {} : { guard: new MissLimitGuard(store, config.guessLimit) }),
