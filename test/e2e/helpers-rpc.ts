@@ -57,9 +57,13 @@ export function clients(t: Transport): Clients {
   return { pstn: createClient(PstnService, t), whiteboard: createClient(WhiteboardService, t) };
 }
 
-/** Request messages from the proto3 JSON a JSON route would take. */
-export const muteRequest = (json: Record<string, unknown>) => fromJson(MuteRequestSchema, json as JsonObject);
-export const convertRequest = (json: Record<string, unknown>) => fromJson(ConvertFileRequestSchema, json as JsonObject);
+/** Request messages from the proto3 JSON a JSON route would take (undefined values: absent fields). */
+export const muteRequest = (json: Record<string, unknown>) => fromJson(MuteRequestSchema, plain(json));
+export const convertRequest = (json: Record<string, unknown>) => fromJson(ConvertFileRequestSchema, plain(json));
+
+function plain(json: Record<string, unknown>): JsonObject {
+  return JSON.parse(JSON.stringify(json)) as JsonObject;
+}
 
 export function bearer(authorization: string | undefined): Record<string, string> {
   return authorization === undefined ? {} : { authorization };
