@@ -69,13 +69,18 @@ function call<I, O extends DescMessage>(
   });
 }
 
-function callOp(op: Op, body: Record<string, unknown>, authorization: string | undefined) {
-  if (op === "mute") {
-    const m = METHODS.mute;
-    return call(m.path, (i: MessageShape<typeof m.input>) => Buffer.from(toBinary(m.input, i)), m.output, muteRequest(body), authorization);
-  }
+function callMute(body: Record<string, unknown>, authorization: string | undefined) {
+  const m = METHODS.mute;
+  return call(m.path, (i: MessageShape<typeof m.input>) => Buffer.from(toBinary(m.input, i)), m.output, muteRequest(body), authorization);
+}
+
+function callConvert(body: Record<string, unknown>, authorization: string | undefined) {
   const m = METHODS.convert;
   return call(m.path, (i: MessageShape<typeof m.input>) => Buffer.from(toBinary(m.input, i)), m.output, convertRequest(body), authorization);
+}
+
+function callOp(op: Op, body: Record<string, unknown>, authorization: string | undefined): Promise<Outcome<unknown>> {
+  return op === "mute" ? callMute(body, authorization) : callConvert(body, authorization);
 }
 
 /**
@@ -181,10 +186,10 @@ describe("a request that is not protobuf", () => {
 describe("success", () => {
   test("Mute and unmute", async () => {
     const auth = `Bearer ${await bl.token(bl.world.project, "grpc-js-host")}`;
-    const muted = await callOp("mute", { uid: "pstn-7", passphrase: bl.world.hostPassphrase, mute: true }, auth);
+    const muted = await callMute({ uid: "pstn-7", passphrase: bl.world.hostPassphrase, mute: true }, auth);
     expect(muted.error).toBeUndefined();
     expect(muted.value).toMatchObject({ uid: "pstn-7", mute: true });
-    const unmuted = await callOp("mute", { uid: "pstn-7", passphrase: bl.world.hostPassphrase, mute: false }, auth);
+    const unmuted = await callMute({ uid: "pstn-7", passphrase: bl.world.hostPassphrase, mute: false }, auth);
     expect(unmuted.value).toMatchObject({ uid: "pstn-7", mute: false });
     expect(await bl.store.getMuteState(bl.world.project, bl.world.channel)).toEqual({ "pstn-7": false });
     const events = await bl.store.getMuteEvents(bl.world.project, bl.world.channel);
@@ -197,8 +202,7 @@ describe("success", () => {
   test("ConvertFile", async () => {
     const auth = `Bearer ${await bl.token(bl.world.project, "grpc-js-presenter")}`;
     const resource = "https://docs.example.com/grpc-js.pdf";
-    const { error, value } = await callOp(
-      "convert",
+    const { error, value } = await callConvert(
       { resource_url: resource, passphrase: bl.world.attendeePassphrase, conversion_type: "static", conversion_scale: 0.1 },
       auth,
     );

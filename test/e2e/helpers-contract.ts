@@ -6,6 +6,7 @@
  * RPC suites replay over gRPC and Connect.
  */
 import { randomBytes } from "node:crypto";
+import http2 from "node:http2";
 import { Redis } from "ioredis";
 import { SignJWT } from "jose";
 import { expect } from "vitest";
@@ -205,4 +206,53 @@ export function conversionKey(bl: Boardline, uuid: string): string {
 /** Conversion records under the prefix. */
 export function conversionKeys(s: Snapshot, bl: Boardline): string[] {
   return Object.keys(s.keys).filter((k) => k.startsWith(`${bl.prefix}conv:`));
+}
+
+// ---------------------------------------------------------------- HTTP/2
+
+/**
+ * One request over HTTP/2 cleartext with prior knowledge (as an h2c client or
+ * a proxy speaks to the port), on a session of its own.
+ */
+export async function requestH2(
+  bl: Boardline,
+  path: string,
+  o: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array } = {},
+): Promise<HttpAnswer> {
+  const session = http2.connect(bl.url);
+  try {
+    return await new Promise<HttpAnswer>((resolve, reject) => {
+      session.once("error", reject);
+      const req = session.request({ ":method": o.method ?? "POST", ":path": path, ...o.headers });
+      const chunks: Buffer[] = [];
+      let status = 0;
+      const headers = new Headers();
+      req.once("response", (h) => {
+        status = Number(h[":status"]);
+        for (const [k, v] of Object.entries(h)) {
+          if (!k.startsWith(":") && v !== undefined) headers.set(k, Array.isArray(v) ? v.join(", ") : String(v));
+        }
+      });
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.once("end", () => resolve({ status, headers, text: Buffer.concat(chunks).toString("utf8") }));
+      req.once("error", reject);
+      req.end(o.body);
+    });
+  } finally {
+    session.close();
+  }
+}
+
+/** `post` over HTTP/2: the same options. */
+export async function postH2(bl: Boardline, path: string, body: unknown, o: PostOptions = {}): Promise<HttpAnswer> {
+  const headers: Record<string, string> = {};
+  if (o.authorization !== undefined) headers["authorization"] = o.authorization;
+  else {
+    const token = o.token === undefined ? await bl.token() : o.token;
+    if (token !== null) headers["authorization"] = `Bearer ${token}`;
+  }
+  const contentType = o.contentType === undefined ? "application/json" : o.contentType;
+  if (contentType !== null) headers["content-type"] = contentType;
+  const payload = typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body);
+  return requestH2(bl, path, { method: o.method ?? "POST", headers, body: payload });
 }

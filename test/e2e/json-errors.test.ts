@@ -8,6 +8,7 @@
 import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { SimulatorFault } from "../../src/conversion/simulator.js";
+import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { startRedisServer } from "../harness/redis-server.js";
 import {
@@ -23,7 +24,9 @@ import {
   PATHS,
   type PostOptions,
   post,
+  postH2,
   rawRedis,
+  requestH2,
   snapshot,
   unauthenticatedCases,
   without,
@@ -391,4 +394,74 @@ test("Redis down → 503 on both routes, without Redis text", async () => {
     await down.close();
     await server.stop();
   }
+});
+
+test("mute: validation comes before authorization (bad uid, unknown passphrase → 611)", async () => {
+  const res = await failing(MUTE_PATH, muteBody(bl, { uid: "", passphrase: "nobody knows" }));
+  expectError(res, 400, 611);
+});
+
+describe("429: too many wrong passphrases (with the guessing limit on)", () => {
+  test.each(ops)("%s", async (op) => {
+    const limited = await startBoardline({ guard: (store) => new MissLimitGuard(store, { attempts: 3, windowSeconds: 60 }) });
+    try {
+      const body = (over: Record<string, unknown>) => (op === "mute" ? muteBody(limited, over) : convertBody(limited, over));
+      const token = await limited.token(limited.world.project, "guesser");
+      const refused = op === "mute" ? [403, 403] : [404, 404];
+      for (let i = 0; i < 3; i++) {
+        expectError(await post(limited, PATHS[op], body({ passphrase: `guess ${i}` }), { token }), refused[0] as number, refused[1] as number);
+      }
+      const before = await snapshot(redis, limited);
+      // Locked out: even the right passphrase is refused now, and nothing happens.
+      for (const passphrase of ["guess 4", limited.world.hostPassphrase]) {
+        const res = await post(limited, PATHS[op], body({ passphrase }), { token });
+        expectError(res, 429, 429);
+        expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+        expect(Number(res.headers.get("retry-after"))).toBeLessThanOrEqual(60);
+      }
+      expect(conversionKeys(await snapshot(redis, limited), limited)).toEqual(conversionKeys(before, limited));
+      expect(await limited.store.getMuteState(limited.world.project, limited.world.channel)).toEqual({});
+      // Another caller of the same project is not locked out.
+      const other = await limited.token(limited.world.project, "someone else");
+      expect((await post(limited, PATHS[op], body({}), { token: other })).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe.each(ops)("%s over HTTP/2 (h2c, prior knowledge)", (op) => {
+  test("401 with WWW-Authenticate", async () => {
+    const before = await snapshot(redis, bl);
+    const res = await postH2(bl, PATHS[op], bodyOf(op), { token: null });
+    expectError(res, 401, 401);
+    expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    expect(await snapshot(redis, bl)).toEqual(before);
+  });
+
+  test("611 for an invalid body", async () => {
+    expectError(await postH2(bl, PATHS[op], "[1,2]"), 400, 611);
+    expectError(await postH2(bl, PATHS[op], bodyOf(op, { passphrase: "" })), 400, 611);
+  });
+
+  test("413 over MAX_BODY_BYTES", async () => {
+    const before = await snapshot(redis, bl);
+    const res = await postH2(bl, PATHS[op], bodyOf(op, { pad: "x".repeat(MAX_BODY_BYTES * 4) }));
+    expectError(res, 413, 611);
+    expect(await snapshot(redis, bl)).toEqual(before);
+  });
+
+  test("415, 405 and 404", async () => {
+    expectError(await postH2(bl, PATHS[op], bodyOf(op), { contentType: "text/plain" }), 415, 611);
+    const res = await requestH2(bl, PATHS[op], { method: "GET" });
+    expectError(res, 405, 405);
+    expect(res.headers.get("allow")).toBe("POST");
+    expectError(await postH2(bl, `${PATHS[op]}x`, bodyOf(op)), 404, 404);
+  });
+
+  test("403/404 for a passphrase of another project", async () => {
+    const res = await postH2(bl, PATHS[op], bodyOf(op, { passphrase: bl.world.otherHostPassphrase }));
+    if (op === "mute") expectError(res, 403, 403);
+    else expectError(res, 404, 404);
+  });
 });

@@ -1,6 +1,6 @@
 /**
  * The success paths of both operations over every protocol on the one port —
- * the JSON routes (fetch), Connect (HTTP/1.1 and HTTP/2, binary and JSON),
+ * the JSON routes (fetch over HTTP/1.1, and HTTP/2), Connect (HTTP/1.1 and HTTP/2, binary and JSON),
  * gRPC-Web and gRPC — each checked where it lands: the Redis records (raw
  * reads, documented key names) and the request the conversion backend saw.
  * Also the inputs the JSON routes must accept: boundary values, unknown
@@ -18,6 +18,7 @@ import {
   muteBody,
   muteKey,
   post,
+  postH2,
   rawRedis,
 } from "./helpers-contract.js";
 import { clients, convertRequest, muteRequest, PROTOCOLS, type ProtocolName, transport } from "./helpers-rpc.js";
@@ -35,8 +36,8 @@ afterAll(async () => {
   await bl?.close();
 });
 
-type Protocol = "json" | ProtocolName;
-const ALL: readonly Protocol[] = ["json", ...PROTOCOLS];
+type Protocol = "json" | "json h2" | ProtocolName;
+const ALL: readonly Protocol[] = ["json", "json h2", ...PROTOCOLS];
 
 let counter = 0;
 const unique = (label: string) => `${label}-${++counter}`;
@@ -47,8 +48,8 @@ async function mute(
   body: Record<string, unknown>,
   token: string,
 ): Promise<{ uid: string; mute: boolean }> {
-  if (protocol === "json") {
-    const res = await post(bl, MUTE_PATH, body, { token });
+  if (protocol === "json" || protocol === "json h2") {
+    const res = await (protocol === "json" ? post : postH2)(bl, MUTE_PATH, body, { token });
     expect(res.status, res.text).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^application\/json/);
     const json = JSON.parse(res.text) as Record<string, unknown>;
@@ -66,8 +67,8 @@ async function convert(
   body: Record<string, unknown>,
   token: string,
 ): Promise<{ task_uuid: string; status: string }> {
-  if (protocol === "json") {
-    const res = await post(bl, CONVERT_PATH, body, { token });
+  if (protocol === "json" || protocol === "json h2") {
+    const res = await (protocol === "json" ? post : postH2)(bl, CONVERT_PATH, body, { token });
     expect(res.status, res.text).toBe(200);
     const json = JSON.parse(res.text) as Record<string, unknown>;
     expect(Object.keys(json).sort()).toEqual(["status", "task_uuid"]);
