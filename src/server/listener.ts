@@ -61,6 +61,14 @@ export async function listen(options: ListenOptions, onRequest: Listener): Promi
     onRequest(req, res);
   };
 
+  const h1Limits = {
+    maxHeaderSize,
+    headersTimeout,
+    requestTimeout: 5 * 60_000,
+    keepAliveTimeout: 5_000,
+    // The timeouts are only as precise as this check.
+    connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersTimeout / 4))),
+  };
   const h2Options: http2.ServerOptions = {
     maxHeaderListPairs: 128,
     maxSessionMemory: 16,
@@ -80,24 +88,22 @@ export async function listen(options: ListenOptions, onRequest: Listener): Promi
       { ...h2Options, cert: options.tls.cert, key: options.tls.key, allowHTTP1: true, handshakeTimeout: headersTimeout },
       tracked as never,
     );
+    // The HTTP/1.1 fallback of a secure HTTP/2 server reads its limits off the
+    // server object (Node's defaults: 60 s headers timeout, checked every 30 s,
+    // no keep-alive timeout), not off the options: set them here.
+    Object.assign(secure, h1Limits);
+    secure.on("clientError", answerClientError);
     secure.on("session", onSession);
     secure.on("secureConnection", (s: Duplex) => trackSocket(sockets, s));
     outer = secure;
   } else {
-    h1 = http.createServer(
-      {
-        maxHeaderSize,
-        headersTimeout,
-        requestTimeout: 5 * 60_000,
-        keepAliveTimeout: 5_000,
-        connectionsCheckingInterval: 1_000,
-      },
-      tracked,
-    );
-    h1.on("clientError", (_err, socket) => {
-      if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
-      else socket.destroy();
-    });
+    h1 = http.createServer(h1Limits, tracked);
+    h1.on("clientError", answerClientError);
+    // This server never listens itself (the sniffer hands it connections), but
+    // Node only starts its connection tracking — which enforces the headers
+    // and request timeouts and which closeIdleConnections() and
+    // closeAllConnections() rely on — on "listening".
+    h1.emit("listening");
     const h2 = http2.createServer(h2Options, tracked as never);
     h2.on("session", onSession);
     const toH1 = h1;
@@ -136,11 +142,38 @@ export async function listen(options: ListenOptions, onRequest: Listener): Promi
         ]);
       }
       h1?.closeAllConnections();
+      h1?.close(); // stops its connection checker
       for (const s of sessions) s.destroy();
       for (const s of sockets) s.destroy();
       await closed;
     },
   };
+}
+
+/**
+ * Answers an HTTP/1.1 request the parser refused (as Node does without a
+ * listener: 431, 408 or 400) and closes the connection once the answer is
+ * written. With TLS, the secure server also routes TLS errors here.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  // Never write into a response that has already started (e.g. garbage
+  // pipelined behind a request being answered): just close.
+  // Only the HTTP/1.1 parser's errors get an answer; a TLS error (handshake
+  // timeout, bad client hello) or a reset just closes.
+  const fromParser = err.code !== undefined && (err.code.startsWith("HPE_") || err.code === "ERR_HTTP_REQUEST_TIMEOUT");
+  const inProgress = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+  if (!fromParser || !socket.writable || inProgress) {
+    socket.destroy();
+    return;
+  }
+  const status =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? "431 Request Header Fields Too Large"
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? "408 Request Timeout"
+        : "400 Bad Request";
+  socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, () => socket.destroy());
+  setTimeout(() => socket.destroy(), 1_000).unref(); // a client that does not read
 }
 
 function trackSocket(sockets: Set<Duplex>, socket: Duplex): void {
