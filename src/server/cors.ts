@@ -29,9 +29,12 @@ export class Cors {
    * was a preflight and has been answered.
    */
   apply(req: NodeRequest, res: NodeResponse): boolean {
+    if (!this.any && this.origins.size === 0) return false;
+    // The answer depends on Origin whether or not this request has one: a
+    // cache must not hand a response without CORS headers to a browser.
+    res.setHeader("vary", "Origin");
     const origin = req.headers.origin;
     if (origin === undefined) return false;
-    res.setHeader("vary", "Origin");
     const allowed = this.any || this.origins.has(origin.toLowerCase());
     const preflight = req.method === "OPTIONS" && req.headers["access-control-request-method"] !== undefined;
     if (allowed) {
