@@ -154,7 +154,9 @@ async function readStdin(what: string): Promise<string> {
   if (process.stdin.isTTY) process.stderr.write(`boardline: reading the ${what} from stdin (end with Ctrl-D)\n`);
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
+  return Buffer.concat(chunks)
+    .toString("utf8")
+    .replace(/\r?\n$/, "");
 }
 
 function formatTime(ms: number): string {
@@ -163,7 +165,9 @@ function formatTime(ms: number): string {
 
 function table(rows: string[][]): string[] {
   const widths = rows.reduce<number[]>((w, row) => row.map((cell, i) => Math.max(w[i] ?? 0, cell.length)), []);
-  return rows.map((row) => `  ${row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join("  ")}`);
+  return rows.map(
+    (row) => `  ${row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join("  ")}`,
+  );
 }
 
 // --- commands ---
@@ -188,7 +192,11 @@ function channelCommands(program: Command): void {
     )
     .argument("<project>", "project id")
     .argument("<channel>", "channel id")
-    .addOption(new Option("--host-passphrase <passphrase>", "host passphrase (mute and fileconvert)").env("BOARDLINE_HOST_PASSPHRASE"))
+    .addOption(
+      new Option("--host-passphrase <passphrase>", "host passphrase (mute and fileconvert)").env(
+        "BOARDLINE_HOST_PASSPHRASE",
+      ),
+    )
     .addOption(
       new Option("--attendee-passphrase <passphrase>", "attendee passphrase (fileconvert only); none when absent").env(
         "BOARDLINE_ATTENDEE_PASSPHRASE",
@@ -230,9 +238,12 @@ function channelCommands(program: Command): void {
           }),
         );
         const roles = attendee === undefined ? ["host"] : ["host", "attendee"];
-        const lines = [`channel ${channelId} of project ${project}: ${roles.join(" and ")} passphrase${roles.length > 1 ? "s" : ""} set`];
+        const lines = [
+          `channel ${channelId} of project ${project}: ${roles.join(" and ")} passphrase${roles.length > 1 ? "s" : ""} set`,
+        ];
         if (generated.host_passphrase !== undefined) lines.push(`host passphrase: ${generated.host_passphrase}`);
-        if (generated.attendee_passphrase !== undefined) lines.push(`attendee passphrase: ${generated.attendee_passphrase}`);
+        if (generated.attendee_passphrase !== undefined)
+          lines.push(`attendee passphrase: ${generated.attendee_passphrase}`);
         if (Object.keys(generated).length > 0) lines.push("(generated passphrases are shown only this once)");
         print(o.json === true, { project, channel: channelId, roles, ...generated }, lines.join("\n"));
       },
@@ -248,7 +259,8 @@ function channelCommands(program: Command): void {
     .addHelpText("after", "\nExits 1 when the channel has no records at all, unless --if-exists is given.")
     .action(async (project: string, channelId: string, o: { ifExists?: boolean; json?: boolean }) => {
       const deleted = await withStore((store) => store.deleteChannel(project, channelId));
-      if (deleted === 0 && !o.ifExists) throw new CliFailure(`channel ${channelId} of project ${project} not found (nothing deleted)`);
+      if (deleted === 0 && !o.ifExists)
+        throw new CliFailure(`channel ${channelId} of project ${project} not found (nothing deleted)`);
       print(
         o.json === true,
         { project, channel: channelId, deleted_keys: deleted },
@@ -269,7 +281,11 @@ function whiteboardCommands(program: Command): void {
     .addOption(new Option("--region <region>", "Netless data-center region").choices(REGIONS).makeOptionMandatory())
     .addOption(new Option("--sdk-token <token>", "Netless SDK token (writer or admin role)").env("BOARDLINE_SDK_TOKEN"))
     .option("--sdk-token-stdin", "read the SDK token from stdin")
-    .addOption(new Option("--access-key <ak>", "Netless access key (boardline signs its own SDK tokens)").env("BOARDLINE_ACCESS_KEY"))
+    .addOption(
+      new Option("--access-key <ak>", "Netless access key (boardline signs its own SDK tokens)").env(
+        "BOARDLINE_ACCESS_KEY",
+      ),
+    )
     .addOption(new Option("--secret-key <sk>", "Netless secret key, with --access-key").env("BOARDLINE_SECRET_KEY"))
     .option("--secret-key-stdin", "read the secret key from stdin")
     .addOption(jsonOption())
@@ -300,18 +316,24 @@ function whiteboardCommands(program: Command): void {
         const wantsToken = o.sdkToken !== undefined || o.sdkTokenStdin === true;
         const wantsKeys = o.accessKey !== undefined || o.secretKey !== undefined || o.secretKeyStdin === true;
         if (wantsToken && wantsKeys) {
-          usage(cmd, "give either an SDK token or an access key and secret key, not both (check BOARDLINE_* variables too)");
+          usage(
+            cmd,
+            "give either an SDK token or an access key and secret key, not both (check BOARDLINE_* variables too)",
+          );
         }
-        if (!wantsToken && !wantsKeys) usage(cmd, "credentials are required: --sdk-token, or --access-key with --secret-key");
+        if (!wantsToken && !wantsKeys)
+          usage(cmd, "credentials are required: --sdk-token, or --access-key with --secret-key");
         if (o.sdkToken !== undefined && o.sdkTokenStdin) usage(cmd, "--sdk-token and --sdk-token-stdin are exclusive");
-        if (o.secretKey !== undefined && o.secretKeyStdin) usage(cmd, "--secret-key and --secret-key-stdin are exclusive");
+        if (o.secretKey !== undefined && o.secretKeyStdin)
+          usage(cmd, "--secret-key and --secret-key-stdin are exclusive");
         let credentials: WhiteboardCredentials;
         if (wantsToken) {
           const sdkToken = o.sdkTokenStdin ? await readStdin("SDK token") : (o.sdkToken ?? "");
           if (sdkToken.trim() === "") usage(cmd, "the SDK token is empty");
           credentials = { sdkToken: sdkToken.trim() };
         } else {
-          if (o.accessKey === undefined || o.accessKey.trim() === "") usage(cmd, "--access-key is required with a secret key");
+          if (o.accessKey === undefined || o.accessKey.trim() === "")
+            usage(cmd, "--access-key is required with a secret key");
           const secretKey = o.secretKeyStdin ? await readStdin("secret key") : o.secretKey;
           if (secretKey === undefined) usage(cmd, "--secret-key (or --secret-key-stdin) is required with --access-key");
           if (secretKey.trim() === "") usage(cmd, "the secret key is empty");
@@ -321,7 +343,12 @@ function whiteboardCommands(program: Command): void {
         const kind = "sdkToken" in credentials ? "sdk_token" : "access_key";
         print(
           o.json === true,
-          { project, region: o.region, credentials: kind, ...("accessKey" in credentials ? { access_key: credentials.accessKey } : {}) },
+          {
+            project,
+            region: o.region,
+            credentials: kind,
+            ...("accessKey" in credentials ? { access_key: credentials.accessKey } : {}),
+          },
           `whiteboard of project ${project} set: region ${o.region}, ${
             "accessKey" in credentials ? `access key ${credentials.accessKey} (secret key stored)` : "SDK token stored"
           }`,
@@ -334,14 +361,22 @@ function whiteboardCommands(program: Command): void {
     .description("show the project's whiteboard region and credential kind (secrets are never printed)")
     .argument("<project>", "project id")
     .addOption(jsonOption())
-    .addHelpText("after", "\nExits 1 when the project has no usable whiteboard settings (fileconvert then answers 403).")
+    .addHelpText(
+      "after",
+      "\nExits 1 when the project has no usable whiteboard settings (fileconvert then answers 403).",
+    )
     .action(async (project: string, o: { json?: boolean }) => {
       const settings = await withStore((store) => store.getWhiteboard(project));
       if (settings === undefined) throw new CliFailure(`project ${project} has no usable whiteboard settings`);
       const c = settings.credentials;
       print(
         o.json === true,
-        { project, region: settings.region, credentials: "sdkToken" in c ? "sdk_token" : "access_key", ...("accessKey" in c ? { access_key: c.accessKey } : {}) },
+        {
+          project,
+          region: settings.region,
+          credentials: "sdkToken" in c ? "sdk_token" : "access_key",
+          ...("accessKey" in c ? { access_key: c.accessKey } : {}),
+        },
         `whiteboard of project ${project}: region ${settings.region}, ${"accessKey" in c ? `access key ${c.accessKey}` : "SDK token"}`,
       );
     });
@@ -362,7 +397,10 @@ function tokenCommands(program: Command): void {
   token
     .command("mint")
     .description("mint an HS256 JWT with JWT_SECRET that the server accepts, and print only the token")
-    .requiredOption("--project <project>", "the project the token acts for (claim JWT_PROJECT_CLAIM, default project_id)")
+    .requiredOption(
+      "--project <project>",
+      "the project the token acts for (claim JWT_PROJECT_CLAIM, default project_id)",
+    )
     .option("--subject <subject>", "the token's sub (recorded as `by` in mute events)", TOKEN_SUBJECT)
     .option("--ttl <duration>", "lifetime: 90s, 15m, 1h, 7d (at most 366d)", parseDuration, 3600)
     .addOption(jsonOption())
@@ -371,7 +409,7 @@ function tokenCommands(program: Command): void {
       "\nReads JWT_SECRET (at least 32 bytes; the same secret as the server), and JWT_PROJECT_CLAIM,\n" +
         "JWT_ISSUER and JWT_AUDIENCE so the token passes the server's checks. Needs no Redis.\n" +
         "\nExample:\n" +
-        '  $ TOKEN=$(boardline token mint --project acme --ttl 15m)\n' +
+        "  $ TOKEN=$(boardline token mint --project acme --ttl 15m)\n" +
         '  $ curl -H "Authorization: Bearer $TOKEN" …',
     )
     .action(async (o: { project: string; subject: string; ttl: number; json?: boolean }, cmd: Command) => {
@@ -379,7 +417,9 @@ function tokenCommands(program: Command): void {
       if (o.subject.trim() === "") usage(cmd, "--subject must not be empty");
       const settings = configOrFail(() => loadTokenSettings());
       if (settings.secret === undefined) {
-        throw new CliFailure("JWT_SECRET is not set: token mint signs with the server's HS256 secret (at least 32 bytes)");
+        throw new CliFailure(
+          "JWT_SECRET is not set: token mint signs with the server's HS256 secret (at least 32 bytes)",
+        );
       }
       const jwt = await mintToken({
         secret: settings.secret,
@@ -414,7 +454,8 @@ function muteCommands(program: Command): void {
       else lines.push(...table(uids.map((uid) => [uid, state[uid] ? "muted" : "unmuted"])));
       lines.push(`Last ${events.length} event${events.length === 1 ? "" : "s"} (newest first):`);
       if (events.length === 0) lines.push("  (none)");
-      else lines.push(...table(events.map((e) => [formatTime(e.at), e.uid, e.mute ? "muted" : "unmuted", `by ${e.by}`])));
+      else
+        lines.push(...table(events.map((e) => [formatTime(e.at), e.uid, e.mute ? "muted" : "unmuted", `by ${e.by}`])));
       print(
         o.json === true,
         {
@@ -437,7 +478,8 @@ function conversionCommands(program: Command): void {
     .addOption(jsonOption())
     .action(async (uuid: string, o: { json?: boolean }) => {
       const task = await withStore((store) => store.getConversion(uuid));
-      if (task === undefined) throw new CliFailure(`no record of conversion task ${uuid} (unknown, or expired after 7 days)`);
+      if (task === undefined)
+        throw new CliFailure(`no record of conversion task ${uuid} (unknown, or expired after 7 days)`);
       print(
         o.json === true,
         {
@@ -466,7 +508,9 @@ function conversionCommands(program: Command): void {
 
 function version(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: unknown };
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+      version?: unknown;
+    };
     return typeof pkg.version === "string" ? pkg.version : "unknown";
   } catch {
     return "unknown";
@@ -520,8 +564,14 @@ function describeFailure(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).split("\n")[0] ?? "failed";
 }
 
-run(process.argv).then((code) => {
+void run(process.argv).then((code) => {
   process.exitCode = code;
+  if (code !== 0) {
+    // After a failure the Redis client may still be winding down a connection
+    // attempt (ioredis keeps timers of a refused connection): exit once stderr is out.
+    process.stderr.write("", () => process.exit(code));
+    return;
+  }
   // Everything was closed; should a stray handle remain, do not hang the operator's shell.
   setTimeout(() => process.exit(code), 2000).unref();
 });
