@@ -65,11 +65,20 @@ export interface BoardlineOptions {
   readonly headersTimeoutMs?: number;
   /** Replaces the HS256 authenticator (e.g. a JWKS one for attack tests). */
   readonly authenticator?: Authenticator;
+  /** Key prefix (default: a fresh `uniquePrefix`); e.g. to read records the CLI wrote. */
+  readonly prefix?: string;
+  /** The HS256 secret (default: 32 random bytes). */
+  readonly secret?: Uint8Array;
+  /**
+   * Write the seeded world into the store (default true). `world` is returned
+   * either way, and the simulator accepts its credentials either way.
+   */
+  readonly seed?: boolean;
 }
 
 export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardline> {
   const logger = o.logger ?? (o.logStream === undefined ? silentLogger() : createLogger("debug", o.logStream));
-  const prefix = uniquePrefix("bl-test");
+  const prefix = o.prefix ?? uniquePrefix("bl-test");
   const url = o.redisUrl ?? (o.store === "memory" ? "" : redisUrl());
   let store: AdminStore;
   if (o.store === "memory") {
@@ -94,19 +103,7 @@ export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardlin
     secretKey: randomBytes(24).toString("base64url"),
     sdkToken: `NETLESSSDK_test-${word()}`,
   };
-  await store.createChannel({
-    project: world.project,
-    channel: world.channel,
-    hostPassphrase: world.hostPassphrase,
-    attendeePassphrase: world.attendeePassphrase,
-  });
-  await store.createChannel({ project: world.otherProject, channel: world.otherChannel, hostPassphrase: world.otherHostPassphrase });
-  await store.createChannel({ project: world.bareProject, channel: "bare", hostPassphrase: world.bareHostPassphrase });
-  await store.setWhiteboard(world.project, {
-    region: "us-sv",
-    credentials: { accessKey: world.accessKey, secretKey: world.secretKey },
-  });
-  await store.setWhiteboard(world.otherProject, { region: "sg", credentials: { sdkToken: world.sdkToken } });
+  if (o.seed !== false) await seedWorld(store, world);
 
   const simulator = await startConversionSimulator({
     credentials: { sdkTokens: [world.sdkToken], keys: [{ accessKey: world.accessKey, secretKey: world.secretKey }] },
@@ -117,7 +114,7 @@ export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardlin
     timeoutMs: o.conversionTimeoutMs ?? 2000,
     logger,
   });
-  const secret = new Uint8Array(randomBytes(32));
+  const secret = o.secret ?? new Uint8Array(randomBytes(32));
   const server = await startServer({
     host: "127.0.0.1",
     port: 0,
@@ -152,4 +149,20 @@ export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardlin
       if (o.store !== "memory") await deleteKeysWithPrefix(url, prefix);
     },
   };
+}
+
+async function seedWorld(store: AdminStore, world: World): Promise<void> {
+  await store.createChannel({
+    project: world.project,
+    channel: world.channel,
+    hostPassphrase: world.hostPassphrase,
+    attendeePassphrase: world.attendeePassphrase,
+  });
+  await store.createChannel({ project: world.otherProject, channel: world.otherChannel, hostPassphrase: world.otherHostPassphrase });
+  await store.createChannel({ project: world.bareProject, channel: "bare", hostPassphrase: world.bareHostPassphrase });
+  await store.setWhiteboard(world.project, {
+    region: "us-sv",
+    credentials: { accessKey: world.accessKey, secretKey: world.secretKey },
+  });
+  await store.setWhiteboard(world.otherProject, { region: "sg", credentials: { sdkToken: world.sdkToken } });
 }
