@@ -1,0 +1,342 @@
+/**
+ * The operator CLI, as operators run it: the built `node dist/src/cli.js` as a
+ * child process against the test Redis. What it writes must be what a real
+ * boardline server (same Redis, same key prefix, same JWT secret) reads.
+ */
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type Boardline, startBoardline } from "./harness/boardline.js";
+import { ensureBuilt, ROOT } from "./harness/build-dist.js";
+import { redisUrl, uniquePrefix } from "./harness/redis-url.js";
+
+const CLI = join(ROOT, "dist", "src", "cli.js");
+const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly ms: number;
+}
+
+let bl: Boardline;
+let prefix: string;
+const jwtSecret = randomBytes(32).toString("hex");
+const project = `cli-proj-${randomBytes(4).toString("hex")}`;
+const channel = "weekly sync";
+
+/** The CLI's environment: only what it is given (plus PATH), never the test runner's. */
+function baseEnv(): Record<string, string> {
+  return { PATH: process.env.PATH ?? "", REDIS_URL: redisUrl(), REDIS_KEY_PREFIX: prefix, JWT_SECRET: jwtSecret };
+}
+
+function cli(args: string[], o: { env?: Record<string, string | undefined>; input?: string } = {}): Promise<Run> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries({ ...baseEnv(), ...o.env })) if (v !== undefined) env[k] = v;
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env, stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, ms: Date.now() - started });
+    });
+    child.stdin.end(o.input ?? "");
+  });
+}
+
+/** The CLI succeeded: exit 0 and nothing on stderr. */
+async function ok(args: string[], o: Parameters<typeof cli>[1] = {}): Promise<string> {
+  const r = await cli(args, o);
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" });
+  return r.stdout;
+}
+
+/** Exactly one line on stderr. */
+function oneLine(stderr: string): string {
+  expect(stderr.endsWith("\n")).toBe(true);
+  const lines = stderr.trimEnd().split("\n");
+  expect(lines).toHaveLength(1);
+  return lines[0] ?? "";
+}
+
+async function post(path: string, token: string, body: object): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${bl.url}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+const mute = (token: string, passphrase: string, uid = "pstn-42", on = true) =>
+  post("/v1/channel/pstn/mute", token, { uid, passphrase, mute: on });
+const convert = (token: string, passphrase: string) =>
+  post("/v1/whiteboard/fileconvert", token, {
+    resource_url: "https://example.com/deck.pdf",
+    passphrase,
+    conversion_type: "static",
+  });
+
+beforeAll(async () => {
+  await ensureBuilt();
+  prefix = uniquePrefix("cli");
+  // A server that knows nothing but what the CLI writes (no seeded world), with the CLI's secret.
+  bl = await startBoardline({ prefix, secret: new TextEncoder().encode(jwtSecret), seed: false });
+}, 120_000);
+
+afterAll(async () => {
+  await bl?.close();
+});
+
+describe("records the CLI writes are what the server reads", () => {
+  let token: string;
+  let host: string;
+  let attendee: string;
+
+  test("token mint prints only a token, and the server accepts it", async () => {
+    const out = await ok(["token", "mint", "--project", project, "--subject", "op-7", "--ttl", "10m"]);
+    expect(out.endsWith("\n")).toBe(true);
+    token = out.trimEnd();
+    expect(token).toMatch(JWT);
+    // Valid token, unknown passphrase: past authentication (403, not 401).
+    expect((await mute(token, "no such passphrase")).status).toBe(403);
+  });
+
+  test("channel create --generate prints strong passphrases once; the host one mutes", async () => {
+    const out = JSON.parse(await ok(["channel", "create", project, channel, "--generate", "--json"])) as Record<
+      string,
+      unknown
+    >;
+    expect(out).toMatchObject({ project, channel, roles: ["host", "attendee"] });
+    host = String(out.host_passphrase);
+    attendee = String(out.attendee_passphrase);
+    expect(host).toMatch(/^[a-z2-9]{4}(-[a-z2-9]{4}){5}$/);
+    expect(attendee).toMatch(/^[a-z2-9]{4}(-[a-z2-9]{4}){5}$/);
+    expect(attendee).not.toBe(host);
+
+    expect(await mute(token, host)).toEqual({ status: 200, body: { uid: "pstn-42", mute: true } });
+    // The attendee passphrase opens the channel but cannot mute.
+    expect((await mute(token, attendee)).status).toBe(403);
+  });
+
+  test("mute show prints the state per uid and the last events", async () => {
+    expect((await mute(token, host, "pstn-7", false)).status).toBe(200);
+    const human = await ok(["mute", "show", project, channel, "--events", "5"]);
+    expect(human).toMatch(/pstn-42\s+muted/);
+    expect(human).toMatch(/pstn-7\s+unmuted/);
+    expect(human).toContain("by op-7");
+    expect(human).toContain("Last 2 events");
+
+    const json = JSON.parse(await ok(["mute", "show", project, channel, "--events", "1", "--json"])) as {
+      mute: Record<string, boolean>;
+      events: Array<Record<string, unknown>>;
+    };
+    expect(json.mute).toEqual({ "pstn-42": true, "pstn-7": false });
+    expect(json.events).toHaveLength(1);
+    expect(json.events[0]).toMatchObject({ uid: "pstn-7", mute: false, by: "op-7" });
+    expect(Number.isNaN(Date.parse(String(json.events[0]?.at)))).toBe(false);
+  });
+
+  test("passphrases from the environment are used and never echoed", async () => {
+    const given = `env host ${randomBytes(6).toString("hex")}`;
+    const out = await ok(["channel", "create", project, "second"], { env: { BOARDLINE_HOST_PASSPHRASE: given } });
+    expect(out).toContain("host passphrase set");
+    expect(out).not.toContain(given);
+    expect((await mute(token, given)).status).toBe(200);
+    // A passphrase cannot open two channels: exit 1, one line naming the owner.
+    const clash = await cli(["channel", "create", project, "third"], { env: { BOARDLINE_HOST_PASSPHRASE: given } });
+    expect(clash.code).toBe(1);
+    expect(oneLine(clash.stderr)).toBe(
+      `boardline: host passphrase is already used by channel second of project ${project}`,
+    );
+  });
+
+  test("whiteboard set with the secret key on stdin: fileconvert works", async () => {
+    // No whiteboard yet: 403.
+    expect((await convert(token, attendee)).status).toBe(403);
+    const out = await ok(
+      ["whiteboard", "set", project, "--region", "in-mum", "--access-key", bl.world.accessKey, "--secret-key-stdin"],
+      { input: `${bl.world.secretKey}\n` },
+    );
+    expect(out).toContain("region in-mum");
+    expect(out).not.toContain(bl.world.secretKey);
+
+    const res = await convert(token, attendee);
+    expect(res.status).toBe(200);
+    const { task_uuid, status } = res.body as { task_uuid: string; status: string };
+    expect(status).toBe("Waiting");
+    const seen = bl.simulator.requests().at(-1);
+    expect(seen?.headers.region).toBe("in-mum");
+    expect(seen?.headers.token).toMatch(/^NETLESSSDK_/);
+
+    const shown = JSON.parse(await ok(["conversion", "show", task_uuid, "--json"])) as Record<string, unknown>;
+    expect(shown).toMatchObject({ task_uuid, project, channel, type: "static", status: "Waiting", by: "op-7" });
+    expect(JSON.parse(await ok(["whiteboard", "show", project, "--json"]))).toEqual({
+      project,
+      region: "in-mum",
+      credentials: "access_key",
+      access_key: bl.world.accessKey,
+    });
+  });
+
+  test("whiteboard set with an SDK token from the environment replaces the key pair", async () => {
+    await ok(["whiteboard", "set", project, "--region", "sg"], { env: { BOARDLINE_SDK_TOKEN: bl.world.sdkToken } });
+    expect((await convert(token, host)).status).toBe(200);
+    const seen = bl.simulator.requests().at(-1);
+    expect(seen?.headers.token).toBe(bl.world.sdkToken);
+    expect(seen?.headers.region).toBe("sg");
+    const shown = await ok(["whiteboard", "show", project]);
+    expect(shown).toContain("region sg, SDK token");
+    expect(shown).not.toContain(bl.world.sdkToken);
+  });
+
+  test("whiteboard clear: fileconvert answers 403", async () => {
+    await ok(["whiteboard", "clear", project]);
+    expect((await convert(token, attendee)).status).toBe(403);
+    const show = await cli(["whiteboard", "show", project]);
+    expect(show.code).toBe(1);
+    expect(oneLine(show.stderr)).toContain("no usable whiteboard settings");
+  });
+
+  test("channel delete: the passphrases stop working", async () => {
+    const out = JSON.parse(await ok(["channel", "delete", project, channel, "--json"])) as { deleted_keys: number };
+    // Two passphrase records, the mute hash and the event stream.
+    expect(out.deleted_keys).toBe(4);
+    expect((await mute(token, host)).status).toBe(403);
+    expect(JSON.parse(await ok(["mute", "show", project, channel, "--json"]))).toMatchObject({ mute: {}, events: [] });
+
+    const again = await cli(["channel", "delete", project, channel]);
+    expect(again.code).toBe(1);
+    expect(oneLine(again.stderr)).toBe(
+      `boardline: channel ${channel} of project ${project} not found (nothing deleted)`,
+    );
+    expect((await cli(["channel", "delete", project, channel, "--if-exists"])).code).toBe(0);
+  });
+
+  test("conversion show of an unknown task exits 1", async () => {
+    const r = await cli(["conversion", "show", "00000000-0000-4000-8000-000000000000"]);
+    expect(r.code).toBe(1);
+    expect(oneLine(r.stderr)).toContain("no record of conversion task");
+  });
+});
+
+describe("usage errors exit 2 with a clear message", () => {
+  test.each([
+    [["channel", "create", "p"], "missing required argument 'channel'"],
+    [["channel", "create", "p", "c"], "--host-passphrase is required (or --generate"],
+    [["channel", "create", "p{x}", "c", "--generate"], "project must not contain"],
+    [
+      ["whiteboard", "set", "p", "--region", "mars", "--sdk-token", "t"],
+      "Allowed choices are us-sv, sg, in-mum, eu, cn-hz",
+    ],
+    [["whiteboard", "set", "p", "--sdk-token", "t"], "required option '--region <region>' not specified"],
+    [["whiteboard", "set", "p", "--region", "eu"], "credentials are required"],
+    [["whiteboard", "set", "p", "--region", "eu", "--sdk-token", "t", "--access-key", "a"], "not both"],
+    [
+      ["whiteboard", "set", "p", "--region", "eu", "--access-key", "a"],
+      "--secret-key (or --secret-key-stdin) is required",
+    ],
+    [["mute", "show", "p", "c", "--events", "0"], "expected a whole number from 1 to 10000"],
+    [["token", "mint"], "required option '--project <project>' not specified"],
+    [["token", "mint", "--project", "p", "--ttl", "soon"], "expected a duration like 90s, 15m, 1h or 7d"],
+    [["frobnicate"], "unknown command 'frobnicate'"],
+  ])("%j", async (args, message) => {
+    const r = await cli(args);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toMatch(/^boardline: error: /);
+    expect(r.stderr).toContain(message);
+  });
+
+  test("no command at all prints the help on stderr, exit 2", async () => {
+    const r = await cli([]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("Usage: boardline");
+  });
+});
+
+describe("configuration failures exit 1 with one line", () => {
+  test("no Redis configured", async () => {
+    const r = await cli(["mute", "show", "p", "c"], { env: { REDIS_URL: undefined } });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(oneLine(r.stderr)).toMatch(/^boardline: no Redis configured: set REDIS_URL .*no in-memory mode$/);
+  });
+
+  test("an invalid REDIS_URL is named", async () => {
+    const r = await cli(["channel", "delete", "p", "c"], { env: { REDIS_URL: "localhost:6379" } });
+    expect(r.code).toBe(1);
+    expect(oneLine(r.stderr)).toBe("boardline: invalid configuration: REDIS_URL must start with redis:// or rediss://");
+  });
+
+  test("an unreachable Redis is named, without credentials", async () => {
+    const r = await cli(["mute", "show", "p", "c"], { env: { REDIS_URL: "redis://user:hunter2@127.0.0.1:1" } });
+    expect(r.code).toBe(1);
+    const line = oneLine(r.stderr);
+    expect(line).toMatch(/^boardline: cannot reach Redis at redis:\/\/127\.0\.0\.1:1: .*ECONNREFUSED/);
+    expect(line).not.toContain("hunter2");
+    // Gives up after its connect time-out (3 s) and does not linger.
+    expect(r.ms).toBeLessThan(6000);
+  });
+
+  test("token mint refuses without JWT_SECRET, or with one under 32 bytes", async () => {
+    const missing = await cli(["token", "mint", "--project", "p"], { env: { JWT_SECRET: undefined } });
+    expect(missing.code).toBe(1);
+    expect(missing.stdout).toBe("");
+    expect(oneLine(missing.stderr)).toMatch(/^boardline: JWT_SECRET is not set/);
+    const short = await cli(["token", "mint", "--project", "p"], { env: { JWT_SECRET: "x".repeat(31) } });
+    expect(short.code).toBe(1);
+    expect(oneLine(short.stderr)).toBe("boardline: invalid configuration: JWT_SECRET must be at least 32 bytes");
+  });
+
+  test("token mint needs no Redis", async () => {
+    const out = await ok(["token", "mint", "--project", "p", "--json"], { env: { REDIS_URL: undefined } });
+    expect(JSON.parse(out)).toMatchObject({ project: "p", subject: "operator", token: expect.stringMatching(JWT) });
+  });
+});
+
+describe("help", () => {
+  test("--help lists every command and the environment", async () => {
+    const out = await ok(["--help"]);
+    for (const word of [
+      "channel",
+      "whiteboard",
+      "token",
+      "mute",
+      "conversion",
+      "REDIS_URL",
+      "JWT_SECRET",
+      "Exit codes",
+    ]) {
+      expect(out).toContain(word);
+    }
+  });
+
+  test("whiteboard set --help explains how to keep secrets out of shell history", async () => {
+    const out = await ok(["whiteboard", "set", "--help"]);
+    for (const word of [
+      "--secret-key-stdin",
+      "--sdk-token-stdin",
+      "BOARDLINE_SECRET_KEY",
+      "BOARDLINE_SDK_TOKEN",
+      "us-sv",
+    ]) {
+      expect(out).toContain(word);
+    }
+  });
+
+  test("the process does not linger after a Redis command", async () => {
+    // The CLI force-exits 2 s after finishing should a handle stay open; a clean exit is much sooner.
+    const r = await cli(["mute", "show", "p", "c"]);
+    expect(r.code).toBe(0);
+    expect(r.ms).toBeLessThan(1900);
+  });
+});
