@@ -1,0 +1,152 @@
+/**
+ * Demo mode as a newcomer meets it: `node dist/src/main.js` with no
+ * configuration prints a banner with ready-to-paste commands; pasting them
+ * works; SIGTERM stops it cleanly. Also: production refuses to start without
+ * Redis or JWT keys, with one line naming the variable.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { once } from "node:events";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { ensureBuilt, ROOT } from "./harness/build-dist.js";
+
+const MAIN = join(ROOT, "dist", "src", "main.js");
+/** Netless task uuids are 32 hex digits (dashes tolerated). */
+const UUID = /^(?:[0-9a-f]-?){31}[0-9a-f]$/i;
+
+/** A clean environment: nothing of the runner's REDIS_*, JWT_*, PORT or NODE_ENV. */
+function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return { PATH: process.env.PATH ?? "", ...extra };
+}
+
+/** Commands printed in the banner: a line starting with `prefix`, plus its `\` continuation lines. */
+function printedCommands(banner: string, prefix: string): string[] {
+  const lines = banner.split("\n");
+  const commands: string[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (!lines[i]?.startsWith(prefix)) continue;
+    const parts = [lines[i] ?? ""];
+    while ((parts.at(-1) ?? "").endsWith("\\") && i + 1 < lines.length) parts.push(lines[++i] ?? "");
+    commands.push(parts.join("\n"));
+  }
+  return commands;
+}
+
+/** Runs a printed command exactly as pasted into bash. */
+async function paste(command: string): Promise<string> {
+  const { stdout } = await promisify(execFile)("bash", ["-c", command], { cwd: ROOT, timeout: 20_000 });
+  return stdout;
+}
+
+beforeAll(async () => {
+  await ensureBuilt();
+}, 120_000);
+
+describe("demo mode", () => {
+  let proc: ChildProcess;
+  let stdout = "";
+  let banner = "";
+  let url = "";
+
+  beforeAll(async () => {
+    proc = spawn(process.execPath, [MAIN], {
+      cwd: ROOT,
+      env: cleanEnv({ PORT: "0" }),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    proc.stdout?.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    const deadline = Date.now() + 15_000;
+    // The banner ends with the buf curl command's URL line.
+    while (!/\/channel\.v1\.PstnService\/Mute\n/.test(stdout)) {
+      if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`no banner; output so far:\n${stdout}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const start = stdout.indexOf("boardline demo is listening on");
+    banner = stdout.slice(start);
+    url = /boardline demo is listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(banner)?.[1] ?? "";
+  }, 30_000);
+
+  afterAll(() => {
+    if (proc.exitCode === null) proc.kill("SIGKILL");
+  });
+
+  test("PORT=0: the banner names the port actually bound", async () => {
+    const port = Number(new URL(url).port);
+    expect(port).toBeGreaterThan(0);
+    expect(port).not.toBe(8080);
+    const res = await fetch(`${url}/healthz`);
+    expect(res.status).toBe(200);
+  });
+
+  test("the printed mute curl answers 200 with the documented body", async () => {
+    const [muteCurl] = printedCommands(banner, "curl ").filter((c) => c.includes("/v1/channel/pstn/mute"));
+    expect(muteCurl).toBeDefined();
+    const out = await paste(`${muteCurl} -w '\\n%{http_code}'`);
+    const [body, status] = out.split("\n");
+    expect(status).toBe("200");
+    expect(JSON.parse(body ?? "")).toEqual({ uid: "pstn-1001", mute: true });
+  });
+
+  test("the printed fileconvert curl answers 200 with a task from the simulator", async () => {
+    const [convertCurl] = printedCommands(banner, "curl ").filter((c) => c.includes("/v1/whiteboard/fileconvert"));
+    expect(convertCurl).toBeDefined();
+    const out = await paste(`${convertCurl} -w '\\n%{http_code}'`);
+    const [body, status] = out.split("\n");
+    expect(status).toBe("200");
+    const parsed = JSON.parse(body ?? "") as { task_uuid: string; status: string };
+    expect(Object.keys(parsed).sort()).toEqual(["status", "task_uuid"]);
+    expect(parsed.task_uuid).toMatch(UUID);
+    expect(parsed.status).toBe("Waiting");
+  });
+
+  test("the printed buf curl (gRPC with reflection) unmutes", async () => {
+    const [bufCurl] = printedCommands(banner, "npx buf curl ");
+    expect(bufCurl).toBeDefined();
+    const reply = JSON.parse(await paste(bufCurl ?? "")) as { uid?: string; mute?: boolean };
+    expect(reply.uid).toBe("pstn-1001");
+    // protojson leaves a false bool out.
+    expect(reply.mute ?? false).toBe(false);
+  });
+
+  test("SIGTERM: exit code 0 within a few seconds", async () => {
+    const exited = once(proc, "exit");
+    proc.kill("SIGTERM");
+    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error("no exit within 5 s")), 5000));
+    const [code, signal] = (await Promise.race([exited, timeout])) as [number | null, string | null];
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+  });
+});
+
+describe("invalid configuration stops start-up with one line naming the variable", () => {
+  async function start(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    const [code] = (await once(child, "close")) as [number | null];
+    clearTimeout(timer);
+    return { code, stdout, stderr };
+  }
+
+  test.each([
+    ["NODE_ENV=production without REDIS_URL", { NODE_ENV: "production" }, "REDIS_URL"],
+    [
+      "NODE_ENV=production with REDIS_URL but no JWT keys",
+      { NODE_ENV: "production", REDIS_URL: "redis://127.0.0.1:1" },
+      "JWT_SECRET",
+    ],
+    ["PORT=abc", { PORT: "abc" }, "PORT"],
+  ])("%s", async (_name, env, variable) => {
+    const r = await start(env);
+    expect(r.code).not.toBe(0);
+    expect(r.code).not.toBeNull();
+    expect(r.stdout).toBe("");
+    const lines = r.stderr.trimEnd().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(variable);
+    expect(lines[0]).toMatch(/^boardline: invalid configuration: /);
+  });
+});
