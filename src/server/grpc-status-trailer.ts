@@ -10,11 +10,32 @@
  * 2. A request message that is not valid protobuf surfaces from connect-es as
  *    INTERNAL "parse binary: …"; the contract says INVALID_ARGUMENT with the
  *    611 message, so it is rewritten through the error table.
+ *
+ * gRPC-Web carries the same trailer in the last frame of the body, and the
+ * Connect protocol carries the error as a JSON body: the same two rewrites
+ * apply there (`normalizeGrpcWebAtEnd`, `normalizeConnectError`).
  */
-import { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  createAsyncIterable,
+  encodeEnvelope,
+  readAllBytes,
+  type UniversalServerResponse,
+} from "@connectrpc/connect/protocol";
+import { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { Failure } from "../services/failure.js";
 import { toConnectError } from "./error-table.js";
+
+/** connect-es's error for a request message it could not decode as protobuf. */
+function isUndecodable(code: Code, message: string): boolean {
+  return code === Code.Internal && message.startsWith("parse binary");
+}
+
+function notProtobuf(): ConnectError {
+  return toConnectError(new Failure("invalid", { detail: "the request message is not valid protobuf" }));
+}
 
 const HEX = "0123456789ABCDEF";
 
@@ -47,10 +68,8 @@ export function normalizeGrpcTrailer(trailer: Headers): void {
   } catch {
     message = raw;
   }
-  if (status === "13" && message.startsWith("parse binary")) {
-    const err: ConnectError = toConnectError(
-      new Failure("invalid", { detail: "the request message is not valid protobuf" }),
-    );
+  if (isUndecodable(Number(status) as Code, message)) {
+    const err: ConnectError = notProtobuf();
     setTrailerStatus(trailer, err);
     message = err.rawMessage;
   }
@@ -61,4 +80,50 @@ export function normalizeGrpcTrailer(trailer: Headers): void {
 export async function* normalizeAtEnd(body: AsyncIterable<Uint8Array>, trailer: Headers): AsyncIterable<Uint8Array> {
   yield* body;
   normalizeGrpcTrailer(trailer);
+}
+
+/**
+ * Wraps a gRPC-Web response body: its trailer frame (the last envelope, not
+ * compressed — connect-es sends it as one chunk) is normalized like a gRPC
+ * trailer. Other chunks pass through untouched.
+ */
+export async function* normalizeGrpcWebAtEnd(body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+  for await (const chunk of body) {
+    if (chunk.byteLength >= 5 && chunk[0] === trailerFlag) {
+      const length = new DataView(chunk.buffer, chunk.byteOffset + 1, 4).getUint32(0);
+      if (length === chunk.byteLength - 5) {
+        const trailer = trailerParse(chunk.subarray(5));
+        normalizeGrpcTrailer(trailer);
+        yield encodeEnvelope(trailerFlag, trailerSerialize(trailer));
+        continue;
+      }
+    }
+    yield chunk;
+  }
+}
+
+/**
+ * A Connect-protocol unary error whose request message did not decode as
+ * protobuf (HTTP 500 `internal` "parse binary: …" from connect-es) becomes the
+ * error table's 400 `invalid_argument` with the 611 message. Any other
+ * response is returned as it is.
+ */
+export async function normalizeConnectError(res: UniversalServerResponse): Promise<UniversalServerResponse> {
+  if (
+    res.status !== codeToHttpStatus(Code.Internal) ||
+    res.body === undefined ||
+    res.header?.get("content-encoding") != null ||
+    !/^application\/json/.test(res.header?.get("content-type") ?? "")
+  ) {
+    return res;
+  }
+  // An error body is a few hundred bytes, and connect-es has it in memory already.
+  const bytes = await readAllBytes(res.body, 64 * 1024);
+  const parsed = errorFromJsonBytes(bytes, undefined, new ConnectError("unreadable error", Code.Internal));
+  if (!isUndecodable(parsed.code, parsed.rawMessage)) return { ...res, body: createAsyncIterable([bytes]) };
+  const err = notProtobuf();
+  const body = errorToJsonBytes(err, {});
+  const header = new Headers(res.header);
+  header.set("content-length", String(body.byteLength));
+  return { ...res, status: codeToHttpStatus(err.code), header, body: createAsyncIterable([body]) };
 }

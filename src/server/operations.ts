@@ -45,6 +45,8 @@ export interface CallContext {
   readonly authorization: string | undefined;
   readonly requestId: string;
   readonly signal: AbortSignal;
+  /** The caller, when the transport already authenticated it (`Pipeline.authenticate`). */
+  readonly caller?: Caller;
 }
 
 export class Pipeline {
@@ -70,29 +72,52 @@ export class Pipeline {
     const started = performance.now();
     let outcome = 0;
     try {
-      const caller = await this.auth.authenticate(ctx.authorization);
+      const caller = ctx.caller ?? (await this.auth.authenticate(ctx.authorization));
       const request = readRequest();
       this.validate(op.method.input, request);
       const response = await op.invoke(caller, request, ctx.signal);
       return create(op.method.output, response);
     } catch (e) {
-      const p = publicError(e);
-      outcome = p.code;
-      if (isUnexpected(e)) {
-        this.logger.error(
-          { err: e, requestId: ctx.requestId, rpc: op.method.name, protocol: ctx.protocol },
-          "request failed unexpectedly",
-        );
-      } else if (p.kind === "unavailable" || p.kind === "deadline_exceeded") {
-        this.logger.warn(
-          { err: (e as Failure).cause ?? e, requestId: ctx.requestId, rpc: op.method.name },
-          `request failed: ${p.kind}`,
-        );
-      }
+      outcome = this.report(op, ctx, e);
       throw e;
     } finally {
       this.metrics.observeCall(op.method.name, ctx.protocol, outcome === 0 ? "ok" : String(outcome), started);
     }
+  }
+
+  /**
+   * Only the first step of `run`, for transports that must authenticate
+   * before they read the body (the RPC router decodes the request message
+   * itself, so it authenticates here first and hands the caller to `run`
+   * through `CallContext.caller`). A failure is logged and counted as `run`
+   * would; success is counted by the `run` that follows.
+   */
+  async authenticate(op: Operation, ctx: CallContext): Promise<Caller> {
+    const started = performance.now();
+    try {
+      return await this.auth.authenticate(ctx.authorization);
+    } catch (e) {
+      const outcome = this.report(op, ctx, e);
+      this.metrics.observeCall(op.method.name, ctx.protocol, String(outcome), started);
+      throw e;
+    }
+  }
+
+  /** Logs a failure as it deserves; returns its documented code. */
+  private report(op: Operation, ctx: CallContext, e: unknown): number {
+    const p = publicError(e);
+    if (isUnexpected(e)) {
+      this.logger.error(
+        { err: e, requestId: ctx.requestId, rpc: op.method.name, protocol: ctx.protocol },
+        "request failed unexpectedly",
+      );
+    } else if (p.kind === "unavailable" || p.kind === "deadline_exceeded") {
+      this.logger.warn(
+        { err: (e as Failure).cause ?? e, requestId: ctx.requestId, rpc: op.method.name },
+        `request failed: ${p.kind}`,
+      );
+    }
+    return p.code;
   }
 
   private validate(schema: DescMessage, message: MessageShape<DescMessage>): void {

@@ -4,15 +4,17 @@
  * the gRPC status trailer before it is written (see grpc-status-trailer.ts).
  */
 
-import { Code, ConnectError, createConnectRouter, type ConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, createContextKey, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { Logger } from "../log.js";
+import type { Caller } from "../services/ports.js";
 import { toConnectError } from "./error-table.js";
-import { normalizeAtEnd } from "./grpc-status-trailer.js";
-import type { Operation, Pipeline } from "./operations.js";
+import { normalizeAtEnd, normalizeConnectError, normalizeGrpcWebAtEnd } from "./grpc-status-trailer.js";
+import { parseJsonRequest } from "./json-gateway.js";
+import type { CallContext, Operation, Pipeline } from "./operations.js";
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
 export type NodeResponse = ServerResponse | Http2ServerResponse;
@@ -27,6 +29,14 @@ export interface RpcHandlerOptions {
   readonly register: (router: ConnectRouter) => void;
 }
 
+/** Read options of the JSON codec, the same as the JSON routes'. */
+const JSON_OPTIONS = { ignoreUnknownFields: true, useProtoFieldName: true } as const;
+
+/** The caller the request gate authenticated, for the implementation. */
+const CALLER = createContextKey<Caller | undefined>(undefined, { description: "boardline caller" });
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
 export class RpcHandler {
   private readonly paths = new Map<string, UniversalHandler>();
 
@@ -36,26 +46,58 @@ export class RpcHandler {
       shutdownSignal: options.shutdownSignal,
       acceptCompression: [compressionGzip, compressionBrotli],
       // Output in proto field names (snake_case), like the JSON routes.
-      jsonOptions: { ignoreUnknownFields: true, useProtoFieldName: true },
+      jsonOptions: JSON_OPTIONS,
+    });
+    const callContext = (ctx: HandlerContext): CallContext => ({
+      protocol: ctx.protocolName === "connect" ? "connect" : ctx.protocolName === "grpc" ? "grpc" : "grpc-web",
+      authorization: ctx.requestHeader.get("authorization") ?? undefined,
+      requestId: ctx.requestHeader.get("x-request-id") ?? "",
+      signal: ctx.signal,
     });
     for (const op of options.operations) {
-      router.rpc(op.method, async (request, ctx) => {
-        const protocol = ctx.protocolName === "connect" ? "connect" : ctx.protocolName === "grpc" ? "grpc" : "grpc-web";
-        try {
-          return await options.pipeline.run(
-            op,
-            {
-              protocol,
-              authorization: ctx.requestHeader.get("authorization") ?? undefined,
-              requestId: ctx.requestHeader.get("x-request-id") ?? "",
-              signal: ctx.signal,
+      router.rpc(
+        op.method,
+        async (request, ctx) => {
+          try {
+            const caller = ctx.values.get(CALLER);
+            return await options.pipeline.run(
+              op,
+              { ...callContext(ctx), ...(caller === undefined ? {} : { caller }) },
+              () => request,
+            );
+          } catch (e) {
+            throw toConnectError(e);
+          }
+        },
+        {
+          // connect-es decodes the request message before the implementation
+          // runs: authenticate first (the contract's order of checks), so an
+          // unauthenticated caller learns nothing about its body.
+          requestGate: async (ctx) => {
+            try {
+              ctx.values.set(CALLER, await options.pipeline.authenticate(op, callContext(ctx)));
+            } catch (e) {
+              throw toConnectError(e);
+            }
+          },
+          // A JSON body that does not decode gets the JSON routes' 611 message,
+          // not connect-es's own text: connect-es hands the bytes to this
+          // decoder first, and rethrows a ConnectError it throws as it is.
+          jsonOptions: {
+            ...JSON_OPTIONS,
+            textDecoder: {
+              decode(bytes: Uint8Array): string {
+                try {
+                  parseJsonRequest(op, bytes);
+                } catch (e) {
+                  throw toConnectError(e);
+                }
+                return utf8.decode(bytes);
+              },
             },
-            () => request,
-          );
-        } catch (e) {
-          throw toConnectError(e);
-        }
-      });
+          } as typeof JSON_OPTIONS,
+        },
+      );
     }
     options.register(router);
     for (const h of router.handlers) this.paths.set(h.requestPath, h);
@@ -75,15 +117,19 @@ export class RpcHandler {
     if (handler === undefined) throw new Error(`no rpc at ${path}`);
     const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
     handler(uReq)
-      .then((uRes) => {
-        if (uRes.trailer !== undefined && uRes.body !== undefined && handler.protocolNames.includes("grpc")) {
-          const isGrpc = /^application\/grpc(?!-web)/.test(String(req.headers["content-type"] ?? ""));
-          if (isGrpc && Symbol.asyncIterator in uRes.body) {
-            return universalResponseToNodeResponse(
-              { ...uRes, body: normalizeAtEnd(uRes.body, uRes.trailer) },
-              res,
-            );
+      .then(async (uRes) => {
+        const contentType = String(req.headers["content-type"] ?? "");
+        const body = uRes.body;
+        if (/^application\/grpc-web/.test(contentType)) {
+          if (body !== undefined && Symbol.asyncIterator in body) {
+            return universalResponseToNodeResponse({ ...uRes, body: normalizeGrpcWebAtEnd(body) }, res);
           }
+        } else if (/^application\/grpc/.test(contentType)) {
+          if (uRes.trailer !== undefined && body !== undefined && Symbol.asyncIterator in body) {
+            return universalResponseToNodeResponse({ ...uRes, body: normalizeAtEnd(body, uRes.trailer) }, res);
+          }
+        } else {
+          return universalResponseToNodeResponse(await normalizeConnectError(uRes), res);
         }
         return universalResponseToNodeResponse(uRes, res);
       })

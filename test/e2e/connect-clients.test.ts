@@ -5,12 +5,15 @@
  * `error.message`, and a google.rpc.ErrorInfo detail whose metadata carries
  * the numeric code. Plus the Connect protocol's own HTTP mapping, read raw.
  */
+import type { JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { errorFromJson } from "@connectrpc/connect/protocol-connect";
+import { trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { type ErrorCase, errorCases, GRPC, jsonMessage } from "./helpers-cases.js";
-import { expectNoLeak } from "./helpers-contract.js";
+import { expectError, expectNoLeak, INVALID_PREFIX, post } from "./helpers-contract.js";
 import { bearer, clients, convertRequest, muteRequest, PROTOCOLS, transport } from "./helpers-rpc.js";
 
 const TIMEOUT_MS = 250;
@@ -100,3 +103,102 @@ describe("the Connect protocol on the wire", () => {
     }
   });
 });
+
+/**
+ * Bodies connect-es itself fails to decode, before the pipeline sees them.
+ * Regression: they came back as connect-es's own text ("cannot decode field
+ * channel.v1.MuteRequest.uid from JSON: …", "parse binary: …" as INTERNAL/500)
+ * instead of the 611 message with an ErrorInfo.
+ */
+describe("request bodies connect-es cannot decode", () => {
+  const PATH = { mute: "/channel.v1.PstnService/Mute", convert: "/whiteboard.v1.WhiteboardService/ConvertFile" } as const;
+  const ROUTE = { mute: "/v1/channel/pstn/mute", convert: "/v1/whiteboard/fileconvert" } as const;
+
+  async function raw(path: string, contentType: string, body: string | Uint8Array, auth = true) {
+    const res = await fetch(`${bl.url}${path}`, {
+      method: "POST",
+      headers: {
+        "content-type": contentType,
+        "connect-protocol-version": "1",
+        ...(auth ? { authorization: `Bearer ${await bl.token()}` } : {}),
+      },
+      body,
+    });
+    return { status: res.status, headers: res.headers, bytes: new Uint8Array(await res.arrayBuffer()) };
+  }
+
+  function expectConnectError(r: { status: number; bytes: Uint8Array }, status: number, code: string, message: string, numeric: number) {
+    const body = JSON.parse(new TextDecoder().decode(r.bytes)) as { code: string; message: string; details?: { type: string; value: string }[] };
+    expect({ status: r.status, code: body.code, message: body.message }).toEqual({ status, code, message });
+    const err = errorFromJson(body as unknown as JsonValue, undefined, new ConnectError("unreadable"));
+    expect(err.findDetails(ErrorInfoSchema)[0]?.metadata["code"]).toBe(String(numeric));
+  }
+
+  test.each<[string, "mute" | "convert", string]>([
+    ["not JSON", "mute", '{"uid": '],
+    ["a JSON array", "mute", "[]"],
+    ["JSON null", "convert", "null"],
+    ["a JSON number", "convert", "42"],
+    ["uid a number", "mute", '{"uid": 5, "passphrase": "p", "mute": true}'],
+    ["mute a string", "mute", '{"uid": "u", "passphrase": "p", "mute": "yes"}'],
+    ["conversion_scale a word", "convert", '{"resource_url": "https://a.example/b.pdf", "passphrase": "p", "conversion_type": "static", "conversion_scale": "big"}'],
+  ])("Connect JSON, %s: the JSON route's 611 message", async (_name, op, text) => {
+    const json = await post(bl, ROUTE[op], text);
+    const message = expectError(json, 400, 611);
+    expectConnectError(await raw(PATH[op], "application/json", text), 400, "invalid_argument", message, 611);
+  });
+
+  test("Connect JSON, invalid UTF-8: the JSON route's 611 message", async () => {
+    const bytes = new Uint8Array([0x7b, 0x22, 0x75, 0x69, 0x64, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]);
+    const message = expectError(await post(bl, ROUTE.mute, bytes), 400, 611);
+    expectConnectError(await raw(PATH.mute, "application/json", bytes), 400, "invalid_argument", message, 611);
+  });
+
+  test("Connect JSON without a token and with a bad body: 401 first", async () => {
+    const r = await raw(PATH.mute, "application/json", "[]", false);
+    const json = await post(bl, ROUTE.mute, "[]", { token: null });
+    expectConnectError(r, 401, "unauthenticated", expectError(json, 401, 401), 401);
+  });
+
+  test.each(["mute", "convert"] as const)("Connect binary, not protobuf (%s): 400 invalid_argument with the 611 message", async (op) => {
+    const r = await raw(PATH[op], "application/proto", new Uint8Array([0x0f, 0x01]));
+    expectConnectError(r, 400, "invalid_argument", `${INVALID_PREFIX}: the request message is not valid protobuf`, 611);
+  });
+
+  test.each(["mute", "convert"] as const)("gRPC-Web, not protobuf (%s): INVALID_ARGUMENT with the 611 message", async (op) => {
+    const frame = new Uint8Array([0, 0, 0, 0, 2, 0x0f, 0x01]);
+    const r = await raw(PATH[op], "application/grpc-web+proto", frame);
+    expect(r.status).toBe(200);
+    const trailer = grpcWebTrailer(r.bytes);
+    expect(trailer.get("grpc-status")).toBe(String(GRPC.INVALID_ARGUMENT));
+    expect(decodeURIComponent(trailer.get("grpc-message") ?? "")).toBe(`${INVALID_PREFIX}: the request message is not valid protobuf`);
+    expect(trailer.get("grpc-status-details-bin")).not.toBeNull();
+  });
+
+  test("gRPC-Web JSON, wrong type: the JSON route's 611 message", async () => {
+    const text = '{"uid": 5, "passphrase": "p", "mute": true}';
+    const message = expectError(await post(bl, ROUTE.mute, text), 400, 611);
+    const data = new TextEncoder().encode(text);
+    const frame = new Uint8Array([0, 0, 0, 0, data.length, ...data]);
+    const r = await raw(PATH.mute, "application/grpc-web+json", frame);
+    const trailer = grpcWebTrailer(r.bytes);
+    expect(trailer.get("grpc-status")).toBe(String(GRPC.INVALID_ARGUMENT));
+    expect(decodeURIComponent(trailer.get("grpc-message") ?? "")).toBe(message);
+  });
+});
+
+/** The trailer frame of a gRPC-Web response body (the last envelope, flag 0x80). */
+function grpcWebTrailer(bytes: Uint8Array): Headers {
+  let at = 0;
+  let trailer: Headers | undefined;
+  while (at + 5 <= bytes.length) {
+    const flags = bytes[at] as number;
+    const len = new DataView(bytes.buffer, bytes.byteOffset + at + 1, 4).getUint32(0);
+    const data = bytes.subarray(at + 5, at + 5 + len);
+    if ((flags & 0x80) === 0x80) trailer = trailerParse(data);
+    at += 5 + len;
+  }
+  expect(at).toBe(bytes.length);
+  if (trailer === undefined) throw new Error("no trailer frame");
+  return trailer;
+}

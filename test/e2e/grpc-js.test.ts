@@ -183,6 +183,16 @@ describe("a request that is not protobuf", () => {
   });
 });
 
+test("authentication comes first: no token and bytes that are not protobuf → UNAUTHENTICATED", async () => {
+  // Regression: connect-es decoded the message before the pipeline authenticated, so this was INVALID_ARGUMENT.
+  for (const op of ["mute", "convert"] as const) {
+    const m = METHODS[op];
+    const { error } = await call(m.path, () => Buffer.from([0x0f, 0x01]), m.output, null, undefined);
+    expect(error?.code, op).toBe(grpc.status.UNAUTHENTICATED);
+    expectStatusDetails(error as grpc.ServiceError, grpc.status.UNAUTHENTICATED, 401, (error as grpc.ServiceError).details);
+  }
+});
+
 describe("success", () => {
   test("Mute and unmute", async () => {
     const auth = `Bearer ${await bl.token(bl.world.project, "grpc-js-host")}`;
