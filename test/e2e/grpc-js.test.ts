@@ -16,9 +16,11 @@ import { MuteRequestSchema, MuteResponseSchema } from "../../gen/channel/v1/pstn
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { ConvertFileRequestSchema, ConvertFileResponseSchema } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import { encodeGrpcMessage } from "../../src/server/grpc-status-trailer.js";
+import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { startRedisServer } from "../harness/redis-server.js";
 import { type ErrorCase, errorCases, GRPC, jsonMessage } from "./helpers-cases.js";
-import { INVALID_PREFIX, type Op } from "./helpers-contract.js";
+import { expectError, INVALID_PREFIX, muteBody, MUTE_PATH, type Op, post } from "./helpers-contract.js";
 import { convertRequest, muteRequest } from "./helpers-rpc.js";
 
 const TIMEOUT_MS = 300;
@@ -53,11 +55,23 @@ function call<I, O extends DescMessage>(
   output: O,
   input: I,
   authorization: string | undefined,
+  on: grpc.Client = client,
+): Promise<Outcome<MessageShape<O>>> {
+  return callOn(on, path, serialize, output, input, authorization);
+}
+
+function callOn<I, O extends DescMessage>(
+  on: grpc.Client,
+  path: string,
+  serialize: (input: I) => Buffer,
+  output: O,
+  input: I,
+  authorization: string | undefined,
 ): Promise<Outcome<MessageShape<O>>> {
   const metadata = new grpc.Metadata();
   if (authorization !== undefined) metadata.set("authorization", authorization);
   return new Promise((resolve) => {
-    client.makeUnaryRequest(
+    on.makeUnaryRequest(
       path,
       serialize,
       (bytes: Buffer) => fromBinary(output, bytes),
@@ -69,9 +83,9 @@ function call<I, O extends DescMessage>(
   });
 }
 
-function callMute(body: Record<string, unknown>, authorization: string | undefined) {
+function callMute(body: Record<string, unknown>, authorization: string | undefined, on: grpc.Client = client) {
   const m = METHODS.mute;
-  return call(m.path, (i: MessageShape<typeof m.input>) => Buffer.from(toBinary(m.input, i)), m.output, muteRequest(body), authorization);
+  return call(m.path, (i: MessageShape<typeof m.input>) => Buffer.from(toBinary(m.input, i)), m.output, muteRequest(body), authorization, on);
 }
 
 function callConvert(body: Record<string, unknown>, authorization: string | undefined) {
@@ -221,5 +235,50 @@ describe("success", () => {
     const record = await bl.store.getConversion(value?.taskUuid ?? "");
     expect(record).toMatchObject({ project: bl.world.project, channel: bl.world.channel, type: "static", by: "grpc-js-presenter" });
     expect(bl.simulator.requests().at(-1)?.body).toEqual({ resource, type: "static", scale: 0.1, preview: false });
+  });
+});
+
+describe("rows that need a server of their own", () => {
+  test("429 → RESOURCE_EXHAUSTED, with the JSON message and retry_after_seconds", async () => {
+    const limited = await startBoardline({ guard: (store) => new MissLimitGuard(store, { attempts: 2, windowSeconds: 30 }) });
+    const c = new grpc.Client(new URL(limited.url).host, grpc.credentials.createInsecure());
+    try {
+      const token = await limited.token(limited.world.project, "guesser");
+      for (let i = 0; i < 2; i++) {
+        expectError(await post(limited, MUTE_PATH, muteBody(limited, { passphrase: `guess ${i}` }), { token }), 403, 403);
+      }
+      const json = await post(limited, MUTE_PATH, muteBody(limited), { token });
+      const message = expectError(json, 429, 429);
+      const { error } = await callMute(muteBody(limited), `Bearer ${token}`, c);
+      expect(error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+      expect(error?.details).toBe(message);
+      const status = decodeStatus(error?.metadata.get("grpc-status-details-bin")[0] as Buffer);
+      const info = anyUnpack(status.details.find((d) => anyIs(d, ErrorInfoSchema)) as Any, ErrorInfoSchema);
+      expect(info?.metadata["code"]).toBe("429");
+      expect(Number(info?.metadata["retry_after_seconds"])).toBeGreaterThanOrEqual(1);
+      expect(Number(info?.metadata["retry_after_seconds"])).toBeLessThanOrEqual(30);
+    } finally {
+      c.close();
+      await limited.close();
+    }
+  });
+
+  test("Redis down → UNAVAILABLE, with the JSON message", async () => {
+    const redis = await startRedisServer();
+    const down = await startBoardline({ redisUrl: redis.url });
+    const c = new grpc.Client(new URL(down.url).host, grpc.credentials.createInsecure());
+    try {
+      redis.kill("SIGKILL");
+      const message = expectError(await post(down, MUTE_PATH, muteBody(down)), 503, 503);
+      const { error } = await callMute(muteBody(down), `Bearer ${await down.token()}`, c);
+      expect(error?.code).toBe(grpc.status.UNAVAILABLE);
+      expect(error?.details).toBe(message);
+      expectStatusDetails(error as grpc.ServiceError, grpc.status.UNAVAILABLE, 503, message);
+    } finally {
+      c.close();
+      await redis.restart();
+      await down.close();
+      await redis.stop();
+    }
   });
 });
