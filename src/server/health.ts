@@ -1,6 +1,9 @@
 /**
  * grpc.health.v1.Health. The overall status ("") and each served service's
- * status is SERVING while the store answers, NOT_SERVING otherwise.
+ * status is SERVING while the store answers, NOT_SERVING otherwise (and while
+ * the server drains: `ready` says false then). Watch streams end when the
+ * server starts draining, after telling the watcher NOT_SERVING, so they do
+ * not hold a graceful shutdown up.
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
@@ -14,7 +17,12 @@ import {
 /** How often Watch re-checks the store. */
 const WATCH_INTERVAL_MS = 2000;
 
-export function registerHealth(router: ConnectRouter, services: readonly string[], ready: () => Promise<boolean>) {
+export function registerHealth(
+  router: ConnectRouter,
+  services: readonly string[],
+  ready: () => Promise<boolean>,
+  draining: AbortSignal = new AbortController().signal,
+) {
   const known = new Set(["", ...services]);
   const status = async (req: HealthCheckRequest) => {
     if (!known.has(req.service)) throw new ConnectError(`unknown service ${req.service}`, Code.NotFound);
@@ -31,25 +39,28 @@ export function registerHealth(router: ConnectRouter, services: readonly string[
       }
       let last: ServingStatus | undefined;
       while (!ctx.signal.aborted) {
-        const now = await status(req);
+        const now = draining.aborted ? ServingStatus.NOT_SERVING : await status(req);
         if (now !== last) {
           last = now;
           yield create(HealthCheckResponseSchema, { status: now });
         }
-        await sleep(WATCH_INTERVAL_MS, ctx.signal);
+        if (draining.aborted) return;
+        await sleep(WATCH_INTERVAL_MS, ctx.signal, draining);
       }
     },
   });
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Sleeps `ms`, or less when one of the signals aborts. */
+function sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
   return new Promise((resolve) => {
     const t = setTimeout(done, ms);
     function done() {
       clearTimeout(t);
-      signal.removeEventListener("abort", done);
+      for (const signal of signals) signal.removeEventListener("abort", done);
       resolve();
     }
-    signal.addEventListener("abort", done, { once: true });
+    for (const signal of signals) signal.addEventListener("abort", done, { once: true });
+    if (signals.some((signal) => signal.aborted)) done();
   });
 }

@@ -2,6 +2,7 @@
  * Assembles the transport around the services: operations → pipeline → JSON
  * gateway + RPC router (+ health, reflection) → request listener → one port.
  */
+import { setMaxListeners } from "node:events";
 import { create, createFileRegistry, type DescFile, type FileRegistry } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { file_channel_v1_pstn, PstnService as PstnServiceDesc } from "../../gen/channel/v1/pstn_pb.js";
@@ -11,7 +12,10 @@ import {
   file_grpc_reflection_v1alpha_reflection,
   ServerReflection as ServerReflectionAlpha,
 } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
-import { file_whiteboard_v1_whiteboard, WhiteboardService as WhiteboardServiceDesc } from "../../gen/whiteboard/v1/whiteboard_pb.js";
+import {
+  file_whiteboard_v1_whiteboard,
+  WhiteboardService as WhiteboardServiceDesc,
+} from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import type { Logger } from "../log.js";
 import { noGuard, type PassphraseGuard } from "../services/passphrase-guard.js";
 import type { Authenticator, ConversionBackend, Store } from "../services/ports.js";
@@ -60,12 +64,19 @@ export async function startServer(o: ServerOptions): Promise<Server> {
   });
   const metrics = new Metrics({ collectDefault: o.collectDefaultMetrics ?? false });
   const pipeline = new Pipeline(o.authenticator, o.logger, metrics);
-  const shutdown = new AbortController();
+  // Draining starts at shutdown: readiness turns false and health Watch streams
+  // end. In-flight calls are cancelled only when the grace period is over.
+  const draining = new AbortController();
+  const cancelCalls = new AbortController();
+  // Every RPC in flight listens on it: more than 10 at once is normal, not a leak.
+  setMaxListeners(0, cancelCalls.signal);
   const ready = () =>
-    o.store.ping().then(
-      () => true,
-      () => false,
-    );
+    draining.signal.aborted
+      ? Promise.resolve(false)
+      : o.store.ping().then(
+          () => true,
+          () => false,
+        );
   const registry = fileRegistry([
     file_whiteboard_v1_whiteboard,
     file_channel_v1_pstn,
@@ -77,10 +88,10 @@ export async function startServer(o: ServerOptions): Promise<Server> {
     operations: ops,
     pipeline,
     maxBodyBytes: o.maxBodyBytes,
-    shutdownSignal: shutdown.signal,
+    shutdownSignal: cancelCalls.signal,
     logger: o.logger,
     register(router) {
-      registerHealth(router, [WhiteboardServiceDesc.typeName, PstnServiceDesc.typeName], ready);
+      registerHealth(router, [WhiteboardServiceDesc.typeName, PstnServiceDesc.typeName], ready, draining.signal);
       registerReflection(router, registry, SERVED_SERVICES);
     },
   });
@@ -100,8 +111,14 @@ export async function startServer(o: ServerOptions): Promise<Server> {
     ...running,
     metrics,
     async shutdown(graceMs: number) {
-      shutdown.abort();
-      await running.shutdown(graceMs);
+      draining.abort();
+      const cutOff = setTimeout(() => cancelCalls.abort(), graceMs);
+      try {
+        await running.shutdown(graceMs);
+      } finally {
+        clearTimeout(cutOff);
+        cancelCalls.abort();
+      }
     },
   };
 }

@@ -43,6 +43,8 @@ export async function listen(options: ListenOptions, onRequest: Listener): Promi
   const maxHeaderSize = options.maxHeaderBytes ?? 16 * 1024;
   const idleTimeout = options.idleTimeoutMs ?? 60_000;
   const sockets = new Set<Duplex>();
+  /** Cleartext connections still being sniffed (no server has them yet). */
+  const unrouted = new Set<Duplex>();
   const sessions = new Set<http2.Http2Session>();
   let inFlight = 0;
   let draining = false;
@@ -85,7 +87,13 @@ export async function listen(options: ListenOptions, onRequest: Listener): Promi
   let h1: http.Server | undefined;
   if (options.tls !== undefined) {
     const secure = http2.createSecureServer(
-      { ...h2Options, cert: options.tls.cert, key: options.tls.key, allowHTTP1: true, handshakeTimeout: headersTimeout },
+      {
+        ...h2Options,
+        cert: options.tls.cert,
+        key: options.tls.key,
+        allowHTTP1: true,
+        handshakeTimeout: headersTimeout,
+      },
       tracked as never,
     );
     // The HTTP/1.1 fallback of a secure HTTP/2 server reads its limits off the
@@ -109,10 +117,19 @@ export async function listen(options: ListenOptions, onRequest: Listener): Promi
     const toH1 = h1;
     outer = net.createServer({ noDelay: true }, (socket) => {
       trackSocket(sockets, socket);
-      sniff(socket, headersTimeout, (isH2) => (isH2 ? h2 : toH1).emit("connection", socket));
+      trackSocket(unrouted, socket);
+      sniff(socket, headersTimeout, (isH2) => {
+        unrouted.delete(socket);
+        (isH2 ? h2 : toH1).emit("connection", socket);
+      });
     });
   }
   outer.on("error", () => {});
+  const closeIdle = () => {
+    if (h1 !== undefined) h1.closeIdleConnections();
+    // Node's secure HTTP/2 server has it (for its HTTP/1.1 fallback); @types/node 20 does not say so.
+    else (outer as unknown as { closeIdleConnections(): void }).closeIdleConnections();
+  };
 
   await new Promise<void>((resolve, reject) => {
     outer.once("error", reject);
@@ -130,17 +147,29 @@ export async function listen(options: ListenOptions, onRequest: Listener): Promi
     url: `${scheme}://${hostForUrl}:${address.port}`,
     async shutdown(graceMs: number) {
       draining = true;
+      const deadline = delay(graceMs);
       const closed = new Promise<void>((resolve) => outer.close(() => resolve()));
+      // GOAWAY now; each session closes by itself once its streams are done.
       for (const s of sessions) s.close();
-      h1?.closeIdleConnections();
-      if (inFlight > 0) {
-        await Promise.race([
-          new Promise<void>((resolve) => {
+      closeIdle();
+      const settled = (async () => {
+        if (inFlight > 0) {
+          await new Promise<void>((resolve) => {
             drained = resolve;
-          }),
-          delay(graceMs),
-        ]);
-      }
+          });
+        }
+        // Everything is answered. HTTP/1.1 sockets end once their last answer
+        // is flushed (destroySoon), HTTP/2 sessions once their last stream is;
+        // idle and never-used connections are closed here. A socket whose
+        // writing side has finished has nothing more to say: Node would keep
+        // it half-open until the peer closes (an HTTP/2 client may never), so
+        // it is cut below without waiting for the grace period.
+        closeIdle();
+        for (const s of unrouted) s.destroy();
+        await Promise.all([...sockets].map(writingDone));
+      })();
+      await Promise.race([settled, deadline]);
+      // The grace period is over (or everything has closed): cut what is left.
       h1?.closeAllConnections();
       h1?.close(); // stops its connection checker
       for (const s of sessions) s.destroy();
@@ -161,7 +190,8 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
   // Only the HTTP/1.1 parser's errors get an answer; a TLS error (handshake
   // timeout, bad client hello) or a reset just closes.
   const fromParser = err.code !== undefined && (err.code.startsWith("HPE_") || err.code === "ERR_HTTP_REQUEST_TIMEOUT");
-  const inProgress = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+  const inProgress =
+    (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
   if (!fromParser || !socket.writable || inProgress) {
     socket.destroy();
     return;
@@ -174,6 +204,20 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
         : "400 Bad Request";
   socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, () => socket.destroy());
   setTimeout(() => socket.destroy(), 1_000).unref(); // a client that does not read
+}
+
+/** Resolves once the socket has sent everything and its FIN (or is gone). */
+function writingDone(socket: Duplex): Promise<void> {
+  return new Promise((resolve) => {
+    if (socket.destroyed || socket.writableFinished) return resolve();
+    const done = () => {
+      socket.off("finish", done);
+      socket.off("close", done);
+      resolve();
+    };
+    socket.on("finish", done);
+    socket.on("close", done);
+  });
 }
 
 function trackSocket(sockets: Set<Duplex>, socket: Duplex): void {

@@ -43,7 +43,9 @@ describe("CORS", () => {
     expect(res.status).toBe(200);
     expect(res.headers["access-control-allow-origin"]).toBe(ALLOWED);
     expect(list(res.headers.vary)).toContain("origin");
-    expect(list(res.headers["access-control-expose-headers"])).toEqual(expect.arrayContaining(["x-request-id", "www-authenticate"]));
+    expect(list(res.headers["access-control-expose-headers"])).toEqual(
+      expect.arrayContaining(["x-request-id", "www-authenticate"]),
+    );
     expect(res.headers["access-control-allow-credentials"]).toBeUndefined();
   });
 
@@ -88,7 +90,11 @@ describe("CORS", () => {
     try {
       const res = await h2(session, "/v1/whiteboard/fileconvert", {
         method: "OPTIONS",
-        headers: { origin: ALLOWED, "access-control-request-method": "POST", "access-control-request-headers": "authorization" },
+        headers: {
+          origin: ALLOWED,
+          "access-control-request-method": "POST",
+          "access-control-request-headers": "authorization",
+        },
       });
       expect(res.status).toBe(204);
       expect(res.headers["access-control-allow-origin"]).toBe(ALLOWED);
@@ -131,7 +137,12 @@ describe("CORS", () => {
   test("Connect from a browser origin: ACAO and the Connect/gRPC-Web headers exposed", async () => {
     const res = await h1(bl.url, "/channel.v1.PstnService/Mute", {
       method: "POST",
-      headers: { "content-type": "application/json", "connect-protocol-version": "1", authorization: `Bearer ${token}`, origin: ALLOWED },
+      headers: {
+        "content-type": "application/json",
+        "connect-protocol-version": "1",
+        authorization: `Bearer ${token}`,
+        origin: ALLOWED,
+      },
       body: muteBody(),
     });
     expect(res.status).toBe(200);
@@ -155,7 +166,11 @@ describe("CORS", () => {
     expect(res.headers["access-control-allow-credentials"]).toBeUndefined();
     const pre = await h1(any.url, "/v1/channel/pstn/mute", {
       method: "OPTIONS",
-      headers: { origin: "https://whoever.example", "access-control-request-method": "POST", "access-control-request-headers": "x-session-id" },
+      headers: {
+        origin: "https://whoever.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "x-session-id",
+      },
     });
     expect(pre.status).toBe(204);
     expect(list(pre.headers["access-control-allow-headers"])).toContain("x-session-id");
@@ -185,7 +200,11 @@ describe("X-Request-Id", () => {
   });
 
   test("a valid id is echoed on a JSON error, a 404 and a preflight", async () => {
-    const err = await h1(bl.url, "/v1/channel/pstn/mute", { method: "POST", headers: { ...JSON_HEADERS, "x-request-id": "e-1" }, body: "{" });
+    const err = await h1(bl.url, "/v1/channel/pstn/mute", {
+      method: "POST",
+      headers: { ...JSON_HEADERS, "x-request-id": "e-1" },
+      body: "{",
+    });
     expect(err.status).toBe(401);
     expect(err.headers["x-request-id"]).toBe("e-1");
     const missing = await h1(bl.url, "/nope", { headers: { "x-request-id": "e-2" } });
@@ -213,7 +232,9 @@ describe("X-Request-Id", () => {
     ["a comma", "a,b"],
     ["a newline-free but non-ASCII value", "caf\u00e9"],
   ])("invalid (%s) → replaced by a UUID", async (_what, id) => {
-    const res = await h1(bl.url, "/healthz", { headers: { "x-request-id": Buffer.from(id, "latin1").toString("latin1") } });
+    const res = await h1(bl.url, "/healthz", {
+      headers: { "x-request-id": Buffer.from(id, "latin1").toString("latin1") },
+    });
     expect(res.headers["x-request-id"]).toMatch(UUID);
   });
 
@@ -247,13 +268,24 @@ describe("X-Request-Id", () => {
     ]) {
       const client = createClient(PstnService, transport);
       seen = null;
-      await client.mute({ uid: "rid", passphrase: bl.world.hostPassphrase, mute: true }, { headers: { authorization: `Bearer ${token}`, "x-request-id": "rpc-1" } });
+      await client.mute(
+        { uid: "rid", passphrase: bl.world.hostPassphrase, mute: true },
+        { headers: { authorization: `Bearer ${token}`, "x-request-id": "rpc-1" } },
+      );
       expect(seen).toBe("rpc-1");
       seen = null;
-      await expect(client.mute({ uid: "rid", passphrase: bl.world.hostPassphrase, mute: true }, { headers: { "x-request-id": "rpc-2" } })).rejects.toThrow();
+      await expect(
+        client.mute(
+          { uid: "rid", passphrase: bl.world.hostPassphrase, mute: true },
+          { headers: { "x-request-id": "rpc-2" } },
+        ),
+      ).rejects.toThrow();
       expect(seen).toBe("rpc-2");
       seen = null;
-      await client.mute({ uid: "rid", passphrase: bl.world.hostPassphrase, mute: true }, { headers: { authorization: `Bearer ${token}` } });
+      await client.mute(
+        { uid: "rid", passphrase: bl.world.hostPassphrase, mute: true },
+        { headers: { authorization: `Bearer ${token}` } },
+      );
       expect(seen).toMatch(UUID);
     }
   });

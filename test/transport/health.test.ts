@@ -106,10 +106,13 @@ describe("plain HTTP endpoints", () => {
 describe("grpc.health.v1.Health", () => {
   const grpc = () => createClient(Health, createGrpcTransport({ baseUrl: bl.url }));
 
-  test.each(["", "channel.v1.PstnService", "whiteboard.v1.WhiteboardService"])("Check(%j) → SERVING", async (service) => {
-    const res = await grpc().check({ service });
-    expect(res.status).toBe(Status.SERVING);
-  });
+  test.each(["", "channel.v1.PstnService", "whiteboard.v1.WhiteboardService"])(
+    "Check(%j) → SERVING",
+    async (service) => {
+      const res = await grpc().check({ service });
+      expect(res.status).toBe(Status.SERVING);
+    },
+  );
 
   test("Check(unknown) → NOT_FOUND", async () => {
     const err = await grpc()
@@ -145,9 +148,7 @@ describe("grpc.health.v1.Health", () => {
 
   test("Watch reports a change to NOT_SERVING", async () => {
     const controller = new AbortController();
-    const it = grpc()
-      .watch({ service: "" }, { signal: controller.signal })
-      [Symbol.asyncIterator]();
+    const it = grpc().watch({ service: "" }, { signal: controller.signal })[Symbol.asyncIterator]();
     try {
       expect((await it.next()).value?.status).toBe(Status.SERVING);
       store().setUnavailable(true);
@@ -159,9 +160,7 @@ describe("grpc.health.v1.Health", () => {
 
   test("Watch(unknown) → SERVICE_UNKNOWN", async () => {
     const controller = new AbortController();
-    const it = grpc()
-      .watch({ service: "no.such.Service" }, { signal: controller.signal })
-      [Symbol.asyncIterator]();
+    const it = grpc().watch({ service: "no.such.Service" }, { signal: controller.signal })[Symbol.asyncIterator]();
     const first = await it.next();
     controller.abort();
     expect(first.value?.status).toBe(Status.SERVICE_UNKNOWN);

@@ -24,12 +24,18 @@ afterAll(async () => {
   await bl.close();
 });
 
-const bigBody = () => JSON.stringify({ uid: "u", passphrase: bl.world.hostPassphrase, mute: true, pad: "x".repeat(MAX_BODY) });
+const bigBody = () =>
+  JSON.stringify({ uid: "u", passphrase: bl.world.hostPassphrase, mute: true, pad: "x".repeat(MAX_BODY) });
 
 describe("body limit", () => {
   test("a body just under the limit is accepted", async () => {
     const base = JSON.stringify({ uid: "u", passphrase: bl.world.hostPassphrase, mute: true, pad: "" });
-    const body = JSON.stringify({ uid: "u", passphrase: bl.world.hostPassphrase, mute: true, pad: "x".repeat(MAX_BODY - base.length) });
+    const body = JSON.stringify({
+      uid: "u",
+      passphrase: bl.world.hostPassphrase,
+      mute: true,
+      pad: "x".repeat(MAX_BODY - base.length),
+    });
     expect(Buffer.byteLength(body)).toBe(MAX_BODY);
     const res = await h1(bl.url, "/v1/channel/pstn/mute", {
       method: "POST",
@@ -131,7 +137,10 @@ describe("header limit", () => {
     try {
       // The limit is the server's SETTINGS_MAX_HEADER_LIST_SIZE, which applies
       // once this client has acknowledged it: wait for the settings, then a ping round trip.
-      if (session.remoteSettings.maxHeaderListSize === undefined || session.remoteSettings.maxHeaderListSize > MAX_HEADER) {
+      if (
+        session.remoteSettings.maxHeaderListSize === undefined ||
+        session.remoteSettings.maxHeaderListSize > MAX_HEADER
+      ) {
         await new Promise((resolve) => session.once("remoteSettings", resolve));
       }
       expect(session.remoteSettings.maxHeaderListSize).toBeLessThanOrEqual(MAX_HEADER);
@@ -231,7 +240,9 @@ describe("malformed requests", () => {
 
   test("binary garbage → 400 and closed", async () => {
     const conn = await raw(bl.port);
-    conn.socket.write(Buffer.from([0x16, 0x03, 0x01, 0x00, 0x05, 0x01, 0x00, 0x00, 0x01, 0x00, 0x0d, 0x0a, 0x0d, 0x0a]));
+    conn.socket.write(
+      Buffer.from([0x16, 0x03, 0x01, 0x00, 0x05, 0x01, 0x00, 0x00, 0x01, 0x00, 0x0d, 0x0a, 0x0d, 0x0a]),
+    );
     await conn.closed;
     expect(conn.received()).toMatch(/^HTTP\/1\.1 400 /);
   });

@@ -57,7 +57,11 @@ describe("JSON on one port", () => {
     expect(JSON.parse(a.body)).toMatchObject({ error: { code: 401 } });
     const session = await h2connect(bl.url);
     try {
-      const b = await h2(session, "/v1/channel/pstn/mute", { method: "POST", headers: JSON_HEADERS, body: muteBody("x") });
+      const b = await h2(session, "/v1/channel/pstn/mute", {
+        method: "POST",
+        headers: JSON_HEADERS,
+        body: muteBody("x"),
+      });
       expect(b.status).toBe(401);
       expect(JSON.parse(b.body)).toMatchObject({ error: { code: 401 } });
     } finally {
@@ -71,20 +75,32 @@ describe("Connect and gRPC on the same port", () => {
 
   test.each(["1.1", "2"] as const)("Connect over HTTP/%s", async (httpVersion) => {
     const client = createClient(PstnService, createConnectTransport({ baseUrl: bl.url, httpVersion }));
-    const res = await client.mute({ uid: `connect-${httpVersion}`, passphrase: bl.world.hostPassphrase, mute: true }, { headers: headers() });
+    const res = await client.mute(
+      { uid: `connect-${httpVersion}`, passphrase: bl.world.hostPassphrase, mute: true },
+      { headers: headers() },
+    );
     expect(res.uid).toBe(`connect-${httpVersion}`);
     expect(res.mute).toBe(true);
   });
 
   test("Connect JSON (not binary) over HTTP/1.1", async () => {
-    const client = createClient(PstnService, createConnectTransport({ baseUrl: bl.url, httpVersion: "1.1", useBinaryFormat: false }));
-    const res = await client.mute({ uid: "connect-json", passphrase: bl.world.hostPassphrase, mute: false }, { headers: headers() });
+    const client = createClient(
+      PstnService,
+      createConnectTransport({ baseUrl: bl.url, httpVersion: "1.1", useBinaryFormat: false }),
+    );
+    const res = await client.mute(
+      { uid: "connect-json", passphrase: bl.world.hostPassphrase, mute: false },
+      { headers: headers() },
+    );
     expect(res.mute).toBe(false);
   });
 
   test("gRPC over h2c", async () => {
     const client = createClient(PstnService, createGrpcTransport({ baseUrl: bl.url }));
-    const res = await client.mute({ uid: "grpc-user", passphrase: bl.world.hostPassphrase, mute: true }, { headers: headers() });
+    const res = await client.mute(
+      { uid: "grpc-user", passphrase: bl.world.hostPassphrase, mute: true },
+      { headers: headers() },
+    );
     expect(res).toMatchObject({ uid: "grpc-user", mute: true });
   });
 });
@@ -138,7 +154,10 @@ describe("connection reuse", () => {
       const client = createClient(PstnService, createGrpcTransport({ baseUrl: bl.url, sessionManager }));
       const results = await Promise.all(
         Array.from({ length: 30 }, (_, i) =>
-          client.mute({ uid: `g-${i}`, passphrase: bl.world.hostPassphrase, mute: true }, { headers: { authorization: `Bearer ${token}` } }),
+          client.mute(
+            { uid: `g-${i}`, passphrase: bl.world.hostPassphrase, mute: true },
+            { headers: { authorization: `Bearer ${token}` } },
+          ),
         ),
       );
       expect(results.map((r) => r.uid)).toEqual(Array.from({ length: 30 }, (_, i) => `g-${i}`));

@@ -30,8 +30,12 @@ afterAll(async () => {
 
 function bufCurl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    execFile(BUF, ["curl", ...args], { cwd: emptyDir, timeout: 15_000, env: { ...process.env, BUF_CACHE_DIR: join(emptyDir, ".cache") } }, (err, stdout, stderr) =>
-      done({ code: err === null ? 0 : typeof err.code === "number" ? err.code : 1, stdout, stderr }),
+    execFile(
+      BUF,
+      ["curl", ...args],
+      { cwd: emptyDir, timeout: 15_000, env: { ...process.env, BUF_CACHE_DIR: join(emptyDir, ".cache") } },
+      (err, stdout, stderr) =>
+        done({ code: err === null ? 0 : typeof err.code === "number" ? err.code : 1, stdout, stderr }),
     );
   });
 }
@@ -41,7 +45,9 @@ test("buf curl --list-methods lists both RPCs from reflection alone", async () =
   expect(r.stderr).toBe("");
   expect(r.code).toBe(0);
   const methods = r.stdout.trim().split("\n");
-  expect(methods).toEqual(expect.arrayContaining(["channel.v1.PstnService/Mute", "whiteboard.v1.WhiteboardService/ConvertFile"]));
+  expect(methods).toEqual(
+    expect.arrayContaining(["channel.v1.PstnService/Mute", "whiteboard.v1.WhiteboardService/ConvertFile"]),
+  );
 });
 
 test("buf curl --list-services names the served services", async () => {
@@ -115,7 +121,8 @@ test.each([
   expect(answers).toHaveLength(4);
   const [list, file, unknown, byName] = answers;
   expect(list?.messageResponse.case).toBe("listServicesResponse");
-  const names = list?.messageResponse.case === "listServicesResponse" ? list.messageResponse.value.service.map((s) => s.name) : [];
+  const names =
+    list?.messageResponse.case === "listServicesResponse" ? list.messageResponse.value.service.map((s) => s.name) : [];
   expect(names).toEqual(expect.arrayContaining(["channel.v1.PstnService", "whiteboard.v1.WhiteboardService"]));
   expect(file?.messageResponse.case).toBe("fileDescriptorResponse");
   if (file?.messageResponse.case === "fileDescriptorResponse") {

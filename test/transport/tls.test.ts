@@ -8,7 +8,16 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
-import { type Certificate, closeSession, h1, h2, h2connect, JSON_HEADERS, raw, selfSignedCertificate } from "./helpers.js";
+import {
+  type Certificate,
+  closeSession,
+  h1,
+  h2,
+  h2connect,
+  JSON_HEADERS,
+  raw,
+  selfSignedCertificate,
+} from "./helpers.js";
 
 let bl: Boardline;
 let cert: Certificate;
@@ -60,17 +69,30 @@ test("ALPN http/1.1: JSON route over node:https", async () => {
 });
 
 test("gRPC over TLS", async () => {
-  const client = createClient(PstnService, createGrpcTransport({ baseUrl: bl.url, nodeOptions: { ca: cert.cert, servername: "localhost" } }));
-  const res = await client.mute({ uid: "tls-grpc", passphrase: bl.world.hostPassphrase, mute: true }, { headers: { authorization: `Bearer ${token}` } });
+  const client = createClient(
+    PstnService,
+    createGrpcTransport({ baseUrl: bl.url, nodeOptions: { ca: cert.cert, servername: "localhost" } }),
+  );
+  const res = await client.mute(
+    { uid: "tls-grpc", passphrase: bl.world.hostPassphrase, mute: true },
+    { headers: { authorization: `Bearer ${token}` } },
+  );
   expect(res).toMatchObject({ uid: "tls-grpc", mute: true });
 });
 
 test("Connect over TLS with HTTP/1.1", async () => {
   const client = createClient(
     PstnService,
-    createConnectTransport({ baseUrl: bl.url, httpVersion: "1.1", nodeOptions: { ca: cert.cert, servername: "localhost" } }),
+    createConnectTransport({
+      baseUrl: bl.url,
+      httpVersion: "1.1",
+      nodeOptions: { ca: cert.cert, servername: "localhost" },
+    }),
   );
-  const res = await client.mute({ uid: "tls-connect", passphrase: bl.world.hostPassphrase, mute: true }, { headers: { authorization: `Bearer ${token}` } });
+  const res = await client.mute(
+    { uid: "tls-connect", passphrase: bl.world.hostPassphrase, mute: true },
+    { headers: { authorization: `Bearer ${token}` } },
+  );
   expect(res.uid).toBe("tls-connect");
 });
 
@@ -82,7 +104,13 @@ test("a client that never starts the TLS handshake is dropped", async () => {
 
 test("a client that completes the handshake and sends nothing is dropped", async () => {
   const started = performance.now();
-  const socket = tls.connect({ host: "127.0.0.1", port: bl.port, ca: cert.cert, servername: "localhost", ALPNProtocols: ["http/1.1"] });
+  const socket = tls.connect({
+    host: "127.0.0.1",
+    port: bl.port,
+    ca: cert.cert,
+    servername: "localhost",
+    ALPNProtocols: ["http/1.1"],
+  });
   let received = "";
   socket.on("data", (d: Buffer) => {
     received += d.toString("latin1");
@@ -97,7 +125,13 @@ test("a client that completes the handshake and sends nothing is dropped", async
 
 test("slowloris over TLS (HTTP/1.1): one header byte per 200 ms is dropped", async () => {
   const started = performance.now();
-  const socket = tls.connect({ host: "127.0.0.1", port: bl.port, ca: cert.cert, servername: "localhost", ALPNProtocols: ["http/1.1"] });
+  const socket = tls.connect({
+    host: "127.0.0.1",
+    port: bl.port,
+    ca: cert.cert,
+    servername: "localhost",
+    ALPNProtocols: ["http/1.1"],
+  });
   socket.on("error", () => {});
   socket.resume();
   let closed = false;
