@@ -1,0 +1,80 @@
+/**
+ * The work one mute request costs, with nothing around it: the two baselines
+ * (`baseline-http.mjs`, `baseline-grpc.mjs`) share it so that they differ from
+ * boardline only in the transport around it.
+ *
+ *   verify the Bearer JWT (jose jwtVerify, HS256, exp required) → HGETALL the
+ *   passphrase record → project and role check → the same atomic mute script
+ *   boardline runs (EVALSHA: HSET + XADD MAXLEN ~ 10000).
+ *
+ * No verified-token cache, no passphrase cache, no validation library, no
+ * logging, no metrics. Key names and the Lua script are boardline's own
+ * (imported from the build), so both sides write the same records.
+ *
+ * Environment: REDIS_URL, REDIS_KEY_PREFIX (default `bl:`), JWT_SECRET.
+ */
+import { jwtVerify } from "jose";
+import { Redis } from "ioredis";
+import { hashPassphrase, keySchema, MUTE_EVENTS_MAXLEN } from "../dist/src/store/keys.js";
+import { defineScripts } from "../dist/src/store/redis-scripts.js";
+
+export class MuteError extends Error {
+  /** @param {number} code error.code of the JSON contract (400/401/403/500) */
+  constructor(code, message) {
+    super(message);
+    this.code = code;
+  }
+}
+
+export function createMuteHandler(env = process.env) {
+  const redisUrl = env.REDIS_URL;
+  if (!redisUrl) throw new Error("REDIS_URL is required");
+  if (!env.JWT_SECRET) throw new Error("JWT_SECRET is required");
+  const secret = new TextEncoder().encode(env.JWT_SECRET);
+  const keys = keySchema(env.REDIS_KEY_PREFIX || "bl:");
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 0 });
+  const scripts = defineScripts(redis);
+  const verifyOptions = { algorithms: ["HS256"], requiredClaims: ["exp"] };
+
+  /**
+   * @param {string | undefined} authorization the Authorization header
+   * @param {unknown} uid
+   * @param {unknown} passphrase
+   * @param {unknown} mute
+   * @returns {Promise<{uid: string, mute: boolean}>}
+   */
+  async function mute(authorization, uid, passphrase, mute) {
+    const token = authorization?.startsWith("Bearer ") ? authorization.slice(7) : undefined;
+    if (token === undefined) throw new MuteError(401, "missing Bearer token");
+    let payload;
+    try {
+      ({ payload } = await jwtVerify(token, secret, verifyOptions));
+    } catch {
+      throw new MuteError(401, "invalid token");
+    }
+    if (
+      typeof uid !== "string" ||
+      uid === "" ||
+      typeof passphrase !== "string" ||
+      passphrase === "" ||
+      typeof mute !== "boolean"
+    ) {
+      throw new MuteError(400, "uid, passphrase and mute are required");
+    }
+    const record = await redis.hgetall(keys.passphrase(hashPassphrase(passphrase)));
+    if (record.project !== payload.project_id || record.role !== "host")
+      throw new MuteError(403, "not the host passphrase");
+    await scripts.blSetMute(
+      keys.pstnMute(record.project, record.channel),
+      keys.pstnEvents(record.project, record.channel),
+      uid,
+      mute ? "1" : "0",
+      String(payload.sub),
+      String(Date.now()),
+      String(MUTE_EVENTS_MAXLEN),
+    );
+    return { uid, mute };
+  }
+
+  return { mute, close: () => redis.quit() };
+}
