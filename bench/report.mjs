@@ -1,0 +1,214 @@
+/**
+ * Renders the bench's results (one JSON line per cell, from collect.mjs) as
+ * Markdown, prints it, and writes it into bench/RESULTS.md between
+ * `<!-- results:start -->` and `<!-- results:end -->`; everything outside the
+ * markers (the human-written findings) is kept. BENCH_NO_WRITE=1 only prints.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
+
+const env = process.env;
+const cells = readFileSync(env.BENCH_RESULTS, "utf8")
+  .split("\n")
+  .filter((l) => l.trim() !== "")
+  .map((l) => JSON.parse(l));
+const verify = readFileSync(env.BENCH_VERIFY, "utf8").trim();
+
+/** What the servers logged during the run (boardline at warn and above), grouped. */
+function logSummary() {
+  const lines = [];
+  for (const name of ["boardline", "baseline-http", "baseline-grpc", "simulator"]) {
+    const path = `${env.BENCH_WORK}/${name}.log`;
+    if (!existsSync(path)) continue;
+    const counts = new Map();
+    for (const line of readFileSync(path, "utf8").split("\n")) {
+      if (line.trim() === "" || / listening on /.test(line)) continue;
+      let key = line.slice(0, 160);
+      try {
+        const r = JSON.parse(line);
+        const level = { 40: "warn", 50: "error", 60: "fatal" }[r.level] ?? r.level;
+        key = [level, r.msg, r.rpc, r.protocol, r.err?.message].filter((x) => x !== undefined).join(" · ");
+      } catch {}
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    for (const [key, n] of counts) lines.push(`- ${name}: ${n} × \`${key}\``);
+  }
+  return lines.length === 0 ? "Nothing: no server logged a line during the run." : lines.join("\n");
+}
+
+const find = (target, route, proto, c) =>
+  cells.find((r) => r.target === target && r.route === route && r.proto === proto && r.c === c);
+const concurrencies = [...new Set(cells.map((r) => r.c))].sort((a, b) => a - b);
+const f = (n, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
+const mb = (kb) => f(kb / 1024, 0);
+const verdict = (ok) => (ok ? "PASS" : "**FAIL**");
+
+function run(cmd, args) {
+  try {
+    return execFileSync(cmd, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+  } catch {
+    return "unknown";
+  }
+}
+
+// --- machine ---
+const cpuinfo = readFileSync("/proc/cpuinfo", "utf8");
+const cpuModel = /^model name\s*:\s*(.*)$/m.exec(cpuinfo)?.[1] ?? "unknown";
+const memKb = Number(/^MemTotal:\s*(\d+)/m.exec(readFileSync("/proc/meminfo", "utf8"))?.[1]);
+const head = run("git", ["rev-parse", "--short", "HEAD"]);
+const dirty = run("git", ["status", "--porcelain", "--untracked-files=all", "--", "src", "gen"]);
+const redisVersion = /v=(\S+)/.exec(run("redis-server", ["--version"]))?.[1] ?? "unknown";
+const wrkVersion = /wrk (\S+)/.exec(run("sh", ["-c", "wrk -v 2>&1 || true"]))?.[1] ?? "unknown";
+const h2loadVersion = run("h2load", ["--version"]).replace(/^h2load\s*/, "");
+
+// --- targets ---
+const targets = [];
+for (const c of concurrencies) {
+  const a = find("boardline", "mute", "JSON", c);
+  const b = find("baseline-http", "mute", "JSON", c);
+  if (a && b) {
+    const ratio = a.rps / b.rps;
+    targets.push([
+      `JSON mute ÷ baseline-http, req/s, c${c}`,
+      `${f(ratio)}× (${f(a.rps, 0)} / ${f(b.rps, 0)})`,
+      "≥ 0.85×",
+      verdict(ratio >= 0.85),
+    ]);
+  }
+}
+for (const c of concurrencies) {
+  const a = find("boardline", "mute", "gRPC", c);
+  const b = find("baseline-grpc", "mute", "gRPC", c);
+  if (a && b) {
+    const ratio = a.rps / b.rps;
+    targets.push([
+      `gRPC Mute ÷ grpc-js, req/s, c${c}`,
+      `${f(ratio)}× (${f(a.rps, 0)} / ${f(b.rps, 0)})`,
+      "≥ 1.0×",
+      verdict(ratio >= 1.0),
+    ]);
+  }
+}
+for (const proto of ["JSON", "gRPC"]) {
+  const a = find("boardline", "mute", proto, 16);
+  if (a) targets.push([`${proto} mute p99 at c16`, `${f(a.p99_ms)} ms`, "≤ 5 ms", verdict(a.p99_ms <= 5)]);
+}
+const peakKb = (target) => Math.max(...cells.filter((r) => r.target === target).map((r) => r.rss_peak_kb));
+const blPeak = peakKb("boardline");
+targets.push([
+  "boardline peak RSS under load (max over its cells)",
+  `${mb(blPeak)} MB`,
+  "≤ 150 MB",
+  verdict(blPeak <= 150 * 1024),
+]);
+
+// --- all cells ---
+const order = ["boardline", "baseline-http", "baseline-grpc"];
+const sorted = [...cells].sort(
+  (x, y) =>
+    x.route.localeCompare(y.route) * -1 ||
+    x.proto.localeCompare(y.proto) ||
+    order.indexOf(x.target) - order.indexOf(y.target) ||
+    x.c - y.c,
+);
+const rows = sorted.map((r) => [
+  r.target,
+  r.route === "mute" ? "Mute" : "ConvertFile",
+  `${r.proto} (${r.tool})`,
+  r.c,
+  f(r.rps, 0),
+  f(r.p50_ms),
+  f(r.p99_ms),
+  f(r.max_ms),
+  r.requests,
+  r.tool === "h2load" ? `${r.succeeded}` : "—",
+  r.non2xx,
+  r.errors,
+  `${f(r.redis_writes / r.requests)} (${r.redis_cmd})`,
+  mb(r.rss_peak_kb),
+]);
+
+const table = (header, body) =>
+  [
+    `| ${header.join(" | ")} |`,
+    `|${header.map(() => "---").join("|")}|`,
+    ...body.map((r) => `| ${r.join(" | ")} |`),
+  ].join("\n");
+
+const now = new Date();
+const section = `## Results — ${now.toISOString().slice(0, 16).replace("T", " ")} UTC
+
+Generated by \`npm run bench\` (bench/run.sh); rerun to replace this section.
+
+- Machine: ${os.availableParallelism()} CPUs (nproc), ${cpuModel}, ${f(memKb / 1024 / 1024, 1)} GiB RAM; Node ${process.version}; redis-server ${redisVersion}; wrk ${wrkVersion}; h2load ${h2loadVersion}
+- Code: ${head}${dirty === "" ? "" : " **with uncommitted changes in src/ or gen/ (measured as built from the working tree)**"}
+- Cells: ${env.BENCH_SECONDS} s each after a ${env.BENCH_WARMUP} s warm-up run; whole run ${env.BENCH_ELAPSED} s
+- CPU pinning: ${env.BENCH_PINNING}
+- Load average (1/5/15 min) at start → end: ${env.BENCH_LOADAVG} (anything else running on the machine competes for the same CPUs)
+- Peak RSS: ${env.BENCH_RSS_METHOD}
+
+### Targets (issue 4)
+
+${table(["check", "measured", "target", "verdict"], targets)}
+
+### Every cell
+
+c = concurrent requests (wrk connections; h2load connections × 1 stream). Latency in ms.
+"Redis writes ÷ responses" is the growth of the Redis command counter (\`xadd\` for Mute, \`expire\` for
+ConvertFile, as run by the mute script / conversion record) divided by the responses counted; ≈ 1.00 means
+every counted response was a real write (a little above 1: requests still in flight when the load stopped).
+
+${table(
+  [
+    "server",
+    "operation",
+    "protocol (tool)",
+    "c",
+    "req/s",
+    "p50",
+    "p99",
+    "max",
+    "responses",
+    "h2load succeeded",
+    "non-2xx",
+    "socket errors",
+    "Redis writes ÷ responses",
+    "peak RSS MB",
+  ],
+  rows,
+)}
+
+How: wrk -t 1 -c C (HTTP/1.1 keep-alive, bench/post.lua); p50/p99 from wrk's latency histogram. h2load -t 1 -c C -m 1
+(h2c prior knowledge, the gRPC frame from \`-d\`); h2load prints no percentiles, so p50/p99 are nearest-rank over its
+\`--log-file\` (per-request µs from start to end of response). Every cell is a separate warm-up run, then the measured run,
+against a server that keeps running across cells; cells of peers are interleaved. Non-2xx: wrk's status errors (≥ 400) /
+non-200 lines in h2load's log; a gRPC error would still be HTTP 200, which is what the Redis-writes column is for.
+
+Peak RSS of the other processes: baseline-http ${mb(peakKb("baseline-http"))} MB, baseline-grpc ${mb(peakKb("baseline-grpc"))} MB.
+
+### Server logs during the run
+
+${logSummary()}
+
+### Checked before measuring
+
+${verify}
+`;
+
+process.stdout.write(`\n${section}`);
+
+if (!env.BENCH_NO_WRITE) {
+  const path = new URL("./RESULTS.md", import.meta.url);
+  const START = "<!-- results:start -->";
+  const END = "<!-- results:end -->";
+  const block = `${START}\n${section}${END}\n`;
+  let text = existsSync(path)
+    ? readFileSync(path, "utf8")
+    : "# Benchmark results (issue 4)\n\n## Findings\n\n_(written by people; `npm run bench` never touches this part)_\n\n";
+  const s = text.indexOf(START);
+  const e = text.indexOf(END);
+  text = s >= 0 && e > s ? text.slice(0, s) + block + text.slice(e + END.length + 1) : `${text.trimEnd()}\n\n${block}`;
+  writeFileSync(path, text);
+  process.stderr.write("bench/RESULTS.md updated\n");
+}

@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# Issue 4's benchmark: boardline against the bare limit of its stack.
+#
+#   npm run bench                      (5 s per cell after a 1 s warm-up)
+#   BENCH_SECONDS=30 npm run bench     (longer cells)
+#
+# Other knobs: BENCH_WARMUP (s, default 1), BENCH_CONCURRENCY (default "1 16 64"),
+# BENCH_SKIP_BUILD=1 (use dist/ as it is), BENCH_KEEP=1 (keep the work directory
+# with every log), BENCH_NO_WRITE=1 (print the results, leave bench/RESULTS.md alone).
+#
+# What runs, all on loopback, against one dedicated redis-server (no persistence)
+# and with one HS256 JWT:
+#   boardline       node dist/src/main.js (NODE_ENV=production, LOG_LEVEL=warn,
+#                   GUESS_LIMIT=0, CONVERSION_API_BASE = the simulator)
+#   baseline-http   bench/baseline-http.mjs  (node:http + ioredis + jose, same work)
+#   baseline-grpc   bench/baseline-grpc.mjs  (@grpc/grpc-js, same work)
+#   simulator       the bundled Netless conversion simulator
+# Load: wrk (HTTP/1.1 keep-alive, bench/post.lua) for the JSON routes, h2load
+# (h2c prior knowledge, one stream per connection: -m 1) for gRPC. With two or
+# more CPUs, the servers and Redis are pinned to the first allowed CPU and the
+# load generator and the simulator to the second. Results go to bench/RESULTS.md
+# between the results markers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BENCH_SECONDS=${BENCH_SECONDS:-5}
+BENCH_WARMUP=${BENCH_WARMUP:-1}
+BENCH_CONCURRENCY=${BENCH_CONCURRENCY:-"1 16 64"}
+PREFIX="bl:"
+STARTED_AT=$(date +%s)
+LOADAVG_START=$(cut -d" " -f1-3 /proc/loadavg)
+
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() {
+  log "FAILED: $*"
+  exit 1
+}
+
+# --- tools -------------------------------------------------------------------
+if ! command -v wrk >/dev/null || ! command -v h2load >/dev/null; then
+  [[ $(id -u) == 0 ]] || die "wrk or h2load missing; run as root (or install wrk and nghttp2-client)"
+  log "installing wrk and nghttp2-client (h2load)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nghttp2-client >/dev/null
+fi
+for tool in redis-server redis-cli curl node taskset; do
+  command -v "$tool" >/dev/null || die "$tool is required"
+done
+
+# --- processes and clean-up ----------------------------------------------------
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/boardline-bench.XXXXXX")
+PIDS=()
+LOAD_PID=""
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  [[ -n $LOAD_PID ]] && kill -TERM "$LOAD_PID" 2>/dev/null
+  local i pid
+  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill -TERM "${PIDS[i]}" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do
+    for _ in {1..50}; do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  if [[ -n ${BENCH_KEEP:-} ]]; then log "work directory kept: $WORK"; else rm -rf "$WORK"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Starts a background process; its pid is appended to PIDS.
+# (taskset and env exec their command, so $! is the pid of the process itself.)
+spawn() {
+  local logfile=$1
+  shift
+  "$@" >"$logfile" 2>&1 &
+  PIDS+=("$!")
+}
+
+# Runs a load generator in the background and waits, so a signal is not held
+# up until it finishes.
+run_load() {
+  "$@" &
+  LOAD_PID=$!
+  local rc=0
+  wait "$LOAD_PID" || rc=$?
+  LOAD_PID=""
+  return "$rc"
+}
+
+wait_tcp() { # port pid name
+  for _ in {1..100}; do
+    kill -0 "$2" 2>/dev/null || die "$3 exited at start-up: $(tail -n 5 "$WORK/$3.log")"
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  die "$3 is not listening on $1 after 10 s"
+}
+
+# --- CPUs -----------------------------------------------------------------------
+expand_cpus() {
+  local part i
+  local -a parts out=()
+  IFS=, read -ra parts <<<"$1"
+  for part in "${parts[@]}"; do
+    if [[ $part == *-* ]]; then
+      for ((i = ${part%-*}; i <= ${part#*-}; i++)); do out+=("$i"); done
+    else
+      out+=("$part")
+    fi
+  done
+  echo "${out[@]}"
+}
+read -ra CPUS <<<"$(expand_cpus "$(taskset -cp $$ | sed 's/.*: *//')")"
+if ((${#CPUS[@]} >= 2)); then
+  SERVER_PIN=(taskset -c "${CPUS[0]}")
+  LOAD_PIN=(taskset -c "${CPUS[1]}")
+  PINNING="servers + Redis on CPU ${CPUS[0]}; load generator + conversion simulator on CPU ${CPUS[1]}"
+else
+  SERVER_PIN=()
+  LOAD_PIN=()
+  PINNING="none (one CPU: everything shares it)"
+fi
+log "pinning: $PINNING"
+
+# --- build, Redis, seed -----------------------------------------------------------
+if [[ -z ${BENCH_SKIP_BUILD:-} ]]; then
+  log "npm run build"
+  npm run --silent build >"$WORK/build.log" 2>&1 || {
+    cat "$WORK/build.log" >&2
+    die "npm run build failed"
+  }
+fi
+[[ -f dist/src/main.js ]] || die "dist/src/main.js missing (build first)"
+
+read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT < <(node -e '
+  const net = require("node:net");
+  Promise.all([0, 1, 2, 3, 4].map(() => new Promise((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => resolve(s));
+  }))).then((servers) => {
+    console.log(servers.map((s) => s.address().port).join(" "));
+    for (const s of servers) s.close();
+  });')
+REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+
+spawn "$WORK/redis.log" "${SERVER_PIN[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 \
+  --save "" --appendonly no --dir "$WORK"
+REDIS_PID=${PIDS[-1]}
+wait_tcp "$REDIS_PORT" "$REDIS_PID" redis
+for _ in {1..50}; do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+
+JWT_SECRET=$(node -e 'console.log(require("node:crypto").randomBytes(32).toString("hex"))')
+export REDIS_URL JWT_SECRET
+export REDIS_KEY_PREFIX=$PREFIX
+OUT_DIR=$WORK node bench/setup.mjs >&2
+JWT=$(<"$WORK/jwt.txt")
+
+# --- servers ---------------------------------------------------------------------
+spawn "$WORK/simulator.log" "${LOAD_PIN[@]}" env SIM_PORT="$SIM_PORT" SIM_HOST=127.0.0.1 \
+  SIM_SDK_TOKEN="$(<"$WORK/sdk-token.txt")" LOG_LEVEL=warn node dist/src/conversion/simulator-main.js
+SIM_PID=${PIDS[-1]}
+spawn "$WORK/boardline.log" "${SERVER_PIN[@]}" env NODE_ENV=production PORT="$BL_PORT" HOST=127.0.0.1 \
+  LOG_LEVEL=warn GUESS_LIMIT=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" node dist/src/main.js
+BL_PID=${PIDS[-1]}
+spawn "$WORK/baseline-http.log" "${SERVER_PIN[@]}" env PORT="$BH_PORT" node bench/baseline-http.mjs
+BH_PID=${PIDS[-1]}
+spawn "$WORK/baseline-grpc.log" "${SERVER_PIN[@]}" env PORT="$BG_PORT" node bench/baseline-grpc.mjs
+BG_PID=${PIDS[-1]}
+wait_tcp "$SIM_PORT" "$SIM_PID" simulator
+wait_tcp "$BL_PORT" "$BL_PID" boardline
+wait_tcp "$BH_PORT" "$BH_PID" baseline-http
+wait_tcp "$BG_PORT" "$BG_PID" baseline-grpc
+curl -sf -o /dev/null "http://127.0.0.1:$BL_PORT/readyz" || die "boardline /readyz is not 200"
+
+# --- verification: every measured request must be a success ------------------------
+VERIFY=$WORK/verify.md
+: >"$VERIFY"
+check_json() { # label port path body-file
+  local status
+  status=$(curl -s -o "$WORK/check.body" -w '%{http_code}' -H 'content-type: application/json' \
+    -H "authorization: Bearer $JWT" --data-binary "@$4" "http://127.0.0.1:$2$3")
+  echo "- $1: \`POST $3\` (curl, HTTP/1.1) → HTTP $status \`$(head -c 200 "$WORK/check.body")\`" >>"$VERIFY"
+  [[ $status == 200 ]] || die "$1: POST $3 answered $status: $(cat "$WORK/check.body")"
+}
+check_grpc() { # label port mute|convert frame path
+  local line sample
+  line=$(node bench/grpc-check.mjs "$1" "127.0.0.1:$2" "$3" "$4" "$WORK/jwt.txt") || die "$1: gRPC check failed: $line"
+  # The same request as h2load sends it (same frame file and headers), with curl, which shows the
+  # trailers (h2load does not print them, and counts any HTTP 200 as succeeded).
+  sample=$(curl -s --http2-prior-knowledge -D - -o /dev/null --data-binary "@$4" -H 'content-type: application/grpc' \
+    -H 'te: trailers' -H "authorization: Bearer $JWT" "http://127.0.0.1:$2$5" | tr -d '\r' | grep -i '^grpc-status:' || true)
+  echo "- $1: \`$5\` (@grpc/grpc-js client) → \`$line\`; the h2load frame and headers sent with curl (h2c) → HTTP/2 trailer \`${sample:-no grpc-status}\`" >>"$VERIFY"
+  [[ $sample =~ grpc-status:\ *0$ ]] || die "$1: the curl sample did not get grpc-status 0 (${sample:-none})"
+}
+MUTE_PATH=/v1/channel/pstn/mute
+CONVERT_PATH=/v1/whiteboard/fileconvert
+GRPC_MUTE=/channel.v1.PstnService/Mute
+GRPC_CONVERT=/whiteboard.v1.WhiteboardService/ConvertFile
+check_json "boardline JSON mute" "$BL_PORT" "$MUTE_PATH" "$WORK/mute.json"
+check_json "baseline-http mute" "$BH_PORT" "$MUTE_PATH" "$WORK/mute.json"
+check_json "boardline JSON ConvertFile" "$BL_PORT" "$CONVERT_PATH" "$WORK/convert.json"
+check_grpc "boardline gRPC Mute" "$BL_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
+check_grpc "baseline-grpc Mute" "$BG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
+check_grpc "boardline gRPC ConvertFile" "$BL_PORT" convert "$WORK/convert.grpc" "$GRPC_CONVERT"
+log "all six request kinds answer success; measuring"
+
+# --- cells -------------------------------------------------------------------------
+RESULTS=$WORK/results.jsonl
+: >"$RESULTS"
+RSS_METHOD="VmHWM of the server process, reset (clear_refs 5) after each cell's warm-up"
+redis_calls() { # command name → its call count so far (commands run by scripts count too)
+  redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' | sed -n "s/^cmdstat_$1:calls=\([0-9]*\),.*/\1/p" | grep . || echo 0
+}
+proc_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+
+# cell target route proto c pid port path body-file redis-command
+cell() {
+  local target=$1 route=$2 proto=$3 c=$4 pid=$5 port=$6 path=$7 body=$8 rcmd=$9
+  local url="http://127.0.0.1:$port$path" name="$target-$route-$proto-c$c" before after hwm
+  local -a load
+  if [[ $proto == JSON ]]; then
+    load=("${LOAD_PIN[@]}" wrk -t 1 -c "$c" --timeout 5s --latency -s bench/post.lua)
+    BENCH_BODY=$body BENCH_AUTH=$WORK/jwt.txt BENCH_OUT="" run_load "${load[@]}" -d "${BENCH_WARMUP}s" "$url" >/dev/null
+  else
+    load=("${LOAD_PIN[@]}" h2load -t 1 -c "$c" -m 1 -d "$body" -H 'content-type: application/grpc'
+      -H 'te: trailers' -H "authorization: Bearer $JWT")
+    run_load "${load[@]}" -D "$BENCH_WARMUP" "$url" >/dev/null
+  fi
+  echo 5 >"/proc/$pid/clear_refs" 2>/dev/null || RSS_METHOD="VmHWM of the server process over its whole life (clear_refs not writable)"
+  before=$(redis_calls "$rcmd")
+  if [[ $proto == JSON ]]; then
+    BENCH_BODY=$body BENCH_AUTH=$WORK/jwt.txt BENCH_OUT=$WORK/$name.json \
+      run_load "${load[@]}" -d "${BENCH_SECONDS}s" "$url" >"$WORK/$name.out"
+  else
+    run_load "${load[@]}" -D "$BENCH_SECONDS" --log-file="$WORK/$name.log" "$url" >"$WORK/$name.out"
+  fi
+  after=$(redis_calls "$rcmd")
+  hwm=$(proc_kb "$pid" VmHWM)
+  local meta=(target="$target" route="$route" proto="$proto" c="$c" seconds="$BENCH_SECONDS"
+    rss_peak_kb="$hwm" rss_now_kb="$(proc_kb "$pid" VmRSS)" redis_writes=$((after - before)) redis_cmd="$rcmd")
+  if [[ $proto == JSON ]]; then
+    node bench/collect.mjs wrk "$WORK/$name.json" "${meta[@]}" >>"$RESULTS"
+  else
+    node bench/collect.mjs h2load "$WORK/$name.out" "$WORK/$name.log" "${meta[@]}" >>"$RESULTS"
+  fi
+  log "$name: $(tail -n 1 "$RESULTS" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const r=JSON.parse(s);console.log(`${r.rps.toFixed(0)} req/s, p50 ${r.p50_ms.toFixed(2)} ms, p99 ${r.p99_ms.toFixed(2)} ms, non-2xx ${r.non2xx}, errors ${r.errors}, RSS ${(r.rss_peak_kb/1024).toFixed(0)} MB`)})')"
+}
+
+# Interleaved (each server's cell next to its peer's), so drift hits both alike.
+for c in $BENCH_CONCURRENCY; do
+  cell boardline mute JSON "$c" "$BL_PID" "$BL_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
+  cell baseline-http mute JSON "$c" "$BH_PID" "$BH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
+  cell boardline mute gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
+  cell baseline-grpc mute gRPC "$c" "$BG_PID" "$BG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
+  cell boardline convert JSON "$c" "$BL_PID" "$BL_PORT" "$CONVERT_PATH" "$WORK/convert.json" expire
+  cell boardline convert gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_CONVERT" "$WORK/convert.grpc" expire
+done
+
+# --- report --------------------------------------------------------------------------
+BENCH_WORK=$WORK BENCH_RESULTS=$RESULTS BENCH_VERIFY=$VERIFY BENCH_LOADAVG="$LOADAVG_START → $(cut -d" " -f1-3 /proc/loadavg)" BENCH_PINNING="$PINNING" BENCH_RSS_METHOD="$RSS_METHOD" \
+  BENCH_ELAPSED=$(($(date +%s) - STARTED_AT)) BENCH_WARMUP=$BENCH_WARMUP BENCH_SECONDS=$BENCH_SECONDS \
+  node bench/report.mjs
