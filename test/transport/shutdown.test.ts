@@ -13,7 +13,18 @@ import { afterEach, expect, test } from "vitest";
 import { HealthCheckResponse_ServingStatus as Status, Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
-import { type Answer, closeSession, h1, h2, h2connect, JSON_HEADERS, raw, sleep } from "./helpers.js";
+import https from "node:https";
+import {
+  type Answer,
+  closeSession,
+  h1,
+  h2,
+  h2connect,
+  JSON_HEADERS,
+  raw,
+  selfSignedCertificate,
+  sleep,
+} from "./helpers.js";
 
 const SLOW_MS = 800;
 
@@ -225,4 +236,31 @@ test("a keep-alive HTTP/1.1 request arriving during the drain is answered with C
   if (answers === 2) expect(text.split("HTTP/1.1 ")[2]).toMatch(/connection: close/i);
   expect((await inflight).status).toBe(200);
   await shutdown;
+});
+
+test("TLS: an in-flight h2 request finishes, an idle HTTP/1.1 keep-alive connection is closed at once", async () => {
+  const cert = selfSignedCertificate();
+  bl = await startBoardline({ store: "memory", tls: cert });
+  const b = bl;
+  const token = await b.token();
+  const agent = new https.Agent({ keepAlive: true, ca: cert.cert });
+  const idle = await h1(b.url, "/healthz", { agent, ca: cert.cert });
+  expect(idle.status).toBe(200);
+  const idleClosed = new Promise<number>((resolve) => idle.socket.once("close", () => resolve(performance.now())));
+  b.simulator.setFault({ kind: "slow", delayMs: 500 });
+  const session = await h2connect(b.url, cert.cert);
+  session.on("error", () => {});
+  const call = h2(session, "/v1/whiteboard/fileconvert", {
+    method: "POST",
+    headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
+    body: convertBody(b),
+  });
+  await waitFor("the request at the backend", () => b.simulator.requests().length >= 1);
+  const started = performance.now();
+  await b.server.shutdown(5000);
+  expect(performance.now() - started).toBeLessThan(1500);
+  expect((await call).status).toBe(200);
+  expect((await idleClosed) - started).toBeLessThan(300);
+  agent.destroy();
+  await closeSession(session);
 });
