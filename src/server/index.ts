@@ -23,6 +23,7 @@ import { PstnService } from "../services/pstn.js";
 import { WhiteboardService } from "../services/whiteboard.js";
 import { createRequestListener } from "./app.js";
 import { Cors } from "./cors.js";
+import { GrpcUnary } from "./grpc-unary.js";
 import { registerHealth } from "./health.js";
 import { JsonGateway, jsonRoutes } from "./json-gateway.js";
 import { listen, type ListenOptions, type RunningServer } from "./listener.js";
@@ -106,7 +107,11 @@ export async function startServer(o: ServerOptions): Promise<Server> {
   });
   // 128 KiB of headers: room for a large (even hostile) bearer token to be
   // refused with a proper 401 rather than a bare 431.
-  const running = await listen({ maxHeaderBytes: 128 * 1024, ...o }, listener);
+  const grpcUnary = new GrpcUnary({ operations: ops, pipeline, maxBodyBytes: o.maxBodyBytes });
+  const running = await listen(
+    { maxHeaderBytes: 128 * 1024, ...o, onStream: (stream, headers) => grpcUnary.handle(stream, headers) },
+    listener,
+  );
   return {
     ...running,
     metrics,

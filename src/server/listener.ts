@@ -25,6 +25,11 @@ export interface ListenOptions {
   readonly maxHeaderBytes?: number;
   /** Connections with no request in flight for this long are closed. */
   readonly idleTimeoutMs?: number;
+  /**
+   * Sees every HTTP/2 stream first; returns true when it has taken the stream
+   * (the gRPC fast path), false to let it go to the request listener.
+   */
+  readonly onStream?: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean;
 }
 
 export interface RunningServer {
@@ -76,6 +81,28 @@ export async function listen(options: ListenOptions, onRequest: Listener): Promi
     maxSessionMemory: 16,
     settings: { maxHeaderListSize: maxHeaderSize, maxConcurrentStreams: 256 },
   };
+  /**
+   * Puts `onStream` in front of Node's HTTP/2 compatibility layer (the "stream"
+   * listener that the request listener installed), so a stream it takes never
+   * pays for the compatibility request/response objects.
+   */
+  const takeStreams = (server: http2.Http2Server | http2.Http2SecureServer) => {
+    const take = options.onStream;
+    if (take === undefined) return;
+    const compat = server.listeners("stream") as Array<(...args: unknown[]) => void>;
+    server.removeAllListeners("stream");
+    server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, ...rest: unknown[]) => {
+      if (take(stream, headers)) {
+        inFlight++;
+        stream.once("close", () => {
+          inFlight--;
+          if (draining && inFlight === 0) drained?.();
+        });
+        return;
+      }
+      for (const listener of compat) listener.call(server, stream, headers, ...rest);
+    });
+  };
   const onSession = (session: http2.Http2Session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
@@ -102,6 +129,7 @@ export async function listen(options: ListenOptions, onRequest: Listener): Promi
     Object.assign(secure, h1Limits);
     secure.on("clientError", answerClientError);
     secure.on("session", onSession);
+    takeStreams(secure);
     secure.on("secureConnection", (s: Duplex) => trackSocket(sockets, s));
     outer = secure;
   } else {
@@ -114,6 +142,7 @@ export async function listen(options: ListenOptions, onRequest: Listener): Promi
     h1.emit("listening");
     const h2 = http2.createServer(h2Options, tracked as never);
     h2.on("session", onSession);
+    takeStreams(h2);
     const toH1 = h1;
     outer = net.createServer({ noDelay: true }, (socket) => {
       trackSocket(sockets, socket);
