@@ -77,6 +77,9 @@ function redisRaw(client: Redis): RawAccess {
     xlen: (key) => client.xlen(key),
     ttl: (key) => client.ttl(key),
     exists: async (key) => (await client.exists(key)) === 1,
+    async expireNow(key) {
+      await client.pexpire(key, 1);
+    },
   };
 }
 
