@@ -106,7 +106,10 @@ export class Pipeline {
   /** Logs a failure as it deserves; returns its documented code. */
   private report(op: Operation, ctx: CallContext, e: unknown): number {
     const p = publicError(e);
-    if (isUnexpected(e)) {
+    if (ctx.signal.aborted && !(e instanceof Failure)) {
+      // The client went away (or its deadline passed) and the work was cancelled: not a server error.
+      this.logger.debug({ requestId: ctx.requestId, rpc: op.method.name, protocol: ctx.protocol }, "call cancelled");
+    } else if (isUnexpected(e)) {
       this.logger.error(
         { err: e, requestId: ctx.requestId, rpc: op.method.name, protocol: ctx.protocol },
         "request failed unexpectedly",
