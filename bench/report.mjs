@@ -18,7 +18,7 @@ const verify = readFileSync(env.BENCH_VERIFY, "utf8").trim();
 /** What the servers logged during the run (boardline at warn and above), grouped. */
 function logSummary() {
   const lines = [];
-  for (const name of ["boardline", "baseline-http", "baseline-grpc", "simulator"]) {
+  for (const name of ["boardline", "boardline-nocache", "baseline-http", "baseline-grpc", "simulator"]) {
     const path = `${env.BENCH_WORK}/${name}.log`;
     if (!existsSync(path)) continue;
     const counts = new Map();
@@ -64,26 +64,28 @@ const h2loadVersion = run("h2load", ["--version"]).replace(/^h2load\s*/, "");
 
 // --- targets ---
 const targets = [];
+for (const [who, label] of [["boardline", ""], ["boardline-nocache", " (no read cache)"]])
 for (const c of concurrencies) {
-  const a = find("boardline", "mute", "JSON", c);
+  const a = find(who, "mute", "JSON", c);
   const b = find("baseline-http", "mute", "JSON", c);
   if (a && b) {
     const ratio = a.rps / b.rps;
     targets.push([
-      `JSON mute ÷ baseline-http, req/s, c${c}`,
+      `JSON mute${label} ÷ baseline-http, req/s, c${c}`,
       `${f(ratio)}× (${f(a.rps, 0)} / ${f(b.rps, 0)})`,
       "≥ 0.85×",
       verdict(ratio >= 0.85),
     ]);
   }
 }
+for (const [who, label] of [["boardline", ""], ["boardline-nocache", " (no read cache)"]])
 for (const c of concurrencies) {
-  const a = find("boardline", "mute", "gRPC", c);
+  const a = find(who, "mute", "gRPC", c);
   const b = find("baseline-grpc", "mute", "gRPC", c);
   if (a && b) {
     const ratio = a.rps / b.rps;
     targets.push([
-      `gRPC Mute ÷ grpc-js, req/s, c${c}`,
+      `gRPC Mute${label} ÷ grpc-js, req/s, c${c}`,
       `${f(ratio)}× (${f(a.rps, 0)} / ${f(b.rps, 0)})`,
       "≥ 1.0×",
       verdict(ratio >= 1.0),
@@ -95,7 +97,7 @@ for (const proto of ["JSON", "gRPC"]) {
   if (a) targets.push([`${proto} mute p99 at c16`, `${f(a.p99_ms)} ms`, "≤ 5 ms", verdict(a.p99_ms <= 5)]);
 }
 const peakKb = (target) => Math.max(...cells.filter((r) => r.target === target).map((r) => r.rss_peak_kb));
-const blPeak = peakKb("boardline");
+const blPeak = Math.max(peakKb("boardline"), peakKb("boardline-nocache"));
 targets.push([
   "boardline peak RSS under load (max over its cells)",
   `${mb(blPeak)} MB`,
@@ -104,7 +106,7 @@ targets.push([
 ]);
 
 // --- all cells ---
-const order = ["boardline", "baseline-http", "baseline-grpc"];
+const order = ["boardline", "boardline-nocache", "baseline-http", "baseline-grpc"];
 const sorted = [...cells].sort(
   (x, y) =>
     x.route.localeCompare(y.route) * -1 ||

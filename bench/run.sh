@@ -136,9 +136,9 @@ if [[ -z ${BENCH_SKIP_BUILD:-} ]]; then
 fi
 [[ -f dist/src/main.js ]] || die "dist/src/main.js missing (build first)"
 
-read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT < <(node -e '
+read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT < <(node -e '
   const net = require("node:net");
-  Promise.all([0, 1, 2, 3, 4].map(() => new Promise((resolve) => {
+  Promise.all([0, 1, 2, 3, 4, 5].map(() => new Promise((resolve) => {
     const s = net.createServer().listen(0, "127.0.0.1", () => resolve(s));
   }))).then((servers) => {
     console.log(servers.map((s) => s.address().port).join(" "));
@@ -162,15 +162,23 @@ JWT=$(<"$WORK/jwt.txt")
 spawn "$WORK/simulator.log" "${LOAD_PIN[@]}" env SIM_PORT="$SIM_PORT" SIM_HOST=127.0.0.1 \
   SIM_SDK_TOKEN="$(<"$WORK/sdk-token.txt")" LOG_LEVEL=warn node dist/src/conversion/simulator-main.js
 SIM_PID=${PIDS[-1]}
+# Started as the README says to run it in production (the V8 flag caps the young generation).
+NODE_FLAGS=(--max-semi-space-size=8)
 spawn "$WORK/boardline.log" "${SERVER_PIN[@]}" env NODE_ENV=production PORT="$BL_PORT" HOST=127.0.0.1 \
-  LOG_LEVEL=warn GUESS_LIMIT=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" node dist/src/main.js
+  LOG_LEVEL=warn GUESS_LIMIT=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" node "${NODE_FLAGS[@]}" dist/src/main.js
 BL_PID=${PIDS[-1]}
+# The same, without the passphrase read cache: the same Redis work per request as the baselines.
+spawn "$WORK/boardline-nocache.log" "${SERVER_PIN[@]}" env NODE_ENV=production PORT="$BN_PORT" HOST=127.0.0.1 \
+  LOG_LEVEL=warn GUESS_LIMIT=0 PASSPHRASE_CACHE_MS=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" \
+  node "${NODE_FLAGS[@]}" dist/src/main.js
+BN_PID=${PIDS[-1]}
 spawn "$WORK/baseline-http.log" "${SERVER_PIN[@]}" env PORT="$BH_PORT" node bench/baseline-http.mjs
 BH_PID=${PIDS[-1]}
 spawn "$WORK/baseline-grpc.log" "${SERVER_PIN[@]}" env PORT="$BG_PORT" node bench/baseline-grpc.mjs
 BG_PID=${PIDS[-1]}
 wait_tcp "$SIM_PORT" "$SIM_PID" simulator
 wait_tcp "$BL_PORT" "$BL_PID" boardline
+wait_tcp "$BN_PORT" "$BN_PID" boardline-nocache
 wait_tcp "$BH_PORT" "$BH_PID" baseline-http
 wait_tcp "$BG_PORT" "$BG_PID" baseline-grpc
 curl -sf -o /dev/null "http://127.0.0.1:$BL_PORT/readyz" || die "boardline /readyz is not 200"
@@ -201,11 +209,13 @@ GRPC_MUTE=/channel.v1.PstnService/Mute
 GRPC_CONVERT=/whiteboard.v1.WhiteboardService/ConvertFile
 check_json "boardline JSON mute" "$BL_PORT" "$MUTE_PATH" "$WORK/mute.json"
 check_json "baseline-http mute" "$BH_PORT" "$MUTE_PATH" "$WORK/mute.json"
+check_json "boardline-nocache JSON mute" "$BN_PORT" "$MUTE_PATH" "$WORK/mute.json"
 check_json "boardline JSON ConvertFile" "$BL_PORT" "$CONVERT_PATH" "$WORK/convert.json"
 check_grpc "boardline gRPC Mute" "$BL_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_grpc "baseline-grpc Mute" "$BG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
+check_grpc "boardline-nocache gRPC Mute" "$BN_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_grpc "boardline gRPC ConvertFile" "$BL_PORT" convert "$WORK/convert.grpc" "$GRPC_CONVERT"
-log "all six request kinds answer success; measuring"
+log "all eight request kinds answer success; measuring"
 
 # --- cells -------------------------------------------------------------------------
 RESULTS=$WORK/results.jsonl
@@ -253,8 +263,10 @@ cell() {
 for c in $BENCH_CONCURRENCY; do
   cell boardline mute JSON "$c" "$BL_PID" "$BL_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
   cell baseline-http mute JSON "$c" "$BH_PID" "$BH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
+  cell boardline-nocache mute JSON "$c" "$BN_PID" "$BN_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
   cell boardline mute gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
   cell baseline-grpc mute gRPC "$c" "$BG_PID" "$BG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
+  cell boardline-nocache mute gRPC "$c" "$BN_PID" "$BN_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
   cell boardline convert JSON "$c" "$BL_PID" "$BL_PORT" "$CONVERT_PATH" "$WORK/convert.json" expire
   cell boardline convert gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_CONVERT" "$WORK/convert.grpc" expire
 done
