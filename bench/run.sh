@@ -162,8 +162,9 @@ JWT=$(<"$WORK/jwt.txt")
 spawn "$WORK/simulator.log" "${LOAD_PIN[@]}" env SIM_PORT="$SIM_PORT" SIM_HOST=127.0.0.1 \
   SIM_SDK_TOKEN="$(<"$WORK/sdk-token.txt")" LOG_LEVEL=warn node dist/src/conversion/simulator-main.js
 SIM_PID=${PIDS[-1]}
-# Started as the README says to run it in production (the V8 flag caps the young generation).
-NODE_FLAGS=(--max-semi-space-size=8)
+# Started as `npm start` runs it: the V8 flags of package.json "config.nodeFlags" (a smaller young
+# generation and a slower heap growth; see bench/RESULTS.md).
+read -ra NODE_FLAGS <<<"${npm_package_config_nodeFlags:-$(node -p 'require("./package.json").config.nodeFlags')}"
 spawn "$WORK/boardline.log" "${SERVER_PIN[@]}" env NODE_ENV=production PORT="$BL_PORT" HOST=127.0.0.1 \
   LOG_LEVEL=warn GUESS_LIMIT=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" node "${NODE_FLAGS[@]}" dist/src/main.js
 BL_PID=${PIDS[-1]}
