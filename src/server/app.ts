@@ -9,6 +9,7 @@ import type { Cors } from "./cors.js";
 import { toJsonError, transportFailures } from "./error-table.js";
 import type { JsonGateway } from "./json-gateway.js";
 import type { Metrics } from "./metrics.js";
+import { type Answer, reply } from "./reply.js";
 import type { NodeRequest, NodeResponse, RpcHandler } from "./rpc-handler.js";
 
 export interface AppOptions {
@@ -68,45 +69,27 @@ export function createRequestListener(o: AppOptions): (req: NodeRequest, res: No
           o.logger,
         );
       default:
-        send(res, transportFailures.notFound());
+        reply(res, transportFailures.notFound());
     }
   };
 }
 
-interface PlainAnswer {
-  status: number;
-  body: string;
-  contentType?: string;
-}
-
-function plain(req: NodeRequest, res: NodeResponse, answer: () => Promise<PlainAnswer>, logger: Logger): void {
+function plain(req: NodeRequest, res: NodeResponse, answer: () => Promise<Answer>, logger: Logger): void {
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.setHeader("allow", "GET, HEAD");
-    send(res, transportFailures.methodNotAllowed());
+    reply(res, transportFailures.methodNotAllowed());
     return;
   }
   req.resume();
   answer()
     .then((a) => {
       res.setHeader("cache-control", "no-store");
-      send(res, a, req.method === "HEAD");
+      reply(res, a, req.method === "HEAD");
     })
     .catch((e: unknown) => fail(res, e, logger));
 }
 
 function fail(res: NodeResponse, e: unknown, logger: Logger): void {
   logger.error({ err: e }, "request failed unexpectedly");
-  send(res, toJsonError(e));
-}
-
-function send(res: NodeResponse, a: PlainAnswer, headOnly = false): void {
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
-  res.statusCode = a.status;
-  res.setHeader("content-type", a.contentType ?? "application/json");
-  res.setHeader("content-length", Buffer.byteLength(a.body));
-  if (headOnly) res.end();
-  else res.end(a.body);
+  reply(res, toJsonError(e));
 }

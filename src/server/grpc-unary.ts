@@ -21,6 +21,7 @@ import { Failure } from "../services/failure.js";
 import { toConnectError } from "./error-table.js";
 import { encodeGrpcMessage } from "./grpc-status-trailer.js";
 import type { Operation, Pipeline } from "./operations.js";
+import { firstHeader } from "./reply.js";
 
 const GRPC_CONTENT_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -52,7 +53,7 @@ export class GrpcUnary {
     const given = headers["x-request-id"];
     const requestId = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     const call = new Call(stream, requestId);
-    const timeout = parseTimeout(firstValue(headers["grpc-timeout"]) ?? null, MAX_TIMEOUT_MS);
+    const timeout = parseTimeout(firstHeader(headers["grpc-timeout"]) ?? null, MAX_TIMEOUT_MS);
     if (timeout.error !== undefined) {
       call.fail(new Failure("invalid", { detail: "grpc-timeout is malformed" }));
       stream.resume();
@@ -79,7 +80,7 @@ export class GrpcUnary {
           op,
           {
             protocol: "grpc",
-            authorization: firstValue(headers.authorization),
+            authorization: firstHeader(headers.authorization),
             requestId,
             signal: call.signal,
           },
@@ -109,10 +110,6 @@ function unframe(body: Buffer): Uint8Array {
     throw new Failure("invalid", { detail: "the request is not exactly one uncompressed gRPC message" });
   }
   return body.subarray(5);
-}
-
-function firstValue(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
 }
 
 /** The answer side of one call: exactly one of succeed / fail reaches the wire. */

@@ -13,6 +13,7 @@ import { Failure } from "../services/failure.js";
 import { toJsonError, transportFailures } from "./error-table.js";
 import type { Operation, Pipeline } from "./operations.js";
 import { readBody, type ReadBodyResult } from "./read-body.js";
+import { firstHeader, reply } from "./reply.js";
 import type { NodeRequest, NodeResponse } from "./rpc-handler.js";
 
 const JSON_CONTENT_TYPE = /^application\/json\s*(;|$)/i;
@@ -55,16 +56,16 @@ export class JsonGateway {
   async handle(route: JsonRoute, req: NodeRequest, res: NodeResponse, requestId: string): Promise<void> {
     if (req.method !== "POST") {
       res.setHeader("allow", "POST");
-      return send(res, transportFailures.methodNotAllowed());
+      return reply(res, transportFailures.methodNotAllowed());
     }
     if (!JSON_CONTENT_TYPE.test(req.headers["content-type"] ?? "")) {
-      return send(res, transportFailures.unsupportedMediaType());
+      return reply(res, transportFailures.unsupportedMediaType());
     }
     const body: ReadBodyResult = await readBody(req, this.maxBodyBytes);
     if (body.kind === "too-large") {
       // Unread bytes may still be on the wire: do not reuse an HTTP/1.1 connection.
       if (req.httpVersionMajor === 1) res.setHeader("connection", "close");
-      return send(res, transportFailures.tooLarge(this.maxBodyBytes));
+      return reply(res, transportFailures.tooLarge(this.maxBodyBytes));
     }
     if (body.kind === "aborted") return;
     const controller = new AbortController();
@@ -83,11 +84,11 @@ export class JsonGateway {
         () => parseJsonRequest(op, body.bytes),
       );
       const json = toJsonString(op.method.output, output, { useProtoFieldName: true, alwaysEmitImplicit: true });
-      send(res, { status: 200, body: json });
+      reply(res, { status: 200, body: json });
     } catch (e) {
       const err = toJsonError(e);
       for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
-      send(res, err);
+      reply(res, err);
     } finally {
       res.off("close", onClose);
     }
@@ -134,16 +135,4 @@ function describeJsonError(op: Operation, e: unknown): string {
     if (desc !== undefined) return `${desc.name}: wrong type or value`;
   }
   return "a field has the wrong type";
-}
-
-function firstHeader(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
-
-function send(res: NodeResponse, r: { status: number; body: string }): void {
-  if (res.headersSent) return;
-  res.statusCode = r.status;
-  res.setHeader("content-type", "application/json");
-  res.setHeader("content-length", Buffer.byteLength(r.body));
-  res.end(r.body);
 }
