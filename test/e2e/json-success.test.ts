@@ -59,7 +59,9 @@ async function mute(
   }
   const { pstn } = clients(transport(bl, protocol));
   const res = await pstn.mute(muteRequest(body), { headers: { authorization: `Bearer ${token}` } });
-  return { uid: res.uid, mute: res.mute };
+  // Explicit presence: the reply always carries the state, false included.
+  expect(res.mute, "mute is present in the reply").toBeTypeOf("boolean");
+  return { uid: res.uid, mute: res.mute === true };
 }
 
 async function convert(

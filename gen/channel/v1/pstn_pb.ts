@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file channel/v1/pstn.proto.
  */
 export const file_channel_v1_pstn: GenFile = /*@__PURE__*/
-  fileDesc("ChVjaGFubmVsL3YxL3BzdG4ucHJvdG8SCmNoYW5uZWwudjEiigEKC011dGVSZXF1ZXN0EjQKA3VpZBgBIAEoCUInukgkyAEBch8QARj/ATIYXlteXHgwMC1ceDFGXHg3Ri1ceDlGXSskEiEKCnBhc3NwaHJhc2UYAiABKAlCDbpICsgBAXIFEAEYgAISGQoEbXV0ZRgDIAEoCEIGukgDyAEBSACIAQFCBwoFX211dGUiKQoMTXV0ZVJlc3BvbnNlEgsKA3VpZBgBIAEoCRIMCgRtdXRlGAIgASgIMmoKC1BzdG5TZXJ2aWNlElsKBE11dGUSFy5jaGFubmVsLnYxLk11dGVSZXF1ZXN0GhguY2hhbm5lbC52MS5NdXRlUmVzcG9uc2UiIILT5JMCGjoBKiIVL3YxL2NoYW5uZWwvcHN0bi9tdXRlYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations]);
+  fileDesc("ChVjaGFubmVsL3YxL3BzdG4ucHJvdG8SCmNoYW5uZWwudjEiigEKC011dGVSZXF1ZXN0EjQKA3VpZBgBIAEoCUInukgkyAEBch8QARj/ATIYXlteXHgwMC1ceDFGXHg3Ri1ceDlGXSskEiEKCnBhc3NwaHJhc2UYAiABKAlCDbpICsgBAXIFEAEYgAISGQoEbXV0ZRgDIAEoCEIGukgDyAEBSACIAQFCBwoFX211dGUiNwoMTXV0ZVJlc3BvbnNlEgsKA3VpZBgBIAEoCRIRCgRtdXRlGAIgASgISACIAQFCBwoFX211dGUyagoLUHN0blNlcnZpY2USWwoETXV0ZRIXLmNoYW5uZWwudjEuTXV0ZVJlcXVlc3QaGC5jaGFubmVsLnYxLk11dGVSZXNwb25zZSIggtPkkwIaOgEqIhUvdjEvY2hhbm5lbC9wc3RuL211dGViBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations]);
 
 /**
  * MuteRequest names the participant and the wanted state.
@@ -64,11 +64,12 @@ export type MuteResponse = Message<"channel.v1.MuteResponse"> & {
   uid: string;
 
   /**
-   * The stored state.
+   * The stored state. Explicit presence, so JSON renderings of the reply
+   * (buf curl, grpcurl, Connect JSON) always show it, false included.
    *
-   * @generated from field: bool mute = 2;
+   * @generated from field: optional bool mute = 2;
    */
-  mute: boolean;
+  mute?: boolean | undefined;
 };
 
 /**
