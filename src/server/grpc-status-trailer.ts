@@ -7,9 +7,11 @@
  *    `%` itself, and @grpc/grpc-js decodes with decodeURI, so a grpc-js client
  *    would read `%2C` for a comma. Re-encoding per the spec is understood by
  *    every client (decodeURIComponent and decodeURI both undo it).
- * 2. A request message that is not valid protobuf surfaces from connect-es as
- *    INTERNAL "parse binary: …"; the contract says INVALID_ARGUMENT with the
- *    611 message, so it is rewritten through the error table.
+ * 2. connect-es's own answers to a bad request body: a message that is not
+ *    valid protobuf (INTERNAL "parse binary: …") and one over the size limit
+ *    (RESOURCE_EXHAUSTED "message size … is larger than configured
+ *    readMaxBytes …"). The contract says INVALID_ARGUMENT with the 611
+ *    message for both, so they are rewritten through the error table.
  *
  * gRPC-Web carries the same trailer in the last frame of the body, and the
  * Connect protocol carries the error as a JSON body: the same two rewrites
@@ -28,13 +30,15 @@ import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect
 import { Failure } from "../services/failure.js";
 import { toConnectError } from "./error-table.js";
 
-/** connect-es's error for a request message it could not decode as protobuf. */
-function isUndecodable(code: Code, message: string): boolean {
-  return code === Code.Internal && message.startsWith("parse binary");
-}
-
-function notProtobuf(): ConnectError {
-  return toConnectError(new Failure("invalid", { detail: "the request message is not valid protobuf" }));
+/** The error table's answer for one of connect-es's bad-request-body errors, or undefined. */
+function tableErrorFor(code: Code, message: string): ConnectError | undefined {
+  if (code === Code.Internal && message.startsWith("parse binary")) {
+    return toConnectError(new Failure("invalid", { detail: "the request message is not valid protobuf" }));
+  }
+  if (code === Code.ResourceExhausted && /larger than configured readMaxBytes/.test(message)) {
+    return toConnectError(new Failure("invalid", { detail: "the request message is over the size limit" }));
+  }
+  return undefined;
 }
 
 const HEX = "0123456789ABCDEF";
@@ -68,8 +72,8 @@ export function normalizeGrpcTrailer(trailer: Headers): void {
   } catch {
     message = raw;
   }
-  if (isUndecodable(Number(status) as Code, message)) {
-    const err: ConnectError = notProtobuf();
+  const err = tableErrorFor(Number(status) as Code, message);
+  if (err !== undefined) {
     setTrailerStatus(trailer, err);
     message = err.rawMessage;
   }
@@ -103,14 +107,14 @@ export async function* normalizeGrpcWebAtEnd(body: AsyncIterable<Uint8Array>): A
 }
 
 /**
- * A Connect-protocol unary error whose request message did not decode as
- * protobuf (HTTP 500 `internal` "parse binary: …" from connect-es) becomes the
- * error table's 400 `invalid_argument` with the 611 message. Any other
- * response is returned as it is.
+ * A Connect-protocol unary error for a bad request body from connect-es
+ * (HTTP 500 `internal` "parse binary: …", HTTP 429 `resource_exhausted` over
+ * the size limit) becomes the error table's 400 `invalid_argument` with the
+ * 611 message. Any other response is returned as it is.
  */
 export async function normalizeConnectError(res: UniversalServerResponse): Promise<UniversalServerResponse> {
   if (
-    res.status !== codeToHttpStatus(Code.Internal) ||
+    (res.status !== codeToHttpStatus(Code.Internal) && res.status !== codeToHttpStatus(Code.ResourceExhausted)) ||
     res.body === undefined ||
     res.header?.get("content-encoding") != null ||
     !/^application\/json/.test(res.header?.get("content-type") ?? "")
@@ -120,8 +124,8 @@ export async function normalizeConnectError(res: UniversalServerResponse): Promi
   // An error body is a few hundred bytes, and connect-es has it in memory already.
   const bytes = await readAllBytes(res.body, 64 * 1024);
   const parsed = errorFromJsonBytes(bytes, undefined, new ConnectError("unreadable error", Code.Internal));
-  if (!isUndecodable(parsed.code, parsed.rawMessage)) return { ...res, body: createAsyncIterable([bytes]) };
-  const err = notProtobuf();
+  const err = tableErrorFor(parsed.code, parsed.rawMessage);
+  if (err === undefined) return { ...res, body: createAsyncIterable([bytes]) };
   const body = errorToJsonBytes(err, {});
   const header = new Headers(res.header);
   header.set("content-length", String(body.byteLength));

@@ -67,7 +67,7 @@ export class GrpcUnary {
     stream.on("data", (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
-        if (!call.done) call.fail(new Failure("invalid", { detail: `the request message exceeds ${this.o.maxBodyBytes} bytes` }));
+        if (!call.done) call.fail(new Failure("invalid", { detail: "the request message is over the size limit" }));
         return;
       }
       chunks.push(chunk);
