@@ -103,11 +103,6 @@ export class RpcHandler {
     for (const h of router.handlers) this.paths.set(h.requestPath, h);
   }
 
-  /** The fully-qualified names of the services served. */
-  get serviceNames(): string[] {
-    return [...new Set([...this.paths.values()].map((h) => h.service.typeName))];
-  }
-
   has(path: string): boolean {
     return this.paths.has(path);
   }
