@@ -18,6 +18,7 @@ import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
 import { Failure } from "../services/failure.js";
+import { CallCancellation } from "./call-cancellation.js";
 import { toConnectError } from "./error-table.js";
 import { encodeGrpcMessage } from "./grpc-status-trailer.js";
 import type { Operation, Pipeline } from "./operations.js";
@@ -82,7 +83,7 @@ export class GrpcUnary {
             protocol: "grpc",
             authorization: firstHeader(headers.authorization),
             requestId,
-            signal: call.signal,
+            cancellation: call.cancellation,
           },
           () => decode(op, body),
         )
@@ -115,7 +116,7 @@ function unframe(body: Buffer): Uint8Array {
 /** The answer side of one call: exactly one of succeed / fail reaches the wire. */
 class Call {
   done = false;
-  private readonly controller = new AbortController();
+  readonly cancellation = new CallCancellation();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -124,19 +125,15 @@ class Call {
   ) {
     stream.once("close", () => {
       this.finish();
-      if (!this.controller.signal.aborted) this.controller.abort();
+      this.cancellation.abort();
     });
     stream.on("error", () => {});
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
   }
 
   deadline(ms: number): void {
     this.timer = setTimeout(() => {
       this.fail(new Failure("deadline_exceeded", { detail: "the call's deadline (grpc-timeout) passed" }));
-      this.controller.abort();
+      this.cancellation.abort();
     }, ms);
   }
 

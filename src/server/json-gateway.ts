@@ -10,6 +10,7 @@
 import { fromJson, getOption, hasOption, type JsonValue, type MessageShape, toJsonString } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { Failure } from "../services/failure.js";
+import { CallCancellation } from "./call-cancellation.js";
 import { toJsonError, transportFailures } from "./error-table.js";
 import type { Operation, Pipeline } from "./operations.js";
 import { readBody, type ReadBodyResult } from "./read-body.js";
@@ -68,8 +69,8 @@ export class JsonGateway {
       return reply(res, transportFailures.tooLarge(this.maxBodyBytes));
     }
     if (body.kind === "aborted") return;
-    const controller = new AbortController();
-    const onClose = () => controller.abort();
+    const cancellation = new CallCancellation();
+    const onClose = () => cancellation.abort();
     res.once("close", onClose);
     const op = route.operation;
     try {
@@ -79,7 +80,7 @@ export class JsonGateway {
           protocol: "json",
           authorization: firstHeader(req.headers.authorization),
           requestId,
-          signal: controller.signal,
+          cancellation,
         },
         () => parseJsonRequest(op, body.bytes),
       );

@@ -14,12 +14,13 @@ import { Failure } from "../services/failure.js";
 import type { PstnService } from "../services/pstn.js";
 import type { Authenticator, Caller } from "../services/ports.js";
 import type { WhiteboardService } from "../services/whiteboard.js";
+import type { Cancellation } from "./call-cancellation.js";
 import { isUnexpected, publicError } from "./error-table.js";
 import type { Metrics } from "./metrics.js";
 
 export interface Operation<I extends DescMessage = DescMessage, O extends DescMessage = DescMessage> {
   readonly method: DescMethodUnary<I, O>;
-  invoke(caller: Caller, request: MessageShape<I>, signal: AbortSignal): Promise<MessageInitShape<O>>;
+  invoke(caller: Caller, request: MessageShape<I>, cancellation: Cancellation): Promise<MessageInitShape<O>>;
 }
 
 function operation<I extends DescMessage, O extends DescMessage>(
@@ -34,8 +35,8 @@ function operation<I extends DescMessage, O extends DescMessage>(
 export function operations(services: { pstn: PstnService; whiteboard: WhiteboardService }): Operation[] {
   return [
     operation(PstnServiceDesc.method.mute, (caller, req) => services.pstn.mute(caller, req)),
-    operation(WhiteboardServiceDesc.method.convertFile, (caller, req, signal) =>
-      services.whiteboard.convertFile(caller, req, signal),
+    operation(WhiteboardServiceDesc.method.convertFile, (caller, req, cancellation) =>
+      services.whiteboard.convertFile(caller, req, cancellation.signal),
     ),
   ];
 }
@@ -44,7 +45,8 @@ export interface CallContext {
   readonly protocol: "json" | "connect" | "grpc" | "grpc-web";
   readonly authorization: string | undefined;
   readonly requestId: string;
-  readonly signal: AbortSignal;
+  /** The client went away or the deadline passed. */
+  readonly cancellation: Cancellation;
   /** The caller, when the transport already authenticated it (`Pipeline.authenticate`). */
   readonly caller?: Caller;
 }
@@ -75,7 +77,7 @@ export class Pipeline {
       const caller = ctx.caller ?? (await this.auth.authenticate(ctx.authorization));
       const request = readRequest();
       this.validate(op.method.input, request);
-      const response = await op.invoke(caller, request, ctx.signal);
+      const response = await op.invoke(caller, request, ctx.cancellation);
       return create(op.method.output, response);
     } catch (e) {
       outcome = this.report(op, ctx, e);
@@ -106,7 +108,7 @@ export class Pipeline {
   /** Logs a failure as it deserves; returns its documented code. */
   private report(op: Operation, ctx: CallContext, e: unknown): number {
     const p = publicError(e);
-    if (ctx.signal.aborted && !(e instanceof Failure)) {
+    if (ctx.cancellation.aborted && !(e instanceof Failure)) {
       // The client went away (or its deadline passed) and the work was cancelled: not a server error.
       this.logger.debug({ requestId: ctx.requestId, rpc: op.method.name, protocol: ctx.protocol }, "call cancelled");
     } else if (isUnexpected(e)) {

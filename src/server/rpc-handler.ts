@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { Logger } from "../log.js";
 import type { Caller } from "../services/ports.js";
+import { cancellationOf } from "./call-cancellation.js";
 import { toConnectError } from "./error-table.js";
 import { normalizeAtEnd, normalizeConnectError, normalizeGrpcWebAtEnd } from "./grpc-status-trailer.js";
 import { parseJsonRequest } from "./json-gateway.js";
@@ -52,7 +53,7 @@ export class RpcHandler {
       protocol: ctx.protocolName === "connect" ? "connect" : ctx.protocolName === "grpc" ? "grpc" : "grpc-web",
       authorization: ctx.requestHeader.get("authorization") ?? undefined,
       requestId: ctx.requestHeader.get("x-request-id") ?? "",
-      signal: ctx.signal,
+      cancellation: cancellationOf(ctx.signal),
     });
     for (const op of options.operations) {
       router.rpc(
