@@ -18,7 +18,7 @@ const verify = readFileSync(env.BENCH_VERIFY, "utf8").trim();
 /** What the servers logged during the run (boardline at warn and above), grouped. */
 function logSummary() {
   const lines = [];
-  for (const name of ["boardline", "boardline-nocache", "baseline-http", "baseline-grpc", "simulator"]) {
+  for (const name of ["boardline", "boardline-nocache", "baseline-http", "baseline-grpc", "floor", "simulator"]) {
     const path = `${env.BENCH_WORK}/${name}.log`;
     if (!existsSync(path)) continue;
     const counts = new Map();
@@ -94,7 +94,9 @@ for (const c of concurrencies) {
 }
 for (const proto of ["JSON", "gRPC"]) {
   const a = find("boardline", "mute", proto, 16);
-  if (a) targets.push([`${proto} mute p99 at c16`, `${f(a.p99_ms)} ms`, "≤ 5 ms", verdict(a.p99_ms <= 5)]);
+  const floor = find("floor", "mute", proto, 16);
+  const context = floor ? ` (floor: ${f(floor.p99_ms)} ms at ${f(floor.rps, 0)} req/s)` : "";
+  if (a) targets.push([`${proto} mute p99 at c16`, `${f(a.p99_ms)} ms${context}`, "≤ 5 ms", verdict(a.p99_ms <= 5)]);
 }
 const peakKb = (target) => Math.max(...cells.filter((r) => r.target === target).map((r) => r.rss_peak_kb));
 const blPeak = Math.max(peakKb("boardline"), peakKb("boardline-nocache"));
@@ -106,7 +108,7 @@ targets.push([
 ]);
 
 // --- all cells ---
-const order = ["boardline", "boardline-nocache", "baseline-http", "baseline-grpc"];
+const order = ["boardline", "boardline-nocache", "baseline-http", "baseline-grpc", "floor"];
 const sorted = [...cells].sort(
   (x, y) =>
     x.route.localeCompare(y.route) * -1 ||
@@ -127,7 +129,7 @@ const rows = sorted.map((r) => [
   r.tool === "h2load" ? `${r.succeeded}` : "—",
   r.non2xx,
   r.errors,
-  `${f(r.redis_writes / r.requests)} (${r.redis_cmd})`,
+  r.target === "floor" ? "— (no work)" : `${f(r.redis_writes / r.requests)} (${r.redis_cmd})`,
   mb(r.rss_peak_kb),
 ]);
 
@@ -187,7 +189,10 @@ How: wrk -t 1 -c C (HTTP/1.1 keep-alive, bench/post.lua); p50/p99 from wrk's lat
 against a server that keeps running across cells; cells of peers are interleaved. Non-2xx: wrk's status errors (≥ 400) /
 non-200 lines in h2load's log; a gRPC error would still be HTTP 200, which is what the Redis-writes column is for.
 
-Peak RSS of the other processes: baseline-http ${mb(peakKb("baseline-http"))} MB, baseline-grpc ${mb(peakKb("baseline-grpc"))} MB.
+"floor" is bench/floor.mjs: node:http and node:http2 answering the same bytes at once, with no JWT, Redis or protobuf —
+what the transport and this machine cost before any code runs.
+
+Peak RSS of the other processes: baseline-http ${mb(peakKb("baseline-http"))} MB, baseline-grpc ${mb(peakKb("baseline-grpc"))} MB, floor ${mb(peakKb("floor"))} MB.
 
 ### Server logs during the run
 

@@ -14,6 +14,8 @@
 #                   GUESS_LIMIT=0, CONVERSION_API_BASE = the simulator)
 #   baseline-http   bench/baseline-http.mjs  (node:http + ioredis + jose, same work)
 #   baseline-grpc   bench/baseline-grpc.mjs  (@grpc/grpc-js, same work)
+#   floor           bench/floor.mjs  (node:http and node:http2 answering at once:
+#                   no JWT, no Redis — what the transport alone costs here)
 #   simulator       the bundled Netless conversion simulator
 # Load: wrk (HTTP/1.1 keep-alive, bench/post.lua) for the JSON routes, h2load
 # (h2c prior knowledge, one stream per connection: -m 1) for gRPC. With two or
@@ -136,9 +138,9 @@ if [[ -z ${BENCH_SKIP_BUILD:-} ]]; then
 fi
 [[ -f dist/src/main.js ]] || die "dist/src/main.js missing (build first)"
 
-read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT < <(node -e '
+read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT FH_PORT FG_PORT < <(node -e '
   const net = require("node:net");
-  Promise.all([0, 1, 2, 3, 4, 5].map(() => new Promise((resolve) => {
+  Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map(() => new Promise((resolve) => {
     const s = net.createServer().listen(0, "127.0.0.1", () => resolve(s));
   }))).then((servers) => {
     console.log(servers.map((s) => s.address().port).join(" "));
@@ -177,11 +179,14 @@ spawn "$WORK/baseline-http.log" "${SERVER_PIN[@]}" env PORT="$BH_PORT" node benc
 BH_PID=${PIDS[-1]}
 spawn "$WORK/baseline-grpc.log" "${SERVER_PIN[@]}" env PORT="$BG_PORT" node bench/baseline-grpc.mjs
 BG_PID=${PIDS[-1]}
+spawn "$WORK/floor.log" "${SERVER_PIN[@]}" env PORT="$FH_PORT" GRPC_PORT="$FG_PORT" node bench/floor.mjs
+FL_PID=${PIDS[-1]}
 wait_tcp "$SIM_PORT" "$SIM_PID" simulator
 wait_tcp "$BL_PORT" "$BL_PID" boardline
 wait_tcp "$BN_PORT" "$BN_PID" boardline-nocache
 wait_tcp "$BH_PORT" "$BH_PID" baseline-http
 wait_tcp "$BG_PORT" "$BG_PID" baseline-grpc
+wait_tcp "$FG_PORT" "$FL_PID" floor
 curl -sf -o /dev/null "http://127.0.0.1:$BL_PORT/readyz" || die "boardline /readyz is not 200"
 
 # --- verification: every measured request must be a success ------------------------
@@ -215,8 +220,10 @@ check_json "boardline JSON ConvertFile" "$BL_PORT" "$CONVERT_PATH" "$WORK/conver
 check_grpc "boardline gRPC Mute" "$BL_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_grpc "baseline-grpc Mute" "$BG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_grpc "boardline-nocache gRPC Mute" "$BN_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
+check_json "floor JSON" "$FH_PORT" "$MUTE_PATH" "$WORK/mute.json"
+check_grpc "floor gRPC" "$FG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_grpc "boardline gRPC ConvertFile" "$BL_PORT" convert "$WORK/convert.grpc" "$GRPC_CONVERT"
-log "all eight request kinds answer success; measuring"
+log "every request kind answers success; measuring"
 
 # --- cells -------------------------------------------------------------------------
 RESULTS=$WORK/results.jsonl
@@ -268,6 +275,8 @@ for c in $BENCH_CONCURRENCY; do
   cell boardline mute gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
   cell baseline-grpc mute gRPC "$c" "$BG_PID" "$BG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
   cell boardline-nocache mute gRPC "$c" "$BN_PID" "$BN_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
+  cell floor mute JSON "$c" "$FL_PID" "$FH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
+  cell floor mute gRPC "$c" "$FL_PID" "$FG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
   cell boardline convert JSON "$c" "$BL_PID" "$BL_PORT" "$CONVERT_PATH" "$WORK/convert.json" expire
   cell boardline convert gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_CONVERT" "$WORK/convert.grpc" expire
 done
