@@ -37,8 +37,14 @@ function logSummary() {
   return lines.length === 0 ? "Nothing: no server logged a line during the run." : lines.join("\n");
 }
 
-const find = (target, route, proto, c) =>
-  cells.find((r) => r.target === target && r.route === route && r.proto === proto && r.c === c);
+const cellsOf = (target, route, proto, c) =>
+  cells.filter((r) => r.target === target && r.route === route && r.proto === proto && r.c === c);
+/** The first run of a cell (the p99 target's cells run more than once). */
+const find = (target, route, proto, c) => cellsOf(target, route, proto, c).find((r) => (r.run ?? 1) === 1);
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
 const concurrencies = [...new Set(cells.map((r) => r.c))].sort((a, b) => a - b);
 const f = (n, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
 const mb = (kb) => f(kb / 1024, 0);
@@ -93,10 +99,20 @@ for (const c of concurrencies) {
   }
 }
 for (const proto of ["JSON", "gRPC"]) {
-  const a = find("boardline", "mute", proto, 16);
+  const runs = cellsOf("boardline", "mute", proto, 16).map((r) => r.p99_ms);
   const floor = find("floor", "mute", proto, 16);
-  const context = floor ? ` (floor: ${f(floor.p99_ms)} ms at ${f(floor.rps, 0)} req/s)` : "";
-  if (a) targets.push([`${proto} mute p99 at c16`, `${f(a.p99_ms)} ms${context}`, "≤ 5 ms", verdict(a.p99_ms <= 5)]);
+  if (runs.length === 0) continue;
+  const p99 = median(runs);
+  const context = [
+    runs.length > 1 ? `median of ${runs.map((x) => f(x)).join(", ")}` : undefined,
+    floor ? `floor: ${f(floor.p99_ms)} ms at ${f(floor.rps, 0)} req/s` : undefined,
+  ].filter((x) => x !== undefined);
+  targets.push([
+    `${proto} mute p99 at c16`,
+    `${f(p99)} ms${context.length > 0 ? ` (${context.join("; ")})` : ""}`,
+    "≤ 5 ms",
+    verdict(p99 <= 5),
+  ]);
 }
 const peakKb = (target) => Math.max(...cells.filter((r) => r.target === target).map((r) => r.rss_peak_kb));
 const blPeak = Math.max(peakKb("boardline"), peakKb("boardline-nocache"));
@@ -109,7 +125,7 @@ targets.push([
 
 // --- all cells ---
 const order = ["boardline", "boardline-nocache", "baseline-http", "baseline-grpc", "floor"];
-const sorted = [...cells].sort(
+const sorted = cells.filter((r) => (r.run ?? 1) === 1).sort(
   (x, y) =>
     x.route.localeCompare(y.route) * -1 ||
     x.proto.localeCompare(y.proto) ||
@@ -188,6 +204,8 @@ How: wrk -t 1 -c C (HTTP/1.1 keep-alive, bench/post.lua); p50/p99 from wrk's lat
 \`--log-file\` (per-request µs from start to end of response). Every cell is a separate warm-up run, then the measured run,
 against a server that keeps running across cells; cells of peers are interleaved. Non-2xx: wrk's status errors (≥ 400) /
 non-200 lines in h2load's log; a gRPC error would still be HTTP 200, which is what the Redis-writes column is for.
+boardline's c16 mute cells run ${env.BENCH_P99_RUNS ?? 1} times in a row (BENCH_P99_RUNS): the table shows the first run, the p99
+target is judged on the median of all of them.
 
 "floor" is bench/floor.mjs: node:http and node:http2 answering the same bytes at once, with no JWT, Redis or protobuf —
 what the transport and this machine cost before any code runs.
