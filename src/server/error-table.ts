@@ -102,6 +102,15 @@ export function publicError(e: unknown): PublicError {
   };
 }
 
+/**
+ * The documented code of a gRPC status that connect-es answered with on its
+ * own (the error table's row with that status; anything else counts as 500).
+ */
+export function documentedCodeOf(status: Code): number {
+  for (const row of Object.values(table)) if (row.grpc === status) return row.code;
+  return table.internal.code;
+}
+
 /** True for errors that deserve an error-level log line (not caller mistakes). */
 export function isUnexpected(e: unknown): boolean {
   return !(e instanceof Failure) || e.kind === "internal";

@@ -16,6 +16,9 @@
  * gRPC-Web carries the same trailer in the last frame of the body, and the
  * Connect protocol carries the error as a JSON body: the same two rewrites
  * apply there (`normalizeGrpcWebAtEnd`, `normalizeConnectError`).
+ *
+ * Each also reports the call's final gRPC status (0 for OK) to `onStatus`, so
+ * the router can count calls that connect-es answered without our pipeline.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
@@ -80,10 +83,23 @@ export function normalizeGrpcTrailer(trailer: Headers): void {
   trailer.set("grpc-message", encodeGrpcMessage(message));
 }
 
+/** The final status a call was answered with: a gRPC status code, 0 for OK. */
+export type StatusListener = (status: number) => void;
+
+function statusOf(trailer: Headers): number {
+  const status = Number(trailer.get("grpc-status") ?? Code.Unknown);
+  return Number.isInteger(status) ? status : Code.Unknown;
+}
+
 /** Wraps a gRPC response body so the trailer is normalized when the body ends. */
-export async function* normalizeAtEnd(body: AsyncIterable<Uint8Array>, trailer: Headers): AsyncIterable<Uint8Array> {
+export async function* normalizeAtEnd(
+  body: AsyncIterable<Uint8Array>,
+  trailer: Headers,
+  onStatus: StatusListener,
+): AsyncIterable<Uint8Array> {
   yield* body;
   normalizeGrpcTrailer(trailer);
+  onStatus(statusOf(trailer));
 }
 
 /**
@@ -91,13 +107,17 @@ export async function* normalizeAtEnd(body: AsyncIterable<Uint8Array>, trailer: 
  * compressed — connect-es sends it as one chunk) is normalized like a gRPC
  * trailer. Other chunks pass through untouched.
  */
-export async function* normalizeGrpcWebAtEnd(body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+export async function* normalizeGrpcWebAtEnd(
+  body: AsyncIterable<Uint8Array>,
+  onStatus: StatusListener,
+): AsyncIterable<Uint8Array> {
   for await (const chunk of body) {
     if (chunk.byteLength >= 5 && chunk[0] === trailerFlag) {
       const length = new DataView(chunk.buffer, chunk.byteOffset + 1, 4).getUint32(0);
       if (length === chunk.byteLength - 5) {
         const trailer = trailerParse(chunk.subarray(5));
         normalizeGrpcTrailer(trailer);
+        onStatus(statusOf(trailer));
         yield encodeEnvelope(trailerFlag, trailerSerialize(trailer));
         continue;
       }
@@ -112,19 +132,27 @@ export async function* normalizeGrpcWebAtEnd(body: AsyncIterable<Uint8Array>): A
  * the size limit) becomes the error table's 400 `invalid_argument` with the
  * 611 message. Any other response is returned as it is.
  */
-export async function normalizeConnectError(res: UniversalServerResponse): Promise<UniversalServerResponse> {
+export async function normalizeConnectError(
+  res: UniversalServerResponse,
+  onStatus: StatusListener,
+): Promise<UniversalServerResponse> {
+  if (res.status === 200) {
+    onStatus(0);
+    return res;
+  }
   if (
-    (res.status !== codeToHttpStatus(Code.Internal) && res.status !== codeToHttpStatus(Code.ResourceExhausted)) ||
     res.body === undefined ||
     res.header?.get("content-encoding") != null ||
     !/^application\/json/.test(res.header?.get("content-type") ?? "")
   ) {
+    onStatus(Code.Unknown);
     return res;
   }
   // An error body is a few hundred bytes, and connect-es has it in memory already.
   const bytes = await readAllBytes(res.body, 64 * 1024);
   const parsed = errorFromJsonBytes(bytes, undefined, new ConnectError("unreadable error", Code.Internal));
   const err = tableErrorFor(parsed.code, parsed.rawMessage);
+  onStatus((err ?? parsed).code);
   if (err === undefined) return { ...res, body: createAsyncIterable([bytes]) };
   const body = errorToJsonBytes(err, {});
   const header = new Headers(res.header);

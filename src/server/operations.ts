@@ -15,7 +15,7 @@ import type { PstnService } from "../services/pstn.js";
 import type { Authenticator, Caller } from "../services/ports.js";
 import type { WhiteboardService } from "../services/whiteboard.js";
 import type { Cancellation } from "./call-cancellation.js";
-import { isUnexpected, publicError } from "./error-table.js";
+import { documentedCodeOf, isUnexpected, publicError } from "./error-table.js";
 import type { Metrics } from "./metrics.js";
 
 export interface Operation<I extends DescMessage = DescMessage, O extends DescMessage = DescMessage> {
@@ -103,6 +103,15 @@ export class Pipeline {
       this.metrics.observeCall(op.method.name, ctx.protocol, String(outcome), started);
       throw e;
     }
+  }
+
+  /**
+   * Counts a call that passed `authenticate` but never reached `run`: the RPC
+   * router answered it itself (a body that could not be read, decompressed or
+   * decoded, or a client gone mid-body). `status` is the gRPC status it got.
+   */
+  countUnrun(op: Operation, protocol: CallContext["protocol"], status: number, startedAt: number): void {
+    this.metrics.observeCall(op.method.name, protocol, status === 0 ? "ok" : String(documentedCodeOf(status)), startedAt);
   }
 
   /** Logs a failure as it deserves; returns its documented code. */

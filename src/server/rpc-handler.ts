@@ -4,7 +4,15 @@
  * the gRPC status trailer before it is written (see grpc-status-trailer.ts).
  */
 
-import { Code, ConnectError, createConnectRouter, createContextKey, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  type ConnectRouter,
+  createConnectRouter,
+  createContextKey,
+  createContextValues,
+  type HandlerContext,
+} from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -36,10 +44,29 @@ const JSON_OPTIONS = { ignoreUnknownFields: true, useProtoFieldName: true } as c
 /** The caller the request gate authenticated, for the implementation. */
 const CALLER = createContextKey<Caller | undefined>(undefined, { description: "boardline caller" });
 
+/**
+ * How far one call got: past the request gate, into the implementation. A
+ * call that passed the gate but never reached the implementation was answered
+ * by connect-es itself (its body could not be read or decoded) and has not
+ * been counted by the pipeline yet; `handle` counts it when it ends.
+ */
+interface CallProgress {
+  gatePassed: boolean;
+  ran: boolean;
+}
+const PROGRESS = createContextKey<CallProgress | undefined>(undefined, { description: "boardline call progress" });
+
+function protocolOf(contentType: string): CallContext["protocol"] {
+  if (/^application\/grpc-web/.test(contentType)) return "grpc-web";
+  if (/^application\/grpc/.test(contentType)) return "grpc";
+  return "connect";
+}
+
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 
 export class RpcHandler {
   private readonly paths = new Map<string, UniversalHandler>();
+  private readonly operationsByPath = new Map<string, Operation>();
 
   constructor(private readonly options: RpcHandlerOptions) {
     const router = createConnectRouter({
@@ -59,6 +86,8 @@ export class RpcHandler {
       router.rpc(
         op.method,
         async (request, ctx) => {
+          const progress = ctx.values.get(PROGRESS);
+          if (progress !== undefined) progress.ran = true;
           try {
             const caller = ctx.values.get(CALLER);
             return await options.pipeline.run(
@@ -77,6 +106,8 @@ export class RpcHandler {
           requestGate: async (ctx) => {
             try {
               ctx.values.set(CALLER, await options.pipeline.authenticate(op, callContext(ctx)));
+              const progress = ctx.values.get(PROGRESS);
+              if (progress !== undefined) progress.gatePassed = true;
             } catch (e) {
               throw toConnectError(e);
             }
@@ -102,6 +133,7 @@ export class RpcHandler {
     }
     options.register(router);
     for (const h of router.handlers) this.paths.set(h.requestPath, h);
+    for (const op of options.operations) this.operationsByPath.set(`/${op.method.parent.typeName}/${op.method.name}`, op);
   }
 
   has(path: string): boolean {
@@ -111,21 +143,36 @@ export class RpcHandler {
   handle(path: string, req: NodeRequest, res: NodeResponse): void {
     const handler = this.paths.get(path);
     if (handler === undefined) throw new Error(`no rpc at ${path}`);
-    const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
+    const started = performance.now();
+    const contentType = String(req.headers["content-type"] ?? "");
+    const protocol = protocolOf(contentType);
+    const progress: CallProgress = { gatePassed: false, ran: false };
+    const op = this.operationsByPath.get(path);
+    let status: number = Code.Unknown;
+    const onStatus = (s: number) => {
+      status = s;
+    };
+    // Counted when the response is done (connect-node's universalResponseToNodeResponse
+    // waits for an "end" event that a Node response never emits, so its promise is no signal).
+    res.once("close", () => {
+      if (op !== undefined && progress.gatePassed && !progress.ran) {
+        this.options.pipeline.countUnrun(op, protocol, status, started);
+      }
+    });
+    const uReq = universalRequestFromNodeRequest(req, res, undefined, createContextValues().set(PROGRESS, progress));
     handler(uReq)
       .then(async (uRes) => {
-        const contentType = String(req.headers["content-type"] ?? "");
         const body = uRes.body;
-        if (/^application\/grpc-web/.test(contentType)) {
+        if (protocol === "grpc-web") {
           if (body !== undefined && Symbol.asyncIterator in body) {
-            return universalResponseToNodeResponse({ ...uRes, body: normalizeGrpcWebAtEnd(body) }, res);
+            return universalResponseToNodeResponse({ ...uRes, body: normalizeGrpcWebAtEnd(body, onStatus) }, res);
           }
-        } else if (/^application\/grpc/.test(contentType)) {
+        } else if (protocol === "grpc") {
           if (uRes.trailer !== undefined && body !== undefined && Symbol.asyncIterator in body) {
-            return universalResponseToNodeResponse({ ...uRes, body: normalizeAtEnd(body, uRes.trailer) }, res);
+            return universalResponseToNodeResponse({ ...uRes, body: normalizeAtEnd(body, uRes.trailer, onStatus) }, res);
           }
         } else {
-          return universalResponseToNodeResponse(await normalizeConnectError(uRes), res);
+          return universalResponseToNodeResponse(await normalizeConnectError(uRes, onStatus), res);
         }
         return universalResponseToNodeResponse(uRes, res);
       })
