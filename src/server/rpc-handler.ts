@@ -132,8 +132,11 @@ export class RpcHandler {
       );
     }
     options.register(router);
-    for (const h of router.handlers) this.paths.set(h.requestPath, h);
-    for (const op of options.operations) this.operationsByPath.set(`/${op.method.parent.typeName}/${op.method.name}`, op);
+    for (const h of router.handlers) {
+      this.paths.set(h.requestPath, h);
+      const op = options.operations.find((o) => o.method === h.method);
+      if (op !== undefined) this.operationsByPath.set(h.requestPath, op);
+    }
   }
 
   has(path: string): boolean {
