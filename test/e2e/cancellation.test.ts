@@ -11,6 +11,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
 import { ConvertFileRequestSchema, WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
+import { eventually } from "../conversion/helpers.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { convertRequest } from "./helpers-rpc.js";
 
@@ -37,13 +38,7 @@ beforeEach(async () => {
   bl.simulator.setFault({ kind: "slow", delayMs: BACKEND_DELAY_MS });
 });
 
-async function until(done: () => boolean, what: string, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const until = (done: () => boolean, what: string) => eventually(done, 3000, what);
 
 /** Waits until the backend holds the call's request, then until its connection closes. */
 async function expectUpstreamCancelled(cancel: () => void): Promise<void> {
