@@ -48,6 +48,7 @@ import {
   type RedisConnectionOptions,
 } from "./redis-connection.js";
 import { defineScripts, type ScriptCommands } from "./redis-scripts.js";
+import { WriteCoalescer } from "./write-coalescing.js";
 
 export type { RedisConnectionOptions, RedisNodeAddress } from "./redis-connection.js";
 export { parseRedisNodes } from "./redis-connection.js";
@@ -88,6 +89,7 @@ const SCAN_COUNT = 1000;
 export class RedisStore implements AdminStore {
   readonly keys: KeySchema;
   private readonly scripts: ScriptCommands;
+  private readonly coalescer: WriteCoalescer;
   private readonly logger: Logger;
   private readonly timeoutMs: number;
   /** undefined until the first ready/error; then whether the last event was good. */
@@ -102,6 +104,7 @@ export class RedisStore implements AdminStore {
     this.logger = settings.logger;
     this.timeoutMs = settings.commandTimeoutMs ?? DEFAULT_TUNING.commandTimeoutMs;
     this.scripts = defineScripts(client);
+    this.coalescer = new WriteCoalescer(client);
     this.watchConnection();
   }
 
@@ -274,6 +277,7 @@ export class RedisStore implements AdminStore {
    */
   private async call<T>(operation: string, run: (client: RedisClient) => Promise<T>): Promise<T> {
     if (this.closing) throw new Failure("unavailable", { cause: new Error("Redis store is closed") });
+    this.coalescer.hold();
     try {
       return await withDeadline(run(this.client), this.timeoutMs, `${operation}: no answer from Redis within ${this.timeoutMs} ms`);
     } catch (e) {
