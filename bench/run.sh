@@ -19,6 +19,8 @@
 #   floor           bench/floor.mjs  (node:http and node:http2 answering at once:
 #                   no JWT, no Redis — what the transport alone costs here)
 #   simulator       the bundled Netless conversion simulator
+#   stall probe     bench/stall.mjs, before and after the cells: how often the machine itself
+#                   stalls the servers' CPU while the other CPU is busy
 # Load: wrk (HTTP/1.1 keep-alive, bench/post.lua) for the JSON routes, h2load
 # (h2c prior knowledge, one stream per connection: -m 1) for gRPC. With two or
 # more CPUs, the servers and Redis are pinned to the first allowed CPU and the
@@ -228,6 +230,24 @@ check_grpc "floor gRPC" "$FG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_grpc "boardline gRPC ConvertFile" "$BL_PORT" convert "$WORK/convert.grpc" "$GRPC_CONVERT"
 log "every request kind answers success; measuring"
 
+# --- machine stalls ------------------------------------------------------------------
+# How much CPU time the machine itself takes away from the servers' CPU while the other one is
+# busy (bench/stall.mjs): the share of a p99 that no server code can remove. Measured before and
+# after the cells, since it changes with whatever else the host runs.
+STALLS=$WORK/stalls.jsonl
+: >"$STALLS"
+measure_stalls() {
+  local spin_pid=""
+  if ((${#CPUS[@]} >= 2)); then
+    "${LOAD_PIN[@]}" node bench/stall.mjs spin 5 &
+    spin_pid=$!
+  fi
+  "${SERVER_PIN[@]}" node bench/stall.mjs measure 5 | sed "s/^{/{\"when\":\"$1\",/" >>"$STALLS"
+  [[ -z $spin_pid ]] || wait "$spin_pid"
+  log "machine stalls ($1): $(tail -n 1 "$STALLS")"
+}
+measure_stalls start
+
 # --- cells -------------------------------------------------------------------------
 RESULTS=$WORK/results.jsonl
 : >"$RESULTS"
@@ -292,7 +312,9 @@ for c in $BENCH_CONCURRENCY; do
   fi
 done
 
+measure_stalls end
+
 # --- report --------------------------------------------------------------------------
-BENCH_WORK=$WORK BENCH_RESULTS=$RESULTS BENCH_VERIFY=$VERIFY BENCH_LOADAVG="$LOADAVG_START → $(cut -d" " -f1-3 /proc/loadavg)" BENCH_PINNING="$PINNING" BENCH_RSS_METHOD="$RSS_METHOD" \
+BENCH_WORK=$WORK BENCH_RESULTS=$RESULTS BENCH_VERIFY=$VERIFY BENCH_STALLS=$STALLS BENCH_LOADAVG="$LOADAVG_START → $(cut -d" " -f1-3 /proc/loadavg)" BENCH_PINNING="$PINNING" BENCH_RSS_METHOD="$RSS_METHOD" \
   BENCH_ELAPSED=$(($(date +%s) - STARTED_AT)) BENCH_WARMUP=$BENCH_WARMUP BENCH_SECONDS=$BENCH_SECONDS BENCH_P99_RUNS=$BENCH_P99_RUNS \
   node bench/report.mjs
