@@ -37,26 +37,32 @@ process.once("exit", () => {
 export interface RedisServerOptions {
   /** Append-only file with `appendfsync always`: acknowledged writes survive a kill. */
   readonly durable?: boolean;
+  /** More arguments, after the harness's own (e.g. cluster mode; see ./redis-topologies.ts). */
+  readonly args?: readonly string[];
+  /** Runs a Sentinel (`redis-server <file> --sentinel`) with this configuration file, which it rewrites. */
+  readonly sentinelConfig?: string;
 }
 
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServerHandle> {
   const persistence = options.durable
     ? ["--appendonly", "yes", "--appendfsync", "always", "--dir", mkdtempSync(join(tmpdir(), "bl-redis-"))]
     : ["--appendonly", "no", "--dir", tmpdir()];
+  const args = [...persistence, ...(options.args ?? [])];
+  const head = options.sentinelConfig === undefined ? [] : [options.sentinelConfig, "--sentinel"];
   // Another process may grab the port between our probe and redis binding it;
   // redis then exits with "Address already in use" and we try another port.
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     try {
-      const child = await launch(port, persistence);
-      return handle(port, child, persistence);
+      const child = await launch(port, head, args);
+      return handle(port, child, head, args);
     } catch (e) {
       if (!(e instanceof AddressInUse) || attempt >= 5) throw e;
     }
   }
 }
 
-function handle(port: number, first: ChildProcess, persistence: readonly string[]): RedisServerHandle {
+function handle(port: number, first: ChildProcess, head: readonly string[], args: readonly string[]): RedisServerHandle {
   let child: ChildProcess | undefined = first;
 
   async function stop(): Promise<void> {
@@ -78,7 +84,7 @@ function handle(port: number, first: ChildProcess, persistence: readonly string[
       // but give it a few tries before giving up on the port.
       for (let attempt = 1; ; attempt++) {
         try {
-          child = await launch(port, persistence);
+          child = await launch(port, head, args);
           return;
         } catch (e) {
           if (!(e instanceof AddressInUse) || attempt >= 20) throw e;
@@ -92,16 +98,17 @@ function handle(port: number, first: ChildProcess, persistence: readonly string[
 class AddressInUse extends Error {}
 
 /** Spawns redis-server on `port` and resolves once it answers PING. */
-async function launch(port: number, persistence: readonly string[]): Promise<ChildProcess> {
+async function launch(port: number, head: readonly string[], args: readonly string[]): Promise<ChildProcess> {
   const child = spawn(
     BINARY,
     [
+      ...head,
       "--port", String(port),
       "--bind", HOST,
       "--save", "",
-      ...persistence,
       "--daemonize", "no",
       "--loglevel", "warning",
+      ...args,
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );

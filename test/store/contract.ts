@@ -4,6 +4,7 @@
  * see them. Run by store-contract.test.ts for the Redis and the in-memory store.
  */
 import { randomBytes } from "node:crypto";
+import type { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Failure } from "../../src/services/failure.js";
 import type { AdminStore, ConversionTaskRecord, MuteChange } from "../../src/services/ports.js";
@@ -509,4 +510,33 @@ function unique(): string {
 /** Fresh project/channel ids, so tests never see each other's records. */
 function ids(): { project: string; channel: string } {
   return { project: `proj-${unique()}`, channel: `chan ${unique()}/x` };
+}
+
+/** RawAccess through an ioredis client (one node, or a whole Cluster). */
+export function redisRaw(client: Redis | Cluster): RawAccess {
+  return {
+    hgetall: (key) => client.hgetall(key),
+    async hset(key, fields) {
+      await client.hset(key, fields);
+    },
+    async setString(key, value) {
+      await client.set(key, value);
+    },
+    async xrange(key) {
+      const entries = await client.xrange(key, "-", "+");
+      return entries.map(([id, flat]) => ({ id, fields: pairs(flat) }));
+    },
+    xlen: (key) => client.xlen(key),
+    ttl: (key) => client.ttl(key),
+    exists: async (key) => (await client.exists(key)) === 1,
+    async expireNow(key) {
+      await client.pexpire(key, 1);
+    },
+  };
+}
+
+function pairs(flat: string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] ?? "", flat[i + 1] ?? ""]);
+  return out;
 }

@@ -8,7 +8,7 @@ import { MemoryStore } from "../../src/store/memory-store.js";
 import { createRedisStore } from "../../src/store/redis-store.js";
 import { freePort } from "../harness/redis-server.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "../harness/redis-url.js";
-import { type ContractSubject, type RawAccess, storeContract } from "./contract.js";
+import { type ContractSubject, type RawAccess, redisRaw, storeContract } from "./contract.js";
 
 storeContract("RedisStore", {
   approximateTrim: true,
@@ -61,28 +61,6 @@ storeContract("MemoryStore", {
   },
 });
 
-function redisRaw(client: Redis): RawAccess {
-  return {
-    hgetall: (key) => client.hgetall(key),
-    async hset(key, fields) {
-      await client.hset(key, fields);
-    },
-    async setString(key, value) {
-      await client.set(key, value);
-    },
-    async xrange(key) {
-      const entries = await client.xrange(key, "-", "+");
-      return entries.map(([id, flat]) => ({ id, fields: pairs(flat) }));
-    },
-    xlen: (key) => client.xlen(key),
-    ttl: (key) => client.ttl(key),
-    exists: async (key) => (await client.exists(key)) === 1,
-    async expireNow(key) {
-      await client.pexpire(key, 1);
-    },
-  };
-}
-
 function memoryRaw(store: MemoryStore): RawAccess {
   return {
     hgetall: async (key) => store.rawHash(key) ?? {},
@@ -99,10 +77,4 @@ function memoryRaw(store: MemoryStore): RawAccess {
     ttl: async (key) => store.ttlSeconds(key),
     exists: async (key) => store.ttlSeconds(key) !== -2,
   };
-}
-
-function pairs(flat: string[]): [string, string][] {
-  const out: [string, string][] = [];
-  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] ?? "", flat[i + 1] ?? ""]);
-  return out;
 }
