@@ -38,14 +38,7 @@ export async function failureKindOf(promise: Promise<unknown>): Promise<FailureK
   return (await failureOf(promise)).kind;
 }
 
-/** Polls until `check` holds, or fails after `timeoutMs`. */
-export async function eventually(check: () => boolean, timeoutMs = 2_000, what = "condition"): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+export { eventually } from "../harness/eventually.js";
 
 /**
  * Records the timers and TCP handles created from now until `stop()`, and which

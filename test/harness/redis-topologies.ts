@@ -8,6 +8,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
+import { eventually } from "./eventually.js";
 import { type RedisServerHandle, startRedisServer } from "./redis-server.js";
 
 const HOST = "127.0.0.1";
@@ -50,14 +51,18 @@ export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
     }
     const [first] = admins;
     for (const node of nodes.slice(1)) await first?.call("CLUSTER", "MEET", HOST, String(node.port));
-    await until("the cluster to agree", async () => {
-      for (const admin of admins) {
-        const info = String(await admin.call("CLUSTER", "INFO"));
-        if (!info.includes("cluster_state:ok") || !info.includes(`cluster_known_nodes:${size}`)) return false;
-        if (!info.includes(`cluster_slots_assigned:${SLOTS}`)) return false;
-      }
-      return true;
-    });
+    await eventually(
+      async () => {
+        for (const admin of admins) {
+          const info = String(await admin.call("CLUSTER", "INFO"));
+          if (!info.includes("cluster_state:ok") || !info.includes(`cluster_known_nodes:${size}`)) return false;
+          if (!info.includes(`cluster_slots_assigned:${SLOTS}`)) return false;
+        }
+        return true;
+      },
+      READY_TIMEOUT_MS,
+      "the cluster to agree",
+    );
   } catch (e) {
     await stop();
     throw e;
@@ -92,10 +97,14 @@ export async function startRedisSentinel(masterName = "boardline-test"): Promise
   };
   const admin = new Redis(sentinel.url, { maxRetriesPerRequest: 1 });
   try {
-    await until("the Sentinel to name the master", async () => {
-      const addr = (await admin.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", masterName)) as string[] | null;
-      return addr?.[1] === String(master.port);
-    });
+    await eventually(
+      async () => {
+        const addr = (await admin.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", masterName)) as string[] | null;
+        return addr?.[1] === String(master.port);
+      },
+      READY_TIMEOUT_MS,
+      "the Sentinel to name the master",
+    );
   } catch (e) {
     await stop();
     throw e;
@@ -103,12 +112,4 @@ export async function startRedisSentinel(masterName = "boardline-test"): Promise
     admin.disconnect();
   }
   return { master, sentinel, masterName, stop };
-}
-
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }

@@ -20,6 +20,7 @@ import { silentLogger } from "../../src/log.js";
 import type { RedisConnectionOptions } from "../../src/store/redis-connection.js";
 import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
 import { ROOT } from "../harness/build-dist.js";
+import { eventually } from "../harness/eventually.js";
 import { freePort } from "../harness/redis-server.js";
 import {
   type RedisClusterHandle,
@@ -177,12 +178,7 @@ describe("the service on a Cluster and through Sentinel", () => {
         const { port, proc } = await startProcess({ ...env(), REDIS_KEY_PREFIX: prefix, JWT_SECRET: secret });
         const base = `http://127.0.0.1:${port}`;
         // Listening comes first; /readyz turns 200 once the store answers (as an orchestrator would wait).
-      let ready = 0;
-      for (let i = 0; i < 100 && ready !== 200; i++) {
-        if (i > 0) await new Promise((r) => setTimeout(r, 50));
-        ready = (await fetch(`${base}/readyz`)).status;
-      }
-      expect(ready).toBe(200);
+        await eventually(async () => (await fetch(`${base}/readyz`)).status === 200, 5_000, "/readyz to answer 200");
         const token = await mintToken({
           secret: new TextEncoder().encode(secret),
           project: "p",

@@ -13,6 +13,7 @@ import { afterEach, expect, test } from "vitest";
 import { HealthCheckResponse_ServingStatus as Status, Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { eventually } from "../harness/eventually.js";
 import https from "node:https";
 import {
   type Answer,
@@ -23,7 +24,6 @@ import {
   JSON_HEADERS,
   raw,
   selfSignedCertificate,
-  sleep,
 } from "./helpers.js";
 
 const SLOW_MS = 800;
@@ -45,13 +45,6 @@ function tcpResources(): number {
   return process.getActiveResourcesInfo().filter((r) => r === "TCPSocketWrap" || r === "TCPServerWrap").length;
 }
 
-async function waitFor(what: string, cond: () => boolean, ms = 3000): Promise<void> {
-  const until = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 function connectOutcome(port: number): Promise<string> {
   return new Promise((resolve) => {
@@ -104,7 +97,7 @@ test("in-flight requests finish, new connections are refused, h2 gets GOAWAY, sh
       { headers: { authorization: `Bearer ${token}` } },
     ),
   );
-  await waitFor("5 requests at the backend", () => b.simulator.requests().length >= 5);
+  await eventually(() => b.simulator.requests().length >= 5, 3000, "5 requests at the backend");
 
   const started = performance.now();
   let resolvedAt: number | undefined;
@@ -137,12 +130,12 @@ test("in-flight requests finish, new connections are refused, h2 gets GOAWAY, sh
   expect((resolvedAt ?? Infinity) - started).toBeLessThan(SLOW_MS + 1000);
 
   // The session was closed by the server; nothing of ours is left open.
-  await waitFor("the h2 session to close", () => session.closed || session.destroyed);
+  await eventually(() => session.closed || session.destroyed, 3000, "the h2 session to close");
   sessionManager.abort();
   idleAgent.destroy();
   await b.close();
   bl = undefined;
-  await waitFor("no TCP handles left", () => tcpResources() <= before, 2000);
+  await eventually(() => tcpResources() <= before, 2000, "no TCP handles left");
   expect(tcpResources()).toBe(before);
 });
 
@@ -162,7 +155,7 @@ test("a short grace period cuts stuck requests off and shutdown still resolves",
     (a) => a.status,
     (e: Error) => e.message,
   );
-  await waitFor("2 requests at the backend", () => b.simulator.requests().length >= 2);
+  await eventually(() => b.simulator.requests().length >= 2, 3000, "2 requests at the backend");
 
   const started = performance.now();
   await b.server.shutdown(300);
@@ -172,7 +165,7 @@ test("a short grace period cuts stuck requests off and shutdown still resolves",
   // Cut off: no 200 (a reset, or an empty answer).
   expect(await h1Call).not.toBe(200);
   expect(await h2Call).not.toBe(200);
-  await waitFor("the h2 session to close", () => session.closed || session.destroyed);
+  await eventually(() => session.closed || session.destroyed, 3000, "the h2 session to close");
   expect(await connectOutcome(b.port)).toBe("ECONNREFUSED");
 });
 
@@ -188,7 +181,7 @@ test("shutdown with nothing in flight resolves at once, closing idle connections
   const started = performance.now();
   await b.server.shutdown(5000);
   expect(performance.now() - started).toBeLessThan(200);
-  await waitFor("client sockets to close", () => idle.socket.destroyed && (session.closed || session.destroyed));
+  await eventually(() => idle.socket.destroyed && (session.closed || session.destroyed), 3000, "client sockets to close");
   await sniffing.closed;
   agent.destroy();
   await closeSession(session);
@@ -224,8 +217,8 @@ test("a keep-alive HTTP/1.1 request arriving during the drain is answered with C
   // An established keep-alive connection, idle at the moment shutdown begins, then used again.
   const conn = await raw(b.port);
   conn.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
-  await waitFor("first answer", () => conn.received().includes("\r\n\r\n"));
-  await waitFor("the request at the backend", () => b.simulator.requests().length >= 1);
+  await eventually(() => conn.received().includes("\r\n\r\n"), 3000, "first answer");
+  await eventually(() => b.simulator.requests().length >= 1, 3000, "the request at the backend");
   const shutdown = b.server.shutdown(5000);
   conn.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
   await conn.closed;
@@ -255,7 +248,7 @@ test("TLS: an in-flight h2 request finishes, an idle HTTP/1.1 keep-alive connect
     headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
     body: convertBody(b),
   });
-  await waitFor("the request at the backend", () => b.simulator.requests().length >= 1);
+  await eventually(() => b.simulator.requests().length >= 1, 3000, "the request at the backend");
   const started = performance.now();
   await b.server.shutdown(5000);
   expect(performance.now() - started).toBeLessThan(1500);
