@@ -4,7 +4,7 @@
  * Redis Cluster of masters that share the 16 384 slots, and a master watched
  * by one Sentinel. Throw-away and without persistence, like the single node.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -25,15 +25,16 @@ export interface RedisClusterHandle {
 
 /** Starts `size` masters, gives each an equal range of slots, and waits for `cluster_state:ok` on all. */
 export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
+  // A fresh directory: a nodes.conf left by an earlier run on the same port would carry its slots.
+  const dir = mkdtempSync(join(tmpdir(), "bl-cluster-"));
   const nodes = await Promise.all(
-    Array.from({ length: size }, () =>
+    Array.from({ length: size }, (_, i) =>
       startRedisServer({
         args: [
           "--cluster-enabled",
           "yes",
-          // A fresh directory: a nodes.conf left by an earlier run on the same port would carry its slots.
           "--cluster-config-file",
-          join(mkdtempSync(join(tmpdir(), "bl-cluster-")), "nodes.conf"),
+          join(dir, `nodes-${i}.conf`),
           "--cluster-node-timeout",
           "5000",
         ],
@@ -42,12 +43,15 @@ export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
   );
   const stop = async () => {
     await Promise.all(nodes.map((n) => n.stop()));
+    rmSync(dir, { recursive: true, force: true });
   };
   const admins = nodes.map((n) => new Redis(n.url, { maxRetriesPerRequest: 1 }));
   try {
     const per = Math.ceil(SLOTS / size);
     for (const [i, admin] of admins.entries()) {
-      await admin.call("CLUSTER", "ADDSLOTSRANGE", String(i * per), String(Math.min(SLOTS, (i + 1) * per) - 1));
+      // ADDSLOTS with every slot, not ADDSLOTSRANGE: that one needs Redis 7.
+      const slots = Array.from({ length: Math.min(SLOTS, (i + 1) * per) - i * per }, (_, k) => String(i * per + k));
+      await admin.call("CLUSTER", "ADDSLOTS", ...slots);
     }
     const [first] = admins;
     for (const node of nodes.slice(1)) await first?.call("CLUSTER", "MEET", HOST, String(node.port));
@@ -82,18 +86,21 @@ export interface RedisSentinelHandle {
 /** Starts a master and one Sentinel that monitors it (quorum 1), and waits until the Sentinel names it. */
 export async function startRedisSentinel(masterName = "boardline-test"): Promise<RedisSentinelHandle> {
   const master = await startRedisServer();
-  const config = join(mkdtempSync(join(tmpdir(), "bl-sentinel-")), "sentinel.conf");
+  const dir = mkdtempSync(join(tmpdir(), "bl-sentinel-"));
+  const config = join(dir, "sentinel.conf");
   writeFileSync(config, `sentinel monitor ${masterName} ${HOST} ${master.port} 1\n`);
   let sentinel: RedisServerHandle;
   try {
     sentinel = await startRedisServer({ sentinelConfig: config });
   } catch (e) {
     await master.stop();
+    rmSync(dir, { recursive: true, force: true });
     throw e;
   }
   const stop = async () => {
     await sentinel.stop();
     await master.stop();
+    rmSync(dir, { recursive: true, force: true });
   };
   const admin = new Redis(sentinel.url, { maxRetriesPerRequest: 1 });
   try {
