@@ -16,7 +16,8 @@
  * issued it, whatever is in flight. A lone command costs nothing extra either:
  * the check phase follows the poll phase that ran the request.
  */
-import { Cluster, type Redis } from "ioredis";
+import { Cluster } from "ioredis";
+import type { RedisClient } from "./redis-connection.js";
 
 interface Corkable {
   cork(): void;
@@ -27,7 +28,7 @@ interface Corkable {
 export class WriteCoalescer {
   private holding = false;
 
-  constructor(private readonly client: Redis | Cluster) {}
+  constructor(private readonly client: RedisClient) {}
 
   /** Holds this turn's writes to Redis until the turn ends (once per turn; later calls do nothing). */
   hold(): void {
@@ -45,7 +46,7 @@ export class WriteCoalescer {
 }
 
 /** The sockets commands can go out on now: the one connection, or every Cluster node's. */
-function socketsOf(client: Redis | Cluster): Corkable[] {
+function socketsOf(client: RedisClient): Corkable[] {
   const nodes = client instanceof Cluster ? client.nodes("all") : [client];
   const sockets: Corkable[] = [];
   for (const node of nodes) {

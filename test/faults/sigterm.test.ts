@@ -4,7 +4,7 @@
  * refused, HTTP/2 sessions get GOAWAY, and the process exits 0 within the
  * grace period.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import http2 from "node:http2";
 import net from "node:net";
@@ -13,6 +13,7 @@ import { mintToken } from "../../src/auth/jwt.js";
 import { type ConversionSimulator, startConversionSimulator } from "../../src/conversion/simulator.js";
 import { silentLogger } from "../../src/log.js";
 import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
+import { type MainProcess, startMainProcess } from "../harness/main-process.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "../harness/redis-url.js";
 
 const secret = "sigterm-test-secret-0123456789abcdef";
@@ -35,35 +36,17 @@ afterAll(async () => {
   await deleteKeysWithPrefix(redisUrl(), prefix);
 });
 
-async function startProcess(): Promise<{ port: number; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, ["dist/src/main.js"], {
-    env: {
-      PATH: process.env.PATH ?? "",
-      PORT: "0",
-      HOST: "127.0.0.1",
-      REDIS_URL: redisUrl(),
-      REDIS_KEY_PREFIX: prefix,
-      JWT_SECRET: secret,
-      CONVERSION_API_BASE: sim.url,
-      SHUTDOWN_GRACE_MS: "5000",
-      LOG_LEVEL: "info",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
+async function startProcess(): Promise<MainProcess> {
+  const started = await startMainProcess({
+    REDIS_URL: redisUrl(),
+    REDIS_KEY_PREFIX: prefix,
+    JWT_SECRET: secret,
+    CONVERSION_API_BASE: sim.url,
+    SHUTDOWN_GRACE_MS: "5000",
+    LOG_LEVEL: "info",
   });
-  child = proc;
-  let out = "";
-  proc.stderr?.on("data", (d) => {
-    out += String(d);
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    proc.stdout?.on("data", (d) => {
-      out += String(d);
-      const m = /"url":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    proc.once("exit", () => reject(new Error(`exited early: ${out}`)));
-  });
-  return { port, proc };
+  child = started.proc;
+  return started;
 }
 
 test("SIGTERM lets accepted requests finish, refuses new connections and exits 0", async () => {

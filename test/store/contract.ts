@@ -8,7 +8,11 @@ import type { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Failure } from "../../src/services/failure.js";
 import type { AdminStore, ConversionTaskRecord, MuteChange } from "../../src/services/ports.js";
+import { silentLogger } from "../../src/log.js";
 import { hashPassphrase, type KeySchema } from "../../src/store/keys.js";
+import { createRedisStore, type RedisConnectionOptions } from "../../src/store/redis-store.js";
+import { freePort } from "../harness/redis-server.js";
+import { uniquePrefix } from "../harness/redis-url.js";
 
 /** Direct access to the key space, bypassing the store. */
 export interface RawAccess {
@@ -512,8 +516,39 @@ function ids(): { project: string; channel: string } {
   return { project: `proj-${unique()}`, channel: `chan ${unique()}/x` };
 }
 
+export interface RedisSubjectOptions {
+  /** Where the store under test connects. */
+  readonly connection: RedisConnectionOptions;
+  /** The same kind of connection to a port where nothing listens. */
+  readonly unreachable: (port: number) => RedisConnectionOptions;
+  /** A client of the same deployment for the raw reads and writes. */
+  readonly client: Redis | Cluster;
+  /** More clean-up after the store and the client are closed (given the key prefix). */
+  readonly cleanup?: (keyPrefix: string) => Promise<void>;
+}
+
+/** The Redis store under a fresh key prefix, as a contract subject, on any deployment. */
+export async function redisSubject(o: RedisSubjectOptions): Promise<ContractSubject> {
+  const keyPrefix = uniquePrefix();
+  const store = createRedisStore(o.connection, { keyPrefix, logger: silentLogger() });
+  await store.waitUntilReady();
+  return {
+    store,
+    keys: store.keys,
+    raw: redisRaw(o.client),
+    async unreachableStore() {
+      return createRedisStore(o.unreachable(await freePort()), { keyPrefix, logger: silentLogger() });
+    },
+    async cleanup() {
+      await store.close();
+      await o.client.quit();
+      await o.cleanup?.(keyPrefix);
+    },
+  };
+}
+
 /** RawAccess through an ioredis client (one node, or a whole Cluster). */
-export function redisRaw(client: Redis | Cluster): RawAccess {
+function redisRaw(client: Redis | Cluster): RawAccess {
   return {
     hgetall: (key) => client.hgetall(key),
     async hset(key, fields) {

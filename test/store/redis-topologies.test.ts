@@ -8,20 +8,18 @@
  * configured with REDIS_CLUSTER_NODES, then with REDIS_SENTINELS, serves a mute
  * over JSON and over gRPC into that deployment.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import http2 from "node:http2";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MuteRequestSchema } from "../../gen/channel/v1/pstn_pb.js";
+import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { mintToken } from "../../src/auth/jwt.js";
 import { silentLogger } from "../../src/log.js";
-import type { RedisConnectionOptions } from "../../src/store/redis-connection.js";
-import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
-import { ROOT } from "../harness/build-dist.js";
+import { createRedisStore, type RedisConnectionOptions, type RedisStore } from "../../src/store/redis-store.js";
 import { eventually } from "../harness/eventually.js";
-import { freePort } from "../harness/redis-server.js";
+import { startMainProcess } from "../harness/main-process.js";
 import {
   type RedisClusterHandle,
   type RedisSentinelHandle,
@@ -29,7 +27,7 @@ import {
   startRedisSentinel,
 } from "../harness/redis-topologies.js";
 import { uniquePrefix } from "../harness/redis-url.js";
-import { type ContractSubject, redisRaw, storeContract } from "./contract.js";
+import { redisSubject, storeContract } from "./contract.js";
 
 let cluster: RedisClusterHandle;
 let sentinel: RedisSentinelHandle;
@@ -40,73 +38,40 @@ afterAll(async () => {
   await Promise.all([cluster?.stop(), sentinel?.stop()]);
 });
 
+const clusterConnection = (): RedisConnectionOptions => ({ mode: "cluster", nodes: cluster.seeds });
+const sentinelConnection = (port = sentinel.sentinel.port): RedisConnectionOptions => ({
+  mode: "sentinel",
+  sentinels: [{ host: "127.0.0.1", port }],
+  masterName: sentinel.masterName,
+});
+
 storeContract("RedisStore on a Redis Cluster", {
   approximateTrim: true,
   hasClock: false,
-  async factory(): Promise<ContractSubject> {
-    const keyPrefix = uniquePrefix();
-    const store = createRedisStore({ mode: "cluster", nodes: cluster.seeds }, { keyPrefix, logger: silentLogger() });
-    await store.waitUntilReady();
-    const client = new Cluster([...cluster.seeds]);
-    return {
-      store,
-      keys: store.keys,
-      raw: redisRaw(client),
-      async unreachableStore() {
-        const port = await freePort(); // nothing listens there
-        return createRedisStore(
-          { mode: "cluster", nodes: [{ host: "127.0.0.1", port }] },
-          { keyPrefix, logger: silentLogger() },
-        );
-      },
-      async cleanup() {
-        await store.close();
-        await client.quit();
-      },
-    };
-  },
+  factory: () =>
+    redisSubject({
+      connection: clusterConnection(),
+      unreachable: (port) => ({ mode: "cluster", nodes: [{ host: "127.0.0.1", port }] }),
+      client: new Cluster([...cluster.seeds]),
+    }),
 });
 
 storeContract("RedisStore through Sentinel", {
   approximateTrim: true,
   hasClock: false,
-  async factory(): Promise<ContractSubject> {
-    const keyPrefix = uniquePrefix();
-    const options = {
-      mode: "sentinel" as const,
-      sentinels: [{ host: "127.0.0.1", port: sentinel.sentinel.port }],
-      masterName: sentinel.masterName,
-    };
-    const store = createRedisStore(options, { keyPrefix, logger: silentLogger() });
-    await store.waitUntilReady();
-    const client = new Redis(sentinel.master.url);
-    return {
-      store,
-      keys: store.keys,
-      raw: redisRaw(client),
-      async unreachableStore() {
-        const port = await freePort(); // no Sentinel listens there
-        return createRedisStore(
-          { ...options, sentinels: [{ host: "127.0.0.1", port }] },
-          { keyPrefix, logger: silentLogger() },
-        );
-      },
-      async cleanup() {
-        await store.close();
-        await client.quit();
-      },
-    };
-  },
+  factory: () =>
+    redisSubject({
+      connection: sentinelConnection(),
+      unreachable: (port) => sentinelConnection(port), // no Sentinel listens there
+      client: new Redis(sentinel.master.url),
+    }),
 });
 
 describe("write coalescing on a Redis Cluster", () => {
   let store: RedisStore;
   let observers: Redis[];
   beforeAll(async () => {
-    store = createRedisStore(
-      { mode: "cluster", nodes: cluster.seeds },
-      { keyPrefix: uniquePrefix(), logger: silentLogger() },
-    );
+    store = createRedisStore(clusterConnection(), { keyPrefix: uniquePrefix(), logger: silentLogger() });
     await store.waitUntilReady();
     observers = cluster.nodes.map((n) => new Redis(n.url, { maxRetriesPerRequest: 1 }));
   });
@@ -145,25 +110,17 @@ function change(channel: string, uid: string, mute: boolean) {
 
 describe("the service on a Cluster and through Sentinel", () => {
   const secret = "topologies-test-secret-0123456789abcdef";
-  let child: ChildProcess | undefined;
-  afterAll(() => {
-    child?.kill("SIGKILL");
-  });
 
   const deployments: Array<[string, () => Record<string, string>, () => RedisConnectionOptions]> = [
     [
       "REDIS_CLUSTER_NODES",
       () => ({ REDIS_CLUSTER_NODES: cluster.seeds.map((n) => `${n.host}:${n.port}`).join(",") }),
-      () => ({ mode: "cluster", nodes: cluster.seeds }),
+      clusterConnection,
     ],
     [
       "REDIS_SENTINELS",
       () => ({ REDIS_SENTINELS: `127.0.0.1:${sentinel.sentinel.port}`, REDIS_SENTINEL_NAME: sentinel.masterName }),
-      () => ({
-        mode: "sentinel",
-        sentinels: [{ host: "127.0.0.1", port: sentinel.sentinel.port }],
-        masterName: sentinel.masterName,
-      }),
+      () => sentinelConnection(),
     ],
   ];
 
@@ -173,9 +130,18 @@ describe("the service on a Cluster and through Sentinel", () => {
       const prefix = uniquePrefix("topo");
       const store = createRedisStore(connection(), { keyPrefix: prefix, logger: silentLogger() });
       await store.waitUntilReady();
+      let proc: ChildProcess | undefined;
       try {
         await store.createChannel({ project: "p", channel: "c", hostPassphrase: "host pass" });
-        const { port, proc } = await startProcess({ ...env(), REDIS_KEY_PREFIX: prefix, JWT_SECRET: secret });
+        const started = await startMainProcess({
+          ...env(),
+          NODE_ENV: "production",
+          LOG_LEVEL: "info",
+          REDIS_KEY_PREFIX: prefix,
+          JWT_SECRET: secret,
+        });
+        proc = started.proc;
+        const port = started.port;
         const base = `http://127.0.0.1:${port}`;
         // Listening comes first; /readyz turns 200 once the store answers (as an orchestrator would wait).
         await eventually(async () => (await fetch(`${base}/readyz`)).status === 200, 5_000, "/readyz to answer 200");
@@ -194,12 +160,12 @@ describe("the service on a Cluster and through Sentinel", () => {
         expect(json.status).toBe(200);
         expect(await json.json()).toEqual({ uid: "by-json", mute: true });
 
-        const status = await grpcMute(
-          base,
-          token,
-          create(MuteRequestSchema, { uid: "by-grpc", passphrase: "host pass", mute: true }),
+        const grpc = createClient(PstnService, createGrpcTransport({ baseUrl: base }));
+        const answer = await grpc.mute(
+          { uid: "by-grpc", passphrase: "host pass", mute: true },
+          { headers: { authorization: `Bearer ${token}` } },
         );
-        expect(status).toBe("0");
+        expect({ uid: answer.uid, mute: answer.mute }).toEqual({ uid: "by-grpc", mute: true });
 
         expect(await store.getMuteState("p", "c")).toEqual({ "by-json": true, "by-grpc": true });
         expect(await store.getMuteEvents("p", "c", 10)).toHaveLength(2);
@@ -207,67 +173,9 @@ describe("the service on a Cluster and through Sentinel", () => {
         const [code] = (await once(proc, "exit")) as [number | null];
         expect(code).toBe(0);
       } finally {
-        child?.kill("SIGKILL");
+        proc?.kill("SIGKILL");
         await store.close();
       }
     },
   );
-
-  async function startProcess(env: Record<string, string>): Promise<{ port: number; proc: ChildProcess }> {
-    const proc = spawn(process.execPath, ["dist/src/main.js"], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? "",
-        NODE_ENV: "production",
-        PORT: "0",
-        HOST: "127.0.0.1",
-        LOG_LEVEL: "info",
-        ...env,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    child = proc;
-    let out = "";
-    proc.stderr?.on("data", (d) => {
-      out += String(d);
-    });
-    const port = await new Promise<number>((resolve, reject) => {
-      proc.stdout?.on("data", (d) => {
-        out += String(d);
-        const m = /"url":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(out);
-        if (m) resolve(Number(m[1]));
-      });
-      proc.once("exit", () => reject(new Error(`exited early: ${out}`)));
-    });
-    return { port, proc };
-  }
 });
-
-/** One unary gRPC Mute over h2c; resolves the grpc-status trailer. */
-function grpcMute(
-  base: string,
-  token: string,
-  request: Parameters<typeof toBinary<typeof MuteRequestSchema>>[1],
-): Promise<string> {
-  const message = toBinary(MuteRequestSchema, request);
-  const frame = Buffer.alloc(5 + message.length);
-  frame.writeUInt32BE(message.length, 1);
-  frame.set(message, 5);
-  const session = http2.connect(base);
-  return new Promise<string>((resolve, reject) => {
-    const req = session.request({
-      ":method": "POST",
-      ":path": "/channel.v1.PstnService/Mute",
-      "content-type": "application/grpc",
-      te: "trailers",
-      authorization: `Bearer ${token}`,
-    });
-    req.on("trailers", (t) => resolve(String(t["grpc-status"])));
-    req.on("response", (h) => {
-      if (h["grpc-status"] !== undefined) resolve(String(h["grpc-status"]));
-    });
-    req.on("error", reject);
-    req.resume();
-    req.end(frame);
-  }).finally(() => session.close());
-}

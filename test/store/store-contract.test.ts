@@ -3,37 +3,20 @@
  * harness's redis-server and against the in-memory store.
  */
 import { Redis } from "ioredis";
-import { silentLogger } from "../../src/log.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
-import { createRedisStore } from "../../src/store/redis-store.js";
-import { freePort } from "../harness/redis-server.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "../harness/redis-url.js";
-import { type ContractSubject, type RawAccess, redisRaw, storeContract } from "./contract.js";
+import { type ContractSubject, type RawAccess, redisSubject, storeContract } from "./contract.js";
 
 storeContract("RedisStore", {
   approximateTrim: true,
   hasClock: false,
-  async factory(): Promise<ContractSubject> {
-    const url = redisUrl();
-    const keyPrefix = uniquePrefix();
-    const store = createRedisStore({ mode: "single", url }, { keyPrefix, logger: silentLogger() });
-    await store.waitUntilReady();
-    const client = new Redis(url);
-    return {
-      store,
-      keys: store.keys,
-      raw: redisRaw(client),
-      async unreachableStore() {
-        const port = await freePort(); // nothing listens there
-        return createRedisStore({ mode: "single", url: `redis://127.0.0.1:${port}` }, { keyPrefix, logger: silentLogger() });
-      },
-      async cleanup() {
-        await store.close();
-        await deleteKeysWithPrefix(url, keyPrefix);
-        await client.quit();
-      },
-    };
-  },
+  factory: () =>
+    redisSubject({
+      connection: { mode: "single", url: redisUrl() },
+      unreachable: (port) => ({ mode: "single", url: `redis://127.0.0.1:${port}` }),
+      client: new Redis(redisUrl()),
+      cleanup: (keyPrefix) => deleteKeysWithPrefix(redisUrl(), keyPrefix).then(() => undefined),
+    }),
 });
 
 storeContract("MemoryStore", {

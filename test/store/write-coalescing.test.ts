@@ -9,6 +9,7 @@ import { createLogger } from "../../src/log.js";
 import { Failure } from "../../src/services/failure.js";
 import { createRedisClient, DEFAULT_TUNING } from "../../src/store/redis-connection.js";
 import { RedisStore } from "../../src/store/redis-store.js";
+import { eventually } from "../harness/eventually.js";
 import { startRedisServer } from "../harness/redis-server.js";
 import { uniquePrefix } from "../harness/redis-url.js";
 
@@ -73,15 +74,15 @@ describe("Redis write coalescing", () => {
     expect((error as Failure).kind).toBe("unavailable");
     expect(performance.now() - started).toBeLessThan(1100);
     // Serving again after the reconnect; the lost command never reached Redis.
-    for (let i = 0; ; i++) {
-      try {
-        await store.ping();
-        break;
-      } catch (e) {
-        if (i > 100) throw e;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    }
+    await eventually(
+      () =>
+        store.ping().then(
+          () => true,
+          () => false,
+        ),
+      2_000,
+      "the store to answer again",
+    );
     expect(await store.getMuteState("p", "c")).toEqual({});
   });
 });

@@ -1,0 +1,42 @@
+/**
+ * The real service process (`node dist/src/main.js`, built by the globalSetup)
+ * on a free loopback port, for tests that need signals, exit codes or the
+ * configuration read from the environment.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { ROOT } from "./build-dist.js";
+
+export interface MainProcess {
+  readonly port: number;
+  readonly proc: ChildProcess;
+}
+
+/** Every process started, so a test that fails mid-start does not leave one behind. */
+const running = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const proc of running) proc.kill("SIGKILL");
+});
+
+/** Starts it with only PATH, PORT=0, HOST=127.0.0.1 and `env`; resolves once it logs its URL. */
+export async function startMainProcess(env: Record<string, string>): Promise<MainProcess> {
+  const proc = spawn(process.execPath, ["dist/src/main.js"], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  running.add(proc);
+  proc.once("exit", () => running.delete(proc));
+  let out = "";
+  proc.stderr?.on("data", (d) => {
+    out += String(d);
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    proc.stdout?.on("data", (d) => {
+      out += String(d);
+      const m = /"url":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    proc.once("exit", () => reject(new Error(`exited early: ${out}`)));
+  });
+  return { port, proc };
+}
