@@ -14,9 +14,13 @@ const cells = readFileSync(env.BENCH_RESULTS, "utf8")
   .filter((l) => l.trim() !== "")
   .map((l) => JSON.parse(l));
 const verify = readFileSync(env.BENCH_VERIFY, "utf8").trim();
-const stalls = env.BENCH_STALLS && existsSync(env.BENCH_STALLS)
-  ? readFileSync(env.BENCH_STALLS, "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l))
-  : [];
+const stalls =
+  env.BENCH_STALLS && existsSync(env.BENCH_STALLS)
+    ? readFileSync(env.BENCH_STALLS, "utf8")
+        .split("\n")
+        .filter((l) => l.trim() !== "")
+        .map((l) => JSON.parse(l))
+    : [];
 const describeStalls = (s) =>
   `${s.when}: ${s.stalled_pct.toFixed(1)} % of ${s.seconds} s stalled, ${s.gaps_over_2ms} gaps > 2 ms (${s.gaps_over_5ms} > 5 ms), longest ${s.max_gap_ms.toFixed(1)} ms`;
 
@@ -75,34 +79,40 @@ const h2loadVersion = run("h2load", ["--version"]).replace(/^h2load\s*/, "");
 
 // --- targets ---
 const targets = [];
-for (const [who, label] of [["boardline", ""], ["boardline-nocache", " (no read cache)"]])
-for (const c of concurrencies) {
-  const a = find(who, "mute", "JSON", c);
-  const b = find("baseline-http", "mute", "JSON", c);
-  if (a && b) {
-    const ratio = a.rps / b.rps;
-    targets.push([
-      `JSON mute${label} ÷ baseline-http, req/s, c${c}`,
-      `${f(ratio)}× (${f(a.rps, 0)} / ${f(b.rps, 0)})`,
-      "≥ 0.85×",
-      verdict(ratio >= 0.85),
-    ]);
+for (const [who, label] of [
+  ["boardline", ""],
+  ["boardline-nocache", " (no read cache)"],
+])
+  for (const c of concurrencies) {
+    const a = find(who, "mute", "JSON", c);
+    const b = find("baseline-http", "mute", "JSON", c);
+    if (a && b) {
+      const ratio = a.rps / b.rps;
+      targets.push([
+        `JSON mute${label} ÷ baseline-http, req/s, c${c}`,
+        `${f(ratio)}× (${f(a.rps, 0)} / ${f(b.rps, 0)})`,
+        "≥ 0.85×",
+        verdict(ratio >= 0.85),
+      ]);
+    }
   }
-}
-for (const [who, label] of [["boardline", ""], ["boardline-nocache", " (no read cache)"]])
-for (const c of concurrencies) {
-  const a = find(who, "mute", "gRPC", c);
-  const b = find("baseline-grpc", "mute", "gRPC", c);
-  if (a && b) {
-    const ratio = a.rps / b.rps;
-    targets.push([
-      `gRPC Mute${label} ÷ grpc-js, req/s, c${c}`,
-      `${f(ratio)}× (${f(a.rps, 0)} / ${f(b.rps, 0)})`,
-      "≥ 1.0×",
-      verdict(ratio >= 1.0),
-    ]);
+for (const [who, label] of [
+  ["boardline", ""],
+  ["boardline-nocache", " (no read cache)"],
+])
+  for (const c of concurrencies) {
+    const a = find(who, "mute", "gRPC", c);
+    const b = find("baseline-grpc", "mute", "gRPC", c);
+    if (a && b) {
+      const ratio = a.rps / b.rps;
+      targets.push([
+        `gRPC Mute${label} ÷ grpc-js, req/s, c${c}`,
+        `${f(ratio)}× (${f(a.rps, 0)} / ${f(b.rps, 0)})`,
+        "≥ 1.0×",
+        verdict(ratio >= 1.0),
+      ]);
+    }
   }
-}
 for (const proto of ["JSON", "gRPC"]) {
   const runs = cellsOf("boardline", "mute", proto, 16).map((r) => r.p99_ms);
   const floor = find("floor", "mute", proto, 16);
@@ -111,7 +121,9 @@ for (const proto of ["JSON", "gRPC"]) {
   const context = [
     runs.length > 1 ? `median of ${runs.map((x) => f(x)).join(", ")}` : undefined,
     floor ? `floor: ${f(floor.p99_ms)} ms at ${f(floor.rps, 0)} req/s` : undefined,
-    stalls.length > 0 ? `machine stalls: ${stalls.map((s) => `${s.gaps_over_2ms} gaps > 2 ms`).join(" / ")} per 5 s` : undefined,
+    stalls.length > 0
+      ? `machine stalls: ${stalls.map((s) => `${s.gaps_over_2ms} gaps > 2 ms`).join(" / ")} per 5 s`
+      : undefined,
   ].filter((x) => x !== undefined);
   targets.push([
     `${proto} mute p99 at c16`,
@@ -131,13 +143,15 @@ targets.push([
 
 // --- all cells ---
 const order = ["boardline", "boardline-nocache", "baseline-http", "baseline-grpc", "floor"];
-const sorted = cells.filter((r) => (r.run ?? 1) === 1).sort(
-  (x, y) =>
-    x.route.localeCompare(y.route) * -1 ||
-    x.proto.localeCompare(y.proto) ||
-    order.indexOf(x.target) - order.indexOf(y.target) ||
-    x.c - y.c,
-);
+const sorted = cells
+  .filter((r) => (r.run ?? 1) === 1)
+  .sort(
+    (x, y) =>
+      x.route.localeCompare(y.route) * -1 ||
+      x.proto.localeCompare(y.proto) ||
+      order.indexOf(x.target) - order.indexOf(y.target) ||
+      x.c - y.c,
+  );
 const rows = sorted.map((r) => [
   r.target,
   r.route === "mute" ? "Mute" : "ConvertFile",

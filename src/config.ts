@@ -54,7 +54,18 @@ export interface Config {
 
 const DEFAULT_CONVERSION_API_BASE = "https://api.netless.link";
 const HMAC_ALGORITHMS = ["HS256", "HS384", "HS512"];
-const ASYMMETRIC_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
+const ASYMMETRIC_ALGORITHMS = [
+  "RS256",
+  "RS384",
+  "RS512",
+  "PS256",
+  "PS384",
+  "PS512",
+  "ES256",
+  "ES384",
+  "ES512",
+  "EdDSA",
+];
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -68,7 +79,12 @@ export interface RedisSettings {
 
 export function loadRedisSettings(env: Env = process.env): RedisSettings {
   const get = getter(env);
-  const redis = parseRedis(get("REDIS_URL"), get("REDIS_CLUSTER_NODES"), get("REDIS_SENTINELS"), get("REDIS_SENTINEL_NAME"));
+  const redis = parseRedis(
+    get("REDIS_URL"),
+    get("REDIS_CLUSTER_NODES"),
+    get("REDIS_SENTINELS"),
+    get("REDIS_SENTINEL_NAME"),
+  );
   const keyPrefix = get("REDIS_KEY_PREFIX") ?? "bl:";
   if (/[{}\s]/.test(keyPrefix)) throw new ConfigError("REDIS_KEY_PREFIX", "must not contain braces or white space");
   return { redis, keyPrefix, commandTimeoutMs: int(env, "REDIS_COMMAND_TIMEOUT_MS", 1000, 50, 60_000) };
@@ -88,7 +104,11 @@ export function loadTokenSettings(env: Env = process.env): TokenSettings {
 }
 
 function jwtClaims(get: (name: string) => string | undefined): Omit<TokenSettings, "secret"> {
-  return { issuer: get("JWT_ISSUER"), audience: get("JWT_AUDIENCE"), projectClaim: get("JWT_PROJECT_CLAIM") ?? "project_id" };
+  return {
+    issuer: get("JWT_ISSUER"),
+    audience: get("JWT_AUDIENCE"),
+    projectClaim: get("JWT_PROJECT_CLAIM") ?? "project_id",
+  };
 }
 
 function getter(env: Env): (name: string) => string | undefined {
@@ -116,17 +136,25 @@ export function loadConfig(env: Env = process.env): Config {
 
   const { redis, keyPrefix, commandTimeoutMs } = loadRedisSettings(env);
   if (production && redis === undefined) {
-    throw new ConfigError("REDIS_URL", "is required when NODE_ENV=production (the in-memory store is for the demo only)");
+    throw new ConfigError(
+      "REDIS_URL",
+      "is required when NODE_ENV=production (the in-memory store is for the demo only)",
+    );
   }
 
   const key = parseJwtKey(jwtSecret, jwksUrl, jwksFile);
   if (key === undefined && !demo) {
     throw new ConfigError("JWT_SECRET", "(or JWT_JWKS_URL / JWT_JWKS_FILE) is required outside demo mode");
   }
-  const algorithms = parseList(get("JWT_ALGORITHMS")) ?? (key === undefined || key.kind === "secret" ? ["HS256"] : ["RS256", "ES256", "EdDSA"]);
+  const algorithms =
+    parseList(get("JWT_ALGORITHMS")) ??
+    (key === undefined || key.kind === "secret" ? ["HS256"] : ["RS256", "ES256", "EdDSA"]);
   for (const a of algorithms) {
     if (![...HMAC_ALGORITHMS, ...ASYMMETRIC_ALGORITHMS].includes(a)) {
-      throw new ConfigError("JWT_ALGORITHMS", `has an unsupported algorithm "${a}" (allowed: ${[...HMAC_ALGORITHMS, ...ASYMMETRIC_ALGORITHMS].join(", ")})`);
+      throw new ConfigError(
+        "JWT_ALGORITHMS",
+        `has an unsupported algorithm "${a}" (allowed: ${[...HMAC_ALGORITHMS, ...ASYMMETRIC_ALGORITHMS].join(", ")})`,
+      );
     }
     const symmetric = HMAC_ALGORITHMS.includes(a);
     if (key !== undefined && symmetric !== (key.kind === "secret")) {
@@ -143,7 +171,10 @@ export function loadConfig(env: Env = process.env): Config {
   const tlsCert = get("TLS_CERT");
   const tlsKey = get("TLS_KEY");
   if ((tlsCert === undefined) !== (tlsKey === undefined)) {
-    throw new ConfigError(tlsCert === undefined ? "TLS_CERT" : "TLS_KEY", "must be set together with the other of TLS_CERT/TLS_KEY");
+    throw new ConfigError(
+      tlsCert === undefined ? "TLS_CERT" : "TLS_KEY",
+      "must be set together with the other of TLS_CERT/TLS_KEY",
+    );
   }
 
   const logLevel = get("LOG_LEVEL") ?? "info";
@@ -187,7 +218,10 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
 
 function parseList(raw: string | undefined): string[] | undefined {
   if (raw === undefined) return undefined;
-  const items = raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const items = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
   return items.length === 0 ? undefined : items;
 }
 
@@ -214,19 +248,32 @@ function parseRedis(
   // With Cluster or Sentinel, REDIS_URL only carries the credentials (and rediss:// for TLS).
   const auth = url === undefined ? {} : credentialsOf(url);
   if (clusterNodes !== undefined) {
-    if (sentinels !== undefined) throw new ConfigError("REDIS_SENTINELS", "cannot be combined with REDIS_CLUSTER_NODES");
+    if (sentinels !== undefined)
+      throw new ConfigError("REDIS_SENTINELS", "cannot be combined with REDIS_CLUSTER_NODES");
     return { mode: "cluster", nodes: parseHostPorts("REDIS_CLUSTER_NODES", clusterNodes), ...auth };
   }
   if (sentinels !== undefined) {
     if (sentinelName === undefined) throw new ConfigError("REDIS_SENTINEL_NAME", "is required with REDIS_SENTINELS");
-    return { mode: "sentinel", sentinels: parseHostPorts("REDIS_SENTINELS", sentinels), masterName: sentinelName, ...auth };
+    return {
+      mode: "sentinel",
+      sentinels: parseHostPorts("REDIS_SENTINELS", sentinels),
+      masterName: sentinelName,
+      ...auth,
+    };
   }
   return url === undefined ? undefined : { mode: "single", url };
 }
 
-function parseJwtKey(secret: string | undefined, jwksUrl: string | undefined, jwksFile: string | undefined): JwtKeyConfig | undefined {
-  const given = [secret !== undefined && secret !== "", jwksUrl !== undefined, jwksFile !== undefined].filter(Boolean).length;
-  if (given > 1) throw new ConfigError("JWT_SECRET", "JWT_SECRET, JWT_JWKS_URL and JWT_JWKS_FILE are exclusive: set one");
+function parseJwtKey(
+  secret: string | undefined,
+  jwksUrl: string | undefined,
+  jwksFile: string | undefined,
+): JwtKeyConfig | undefined {
+  const given = [secret !== undefined && secret !== "", jwksUrl !== undefined, jwksFile !== undefined].filter(
+    Boolean,
+  ).length;
+  if (given > 1)
+    throw new ConfigError("JWT_SECRET", "JWT_SECRET, JWT_JWKS_URL and JWT_JWKS_FILE are exclusive: set one");
   if (secret !== undefined && secret !== "") {
     const bytes = new TextEncoder().encode(secret);
     if (bytes.length < 32) throw new ConfigError("JWT_SECRET", "must be at least 32 bytes");

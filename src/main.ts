@@ -87,7 +87,9 @@ async function main(): Promise<void> {
     });
     const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
     const scheme = config.tls === undefined ? "http" : "https";
-    process.stdout.write(`${demoBanner(`${scheme}://${host.includes(":") ? `[${host}]` : host}:${server.port}`, token, seed)}\n`);
+    process.stdout.write(
+      `${demoBanner(`${scheme}://${host.includes(":") ? `[${host}]` : host}:${server.port}`, token, seed)}\n`,
+    );
   }
 
   let stopping = false;

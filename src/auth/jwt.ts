@@ -113,7 +113,9 @@ function loadKey(source: JwtKeySource): Uint8Array | JWTVerifyGetKey {
     case "jwks-url":
       return createRemoteJWKSet(source.url, { timeoutDuration: 2000, cooldownDuration: 30_000, cacheMaxAge: 600_000 });
     case "jwks-file":
-      return createLocalJWKSet(JSON.parse(readFileSync(source.path, "utf8")) as Parameters<typeof createLocalJWKSet>[0]);
+      return createLocalJWKSet(
+        JSON.parse(readFileSync(source.path, "utf8")) as Parameters<typeof createLocalJWKSet>[0],
+      );
   }
 }
 

@@ -170,7 +170,10 @@ export class NetlessConversionClient implements ConversionBackend {
       if (signal?.aborted && error === signal.reason) throw error;
       if (error instanceof ExchangeTimeoutError) {
         this.logger.warn({ op, timeoutMs: this.timeoutMs }, "conversion backend timed out");
-        throw new Failure("deadline_exceeded", { detail: "the conversion backend did not answer in time", cause: error });
+        throw new Failure("deadline_exceeded", {
+          detail: "the conversion backend did not answer in time",
+          cause: error,
+        });
       }
       this.logger.warn({ op, err: describe(error) }, "conversion backend unreachable");
       throw new Failure("unavailable", { detail: "the conversion backend is unavailable", cause: error });

@@ -153,7 +153,9 @@ function decodeComponent(text: string): string {
 
 /** HMAC over the JSON of the fields with sorted keys, as the reference does. */
 function sign(fields: Readonly<Record<string, string>>, secretKey: string): string {
-  return createHmac("sha256", secretKey).update(JSON.stringify(sortKeys(fields))).digest("hex");
+  return createHmac("sha256", secretKey)
+    .update(JSON.stringify(sortKeys(fields)))
+    .digest("hex");
 }
 
 function toQueryString(fields: Readonly<Record<string, string>>): string {

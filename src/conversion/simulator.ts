@@ -153,7 +153,8 @@ export async function startConversionSimulator(options: SimulatorOptions): Promi
       return errorAnswer(400, "the body must be a JSON object");
     }
     const { resource, type, scale, preview } = body as Record<string, unknown>;
-    if (typeof resource !== "string" || !isHttpUrl(resource)) return errorAnswer(400, "resource must be an http(s) URL");
+    if (typeof resource !== "string" || !isHttpUrl(resource))
+      return errorAnswer(400, "resource must be an http(s) URL");
     if (!isConversionType(type)) return errorAnswer(400, "type must be static or dynamic");
     if (scale !== undefined && !(typeof scale === "number" && scale >= 0.1 && scale <= 3)) {
       return errorAnswer(400, "scale must be a number from 0.1 to 3");
@@ -229,7 +230,11 @@ export async function startConversionSimulator(options: SimulatorOptions): Promi
     }
     const statusFault = active.find((fault) => fault.kind === "status");
     if (statusFault !== undefined) {
-      send(res, errorAnswer(statusFault.status, "simulated fault"), statusFault.status === 429 ? { "retry-after": "1" } : {});
+      send(
+        res,
+        errorAnswer(statusFault.status, "simulated fault"),
+        statusFault.status === 429 ? { "retry-after": "1" } : {},
+      );
       return;
     }
 
@@ -243,9 +248,7 @@ export async function startConversionSimulator(options: SimulatorOptions): Promi
       send(res, errorAnswer(400, `region must be one of ${REGIONS.join(", ")}`));
       return;
     }
-    const answer = isCreate
-      ? createTask(req, body, region)
-      : queryTask(safeDecode(queryMatch?.[1] ?? ""), url);
+    const answer = isCreate ? createTask(req, body, region) : queryTask(safeDecode(queryMatch?.[1] ?? ""), url);
     send(res, answer);
   }
 

@@ -10,8 +10,7 @@ import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { Failure, type FailureKind } from "../services/failure.js";
 
 /** The exact text DESIGN.md prescribes for every invalid request (code 611). */
-export const INVALID_REQUEST_MESSAGE =
-  "the API request is invalid, improperly formed, or missing a required field";
+export const INVALID_REQUEST_MESSAGE = "the API request is invalid, improperly formed, or missing a required field";
 
 /** The `domain` of the `google.rpc.ErrorInfo` detail attached to every error. */
 export const ERROR_DOMAIN = "boardline";
@@ -28,7 +27,13 @@ interface Row {
 }
 
 const table: Record<FailureKind, Row> = {
-  invalid: { grpc: Code.InvalidArgument, http: 400, code: 611, reason: "INVALID_REQUEST", message: INVALID_REQUEST_MESSAGE },
+  invalid: {
+    grpc: Code.InvalidArgument,
+    http: 400,
+    code: 611,
+    reason: "INVALID_REQUEST",
+    message: INVALID_REQUEST_MESSAGE,
+  },
   unauthenticated: {
     grpc: Code.Unauthenticated,
     http: 401,

@@ -5,7 +5,13 @@
  * unexpected errors happen here too, so the JSON gateway and the RPC router
  * only translate bytes in and out.
  */
-import { create, type DescMessage, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescMessage,
+  type DescMethodUnary,
+  type MessageInitShape,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import { createValidator, type Validator } from "@bufbuild/protovalidate";
 import { PstnService as PstnServiceDesc } from "../../gen/channel/v1/pstn_pb.js";
 import { WhiteboardService as WhiteboardServiceDesc } from "../../gen/whiteboard/v1/whiteboard_pb.js";
@@ -111,7 +117,12 @@ export class Pipeline {
    * decoded, or a client gone mid-body). `status` is the gRPC status it got.
    */
   countUnrun(op: Operation, protocol: CallContext["protocol"], status: number, startedAt: number): void {
-    this.metrics.observeCall(op.method.name, protocol, status === 0 ? "ok" : String(documentedCodeOf(status)), startedAt);
+    this.metrics.observeCall(
+      op.method.name,
+      protocol,
+      status === 0 ? "ok" : String(documentedCodeOf(status)),
+      startedAt,
+    );
   }
 
   /** Logs a failure as it deserves; returns its documented code. */

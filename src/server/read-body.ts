@@ -32,7 +32,8 @@ export function readBody(req: NodeRequest, limit: number): Promise<ReadBodyResul
       }
       chunks.push(chunk);
     };
-    const onEnd = () => finish({ kind: "ok", bytes: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks) });
+    const onEnd = () =>
+      finish({ kind: "ok", bytes: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks) });
     const onAbort = () => finish({ kind: "aborted" });
     req.on("data", onData);
     req.on("end", onEnd);

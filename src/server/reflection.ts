@@ -3,7 +3,15 @@
  * `buf curl` work without local protos. The two versions have identical
  * messages; v1alpha is served by converting through the wire format.
  */
-import { create, type DescFile, type DescMessage, type FileRegistry, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescFile,
+  type DescMessage,
+  type FileRegistry,
+  fromBinary,
+  type MessageShape,
+  toBinary,
+} from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import {
@@ -35,11 +43,19 @@ export function registerReflection(router: ConnectRouter, registry: FileRegistry
   });
 }
 
-function convert<F extends DescMessage, T extends DescMessage>(from: F, to: T, message: MessageShape<F>): MessageShape<T> {
+function convert<F extends DescMessage, T extends DescMessage>(
+  from: F,
+  to: T,
+  message: MessageShape<F>,
+): MessageShape<T> {
   return fromBinary(to, toBinary(from, message));
 }
 
-function reflect(registry: FileRegistry, services: readonly string[], req: ServerReflectionRequest): ServerReflectionResponse {
+function reflect(
+  registry: FileRegistry,
+  services: readonly string[],
+  req: ServerReflectionRequest,
+): ServerReflectionResponse {
   const base = { validHost: req.host, originalRequest: req };
   const r = req.messageRequest;
   const notFound = (what: string) =>
@@ -65,7 +81,10 @@ function reflect(registry: FileRegistry, services: readonly string[], req: Serve
     case "fileContainingSymbol":
       return files(fileOfSymbol(registry, r.value), `symbol ${r.value}`);
     case "fileContainingExtension": {
-      const ext = registry.getExtensionFor(registry.getMessage(r.value.containingType) ?? dummy, r.value.extensionNumber);
+      const ext = registry.getExtensionFor(
+        registry.getMessage(r.value.containingType) ?? dummy,
+        r.value.extensionNumber,
+      );
       return files(ext?.file, `extension ${r.value.extensionNumber} of ${r.value.containingType}`);
     }
     case "allExtensionNumbersOfType": {
@@ -75,7 +94,10 @@ function reflect(registry: FileRegistry, services: readonly string[], req: Serve
       for (const t of registry) if (t.kind === "extension" && t.extendee.typeName === r.value) numbers.push(t.number);
       return create(ServerReflectionResponseSchema, {
         ...base,
-        messageResponse: { case: "allExtensionNumbersResponse", value: { baseTypeName: r.value, extensionNumber: numbers } },
+        messageResponse: {
+          case: "allExtensionNumbersResponse",
+          value: { baseTypeName: r.value, extensionNumber: numbers },
+        },
       });
     }
     default:

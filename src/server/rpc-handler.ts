@@ -13,7 +13,12 @@ import {
   createContextValues,
   type HandlerContext,
 } from "@connectrpc/connect";
-import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import {
+  compressionBrotli,
+  compressionGzip,
+  universalRequestFromNodeRequest,
+  universalResponseToNodeResponse,
+} from "@connectrpc/connect-node";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
@@ -172,7 +177,10 @@ export class RpcHandler {
           }
         } else if (protocol === "grpc") {
           if (uRes.trailer !== undefined && body !== undefined && Symbol.asyncIterator in body) {
-            return universalResponseToNodeResponse({ ...uRes, body: normalizeAtEnd(body, uRes.trailer, onStatus) }, res);
+            return universalResponseToNodeResponse(
+              { ...uRes, body: normalizeAtEnd(body, uRes.trailer, onStatus) },
+              res,
+            );
           }
         } else {
           return universalResponseToNodeResponse(await normalizeConnectError(uRes, onStatus), res);
@@ -185,5 +193,3 @@ export class RpcHandler {
       });
   }
 }
-
-

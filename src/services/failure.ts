@@ -23,10 +23,7 @@ export class Failure extends Error {
   /** Seconds a rate-limited caller should wait (kind `rate_limited`). */
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(
-    kind: FailureKind,
-    options: { detail?: string; cause?: unknown; retryAfterSeconds?: number } = {},
-  ) {
+  constructor(kind: FailureKind, options: { detail?: string; cause?: unknown; retryAfterSeconds?: number } = {}) {
     super(options.detail ?? kind, options.cause === undefined ? undefined : { cause: options.cause });
     this.kind = kind;
     this.detail = options.detail;

@@ -66,7 +66,8 @@ export function eventCount(count: number | undefined): number {
 function checkPassphrase(role: string, passphrase: string): string | undefined {
   if (passphrase.length === 0) return `${role} passphrase must not be empty`;
   // Counted in code points, as protovalidate's max_len does.
-  if ([...passphrase].length > MAX_PASSPHRASE_LENGTH) return `${role} passphrase must be at most ${MAX_PASSPHRASE_LENGTH} characters`;
+  if ([...passphrase].length > MAX_PASSPHRASE_LENGTH)
+    return `${role} passphrase must be at most ${MAX_PASSPHRASE_LENGTH} characters`;
   return undefined;
 }
 

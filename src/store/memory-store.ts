@@ -134,7 +134,10 @@ export class MemoryStore implements AdminStore {
     for (const { passphrase, record } of wanted) {
       const key = this.keys.passphrase(hashPassphrase(passphrase));
       const existing = this.hashFields(key);
-      if (existing.project !== undefined && (existing.project !== record.project || existing.channel !== record.channel)) {
+      if (
+        existing.project !== undefined &&
+        (existing.project !== record.project || existing.channel !== record.channel)
+      ) {
         throw passphraseConflict(record.role, { project: existing.project, channel: existing.channel ?? "" });
       }
       keep.add(key);

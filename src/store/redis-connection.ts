@@ -117,7 +117,9 @@ export function createRedisClient(options: RedisConnectionOptions, tuning: Conne
         slotsRefreshTimeout: tuning.connectTimeoutMs,
         redisOptions: { ...common, username: options.username, password: options.password, tls },
         // With TLS, connect by the name the certificates carry (e.g. ElastiCache).
-        ...(tls ? { dnsLookup: (address: string, callback: (e: null, a: string) => void) => callback(null, address) } : {}),
+        ...(tls
+          ? { dnsLookup: (address: string, callback: (e: null, a: string) => void) => callback(null, address) }
+          : {}),
       });
     }
   }

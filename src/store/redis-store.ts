@@ -203,7 +203,10 @@ export class RedisStore implements AdminStore {
    * that already opens another channel is refused (`invalid`, naming that channel).
    */
   async createChannel(input: CreateChannelInput): Promise<void> {
-    const wanted = channelPassphrases(input).map((w) => ({ ...w, key: this.keys.passphrase(hashPassphrase(w.passphrase)) }));
+    const wanted = channelPassphrases(input).map((w) => ({
+      ...w,
+      key: this.keys.passphrase(hashPassphrase(w.passphrase)),
+    }));
     // Look before writing, so a conflict normally leaves nothing behind…
     for (const { key, record } of wanted) {
       const [project, channel] = await this.call("createChannel", (c) => c.hmget(key, "project", "channel"));
@@ -234,7 +237,9 @@ export class RedisStore implements AdminStore {
     const counts = await Promise.all([
       ...passKeys.map((k) => this.call("deleteChannel", (c) => c.unlink(k))),
       // Same hash tag, same slot: one command is fine here.
-      this.call("deleteChannel", (c) => c.unlink(this.keys.pstnMute(project, channel), this.keys.pstnEvents(project, channel))),
+      this.call("deleteChannel", (c) =>
+        c.unlink(this.keys.pstnMute(project, channel), this.keys.pstnEvents(project, channel)),
+      ),
     ]);
     return counts.reduce((sum, n) => sum + n, 0);
   }
@@ -244,7 +249,14 @@ export class RedisStore implements AdminStore {
     checkSettings(settings);
     const key = this.keys.whiteboard(project);
     const { set, remove } = whiteboardFields(settings);
-    await this.call("setWhiteboard", (c) => execAll(c.multi().hdel(key, ...remove).hset(key, set)));
+    await this.call("setWhiteboard", (c) =>
+      execAll(
+        c
+          .multi()
+          .hdel(key, ...remove)
+          .hset(key, set),
+      ),
+    );
   }
 
   async clearWhiteboard(project: string): Promise<void> {
@@ -279,7 +291,11 @@ export class RedisStore implements AdminStore {
     if (this.closing) throw new Failure("unavailable", { cause: new Error("Redis store is closed") });
     this.coalescer.hold();
     try {
-      return await withDeadline(run(this.client), this.timeoutMs, `${operation}: no answer from Redis within ${this.timeoutMs} ms`);
+      return await withDeadline(
+        run(this.client),
+        this.timeoutMs,
+        `${operation}: no answer from Redis within ${this.timeoutMs} ms`,
+      );
     } catch (e) {
       if (isFailure(e)) throw e;
       if (isReplyError(e)) {
@@ -338,7 +354,9 @@ export class RedisStore implements AdminStore {
       if (this.healthy !== true) this.logger.info(this.healthy === undefined ? "Redis ready" : "Redis connection back");
       this.healthy = true;
     });
-    this.client.on("error", (err: unknown) => down(err, "Redis connection failed; requests fail with 503 until it is back"));
+    this.client.on("error", (err: unknown) =>
+      down(err, "Redis connection failed; requests fail with 503 until it is back"),
+    );
     this.client.on("close", () => down(undefined, "Redis connection lost; requests fail with 503 until it is back"));
   }
 }

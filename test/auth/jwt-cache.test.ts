@@ -9,7 +9,12 @@ import { Failure } from "../../src/services/failure.js";
 
 const secret = new Uint8Array(randomBytes(32));
 const auth = () =>
-  new JwtAuthenticator({ key: { kind: "secret", secret }, algorithms: ["HS256"], projectClaim: "project_id", clockToleranceSeconds: 0 });
+  new JwtAuthenticator({
+    key: { kind: "secret", secret },
+    algorithms: ["HS256"],
+    projectClaim: "project_id",
+    clockToleranceSeconds: 0,
+  });
 
 test("a cached token stops working at its exp", async () => {
   const a = auth();
@@ -18,7 +23,9 @@ test("a cached token stops working at its exp", async () => {
   expect(await a.authenticate(`Bearer ${token}`)).toEqual({ project: "p", subject: "s" });
   // exp has one-second resolution: wait past it.
   await new Promise((r) => setTimeout(r, 2100));
-  await expect(a.authenticate(`Bearer ${token}`)).rejects.toSatisfy((e) => e instanceof Failure && e.kind === "unauthenticated");
+  await expect(a.authenticate(`Bearer ${token}`)).rejects.toSatisfy(
+    (e) => e instanceof Failure && e.kind === "unauthenticated",
+  );
 });
 
 test("the cache is bounded and a changed token is verified afresh", async () => {

@@ -6,7 +6,11 @@ import { type AddressInfo, createServer } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { NetlessConversionClient } from "../../src/conversion/netless-client.js";
 import { verifySdkToken } from "../../src/conversion/netless-token.js";
-import { type ConversionSimulator, type SimulatorFault, startConversionSimulator } from "../../src/conversion/simulator.js";
+import {
+  type ConversionSimulator,
+  type SimulatorFault,
+  startConversionSimulator,
+} from "../../src/conversion/simulator.js";
 import { silentLogger } from "../../src/log.js";
 import type { FailureKind } from "../../src/services/failure.js";
 import type { ConversionRequest } from "../../src/services/ports.js";
@@ -153,7 +157,10 @@ describe("createTask: backend trouble becomes the documented failure", () => {
     const wrongSecret = { ...withKeys, credentials: { ...KEY, secretKey: "not-the-secret" } };
     expect(await failureKindOf(client.createTask(wrongSecret))).toBe("internal");
 
-    const errors = log.lines().slice(before).filter((line) => line.level === 50);
+    const errors = log
+      .lines()
+      .slice(before)
+      .filter((line) => line.level === 50);
     expect(errors).toHaveLength(2);
     expect(errors[0]).toMatchObject({ status: 401, credentials: "sdk_token" });
     expect(errors[1]).toMatchObject({ status: 401, credentials: "access_key", accessKey: KEY.accessKey });
@@ -162,7 +169,11 @@ describe("createTask: backend trouble becomes the documented failure", () => {
   });
 
   it("an unexpected status (404: wrong base URL) → internal", async () => {
-    const lost = new NetlessConversionClient({ baseUrl: `${sim.url}/nowhere`, timeoutMs: 2_000, logger: silentLogger() });
+    const lost = new NetlessConversionClient({
+      baseUrl: `${sim.url}/nowhere`,
+      timeoutMs: 2_000,
+      logger: silentLogger(),
+    });
     try {
       expect(await failureKindOf(lost.createTask(withSdkToken))).toBe("internal");
     } finally {
@@ -310,7 +321,10 @@ describe("getTask", () => {
     expect(last.uuid).toBe(uuid);
     expect(last.progress).toMatchObject({ totalPageSize: 3, convertedPageSize: 3, convertedPercentage: 100 });
     expect(last.progress?.convertedFileList).toHaveLength(3);
-    expect(last.progress?.convertedFileList[0]).toMatchObject({ width: expect.any(Number), height: expect.any(Number) });
+    expect(last.progress?.convertedFileList[0]).toMatchObject({
+      width: expect.any(Number),
+      height: expect.any(Number),
+    });
 
     const request = lastRequest();
     expect(request.method).toBe("GET");

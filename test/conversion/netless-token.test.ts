@@ -65,7 +65,11 @@ describe("createSdkToken", () => {
   });
 
   it("encodes roles as the reference's numbers and has no base64 padding", () => {
-    for (const [role, code] of [["admin", "0"], ["writer", "1"], ["reader", "2"]] as const) {
+    for (const [role, code] of [
+      ["admin", "0"],
+      ["writer", "1"],
+      ["reader", "2"],
+    ] as const) {
       const token = createSdkToken({ accessKey: "ak", secretKey: "sk", role, nonce: "x" });
       expect(new URLSearchParams(decode(token)).get("role")).toBe(code);
       expect(token).toMatch(/^NETLESSSDK_[A-Za-z0-9_-]+$/);
@@ -79,7 +83,10 @@ describe("createSdkToken", () => {
 });
 
 describe("verifySdkToken", () => {
-  const secrets = new Map([["netless-ak", "netless-sk"], ["ak", "sk"]]);
+  const secrets = new Map([
+    ["netless-ak", "netless-sk"],
+    ["ak", "sk"],
+  ]);
   const lookup = (ak: string): string | undefined => secrets.get(ak);
   const reasonOf = (fn: () => unknown): string | undefined => {
     try {
@@ -143,7 +150,10 @@ describe("verifySdkToken", () => {
       encode(`${decode(valid)}&ak=other`), // duplicate field
       encode("ak=%E0%A4%A&nonce=n&role=1&sig=00"), // bad percent-encoding
     ]) {
-      expect(reasonOf(() => verifySdkToken(token, lookup)), token).toBe("malformed");
+      expect(
+        reasonOf(() => verifySdkToken(token, lookup)),
+        token,
+      ).toBe("malformed");
     }
   });
 });

@@ -49,7 +49,11 @@ async function call(
     ...(init.body === undefined ? {} : { body: typeof init.body === "string" ? init.body : JSON.stringify(init.body) }),
   });
   const text = await response.text();
-  return { status: response.status, json: text === "" ? {} : (JSON.parse(text) as Record<string, unknown>), headers: response.headers };
+  return {
+    status: response.status,
+    json: text === "" ? {} : (JSON.parse(text) as Record<string, unknown>),
+    headers: response.headers,
+  };
 }
 
 const create = (body: unknown = goodBody, token?: string) =>
@@ -163,7 +167,14 @@ describe("task progress", () => {
       expect(answer.status).toBe(200);
       states.push(answer.json);
     }
-    expect(states.map((s) => s.status)).toEqual(["Waiting", "Converting", "Converting", "Converting", "Finished", "Finished"]);
+    expect(states.map((s) => s.status)).toEqual([
+      "Waiting",
+      "Converting",
+      "Converting",
+      "Converting",
+      "Finished",
+      "Finished",
+    ]);
     expect(states.map((s) => (s.progress as Record<string, unknown>).convertedPageSize)).toEqual([0, 0, 1, 2, 3, 3]);
     expect(states[4]).toEqual({
       uuid,

@@ -25,7 +25,11 @@ let body: { resource_url: string; passphrase: string; conversion_type: string };
 beforeAll(async () => {
   bl = await startBoardline({ conversionTimeoutMs: 30_000 });
   token = await bl.token();
-  body = { resource_url: "https://example.com/deck.pdf", passphrase: bl.world.hostPassphrase, conversion_type: "static" };
+  body = {
+    resource_url: "https://example.com/deck.pdf",
+    passphrase: bl.world.hostPassphrase,
+    conversion_type: "static",
+  };
 });
 
 afterAll(async () => {

@@ -111,7 +111,10 @@ describe("the Connect protocol on the wire", () => {
  * instead of the 611 message with an ErrorInfo.
  */
 describe("request bodies connect-es cannot decode", () => {
-  const PATH = { mute: "/channel.v1.PstnService/Mute", convert: "/whiteboard.v1.WhiteboardService/ConvertFile" } as const;
+  const PATH = {
+    mute: "/channel.v1.PstnService/Mute",
+    convert: "/whiteboard.v1.WhiteboardService/ConvertFile",
+  } as const;
   const ROUTE = { mute: "/v1/channel/pstn/mute", convert: "/v1/whiteboard/fileconvert" } as const;
 
   async function raw(path: string, contentType: string, body: string | Uint8Array, auth = true) {
@@ -127,8 +130,18 @@ describe("request bodies connect-es cannot decode", () => {
     return { status: res.status, headers: res.headers, bytes: new Uint8Array(await res.arrayBuffer()) };
   }
 
-  function expectConnectError(r: { status: number; bytes: Uint8Array }, status: number, code: string, message: string, numeric: number) {
-    const body = JSON.parse(new TextDecoder().decode(r.bytes)) as { code: string; message: string; details?: { type: string; value: string }[] };
+  function expectConnectError(
+    r: { status: number; bytes: Uint8Array },
+    status: number,
+    code: string,
+    message: string,
+    numeric: number,
+  ) {
+    const body = JSON.parse(new TextDecoder().decode(r.bytes)) as {
+      code: string;
+      message: string;
+      details?: { type: string; value: string }[];
+    };
     expect({ status: r.status, code: body.code, message: body.message }).toEqual({ status, code, message });
     const err = errorFromJson(body as unknown as JsonValue, undefined, new ConnectError("unreadable"));
     expect(err.findDetails(ErrorInfoSchema)[0]?.metadata["code"]).toBe(String(numeric));
@@ -141,7 +154,11 @@ describe("request bodies connect-es cannot decode", () => {
     ["a JSON number", "convert", "42"],
     ["uid a number", "mute", '{"uid": 5, "passphrase": "p", "mute": true}'],
     ["mute a string", "mute", '{"uid": "u", "passphrase": "p", "mute": "yes"}'],
-    ["conversion_scale a word", "convert", '{"resource_url": "https://a.example/b.pdf", "passphrase": "p", "conversion_type": "static", "conversion_scale": "big"}'],
+    [
+      "conversion_scale a word",
+      "convert",
+      '{"resource_url": "https://a.example/b.pdf", "passphrase": "p", "conversion_type": "static", "conversion_scale": "big"}',
+    ],
   ])("Connect JSON, %s: the JSON route's 611 message", async (_name, op, text) => {
     const json = await post(bl, ROUTE[op], text);
     const message = expectError(json, 400, 611);
@@ -160,20 +177,34 @@ describe("request bodies connect-es cannot decode", () => {
     expectConnectError(r, 401, "unauthenticated", expectError(json, 401, 401), 401);
   });
 
-  test.each(["mute", "convert"] as const)("Connect binary, not protobuf (%s): 400 invalid_argument with the 611 message", async (op) => {
-    const r = await raw(PATH[op], "application/proto", new Uint8Array([0x0f, 0x01]));
-    expectConnectError(r, 400, "invalid_argument", `${INVALID_PREFIX}: the request message is not valid protobuf`, 611);
-  });
+  test.each(["mute", "convert"] as const)(
+    "Connect binary, not protobuf (%s): 400 invalid_argument with the 611 message",
+    async (op) => {
+      const r = await raw(PATH[op], "application/proto", new Uint8Array([0x0f, 0x01]));
+      expectConnectError(
+        r,
+        400,
+        "invalid_argument",
+        `${INVALID_PREFIX}: the request message is not valid protobuf`,
+        611,
+      );
+    },
+  );
 
-  test.each(["mute", "convert"] as const)("gRPC-Web, not protobuf (%s): INVALID_ARGUMENT with the 611 message", async (op) => {
-    const frame = new Uint8Array([0, 0, 0, 0, 2, 0x0f, 0x01]);
-    const r = await raw(PATH[op], "application/grpc-web+proto", frame);
-    expect(r.status).toBe(200);
-    const trailer = grpcWebTrailer(r.bytes);
-    expect(trailer.get("grpc-status")).toBe(String(GRPC.INVALID_ARGUMENT));
-    expect(decodeURIComponent(trailer.get("grpc-message") ?? "")).toBe(`${INVALID_PREFIX}: the request message is not valid protobuf`);
-    expect(trailer.get("grpc-status-details-bin")).not.toBeNull();
-  });
+  test.each(["mute", "convert"] as const)(
+    "gRPC-Web, not protobuf (%s): INVALID_ARGUMENT with the 611 message",
+    async (op) => {
+      const frame = new Uint8Array([0, 0, 0, 0, 2, 0x0f, 0x01]);
+      const r = await raw(PATH[op], "application/grpc-web+proto", frame);
+      expect(r.status).toBe(200);
+      const trailer = grpcWebTrailer(r.bytes);
+      expect(trailer.get("grpc-status")).toBe(String(GRPC.INVALID_ARGUMENT));
+      expect(decodeURIComponent(trailer.get("grpc-message") ?? "")).toBe(
+        `${INVALID_PREFIX}: the request message is not valid protobuf`,
+      );
+      expect(trailer.get("grpc-status-details-bin")).not.toBeNull();
+    },
+  );
 
   test("gRPC-Web JSON, wrong type: the JSON route's 611 message", async () => {
     const text = '{"uid": 5, "passphrase": "p", "mute": true}';

@@ -40,7 +40,11 @@ afterAll(async () => {
 
 const METHODS = {
   mute: { path: "/channel.v1.PstnService/Mute", input: MuteRequestSchema, output: MuteResponseSchema },
-  convert: { path: "/whiteboard.v1.WhiteboardService/ConvertFile", input: ConvertFileRequestSchema, output: ConvertFileResponseSchema },
+  convert: {
+    path: "/whiteboard.v1.WhiteboardService/ConvertFile",
+    input: ConvertFileRequestSchema,
+    output: ConvertFileResponseSchema,
+  },
 } as const;
 
 interface Outcome<T> {
@@ -85,12 +89,25 @@ function callOn<I, O extends DescMessage>(
 
 function callMute(body: Record<string, unknown>, authorization: string | undefined, on: grpc.Client = client) {
   const m = METHODS.mute;
-  return call(m.path, (i: MessageShape<typeof m.input>) => Buffer.from(toBinary(m.input, i)), m.output, muteRequest(body), authorization, on);
+  return call(
+    m.path,
+    (i: MessageShape<typeof m.input>) => Buffer.from(toBinary(m.input, i)),
+    m.output,
+    muteRequest(body),
+    authorization,
+    on,
+  );
 }
 
 function callConvert(body: Record<string, unknown>, authorization: string | undefined) {
   const m = METHODS.convert;
-  return call(m.path, (i: MessageShape<typeof m.input>) => Buffer.from(toBinary(m.input, i)), m.output, convertRequest(body), authorization);
+  return call(
+    m.path,
+    (i: MessageShape<typeof m.input>) => Buffer.from(toBinary(m.input, i)),
+    m.output,
+    convertRequest(body),
+    authorization,
+  );
 }
 
 function callOp(op: Op, body: Record<string, unknown>, authorization: string | undefined): Promise<Outcome<unknown>> {
@@ -203,7 +220,12 @@ test("authentication comes first: no token and bytes that are not protobuf → U
     const m = METHODS[op];
     const { error } = await call(m.path, () => Buffer.from([0x0f, 0x01]), m.output, null, undefined);
     expect(error?.code, op).toBe(grpc.status.UNAUTHENTICATED);
-    expectStatusDetails(error as grpc.ServiceError, grpc.status.UNAUTHENTICATED, 401, (error as grpc.ServiceError).details);
+    expectStatusDetails(
+      error as grpc.ServiceError,
+      grpc.status.UNAUTHENTICATED,
+      401,
+      (error as grpc.ServiceError).details,
+    );
   }
 });
 
@@ -227,25 +249,41 @@ describe("success", () => {
     const auth = `Bearer ${await bl.token(bl.world.project, "grpc-js-presenter")}`;
     const resource = "https://docs.example.com/grpc-js.pdf";
     const { error, value } = await callConvert(
-      { resource_url: resource, passphrase: bl.world.attendeePassphrase, conversion_type: "static", conversion_scale: 0.1 },
+      {
+        resource_url: resource,
+        passphrase: bl.world.attendeePassphrase,
+        conversion_type: "static",
+        conversion_scale: 0.1,
+      },
       auth,
     );
     expect(error).toBeUndefined();
     expect(value?.status).toBe("Waiting");
     const record = await bl.store.getConversion(value?.taskUuid ?? "");
-    expect(record).toMatchObject({ project: bl.world.project, channel: bl.world.channel, type: "static", by: "grpc-js-presenter" });
+    expect(record).toMatchObject({
+      project: bl.world.project,
+      channel: bl.world.channel,
+      type: "static",
+      by: "grpc-js-presenter",
+    });
     expect(bl.simulator.requests().at(-1)?.body).toEqual({ resource, type: "static", scale: 0.1, preview: false });
   });
 });
 
 describe("rows that need a server of their own", () => {
   test("429 → RESOURCE_EXHAUSTED, with the JSON message and retry_after_seconds", async () => {
-    const limited = await startBoardline({ guard: (store) => new MissLimitGuard(store, { attempts: 2, windowSeconds: 30 }) });
+    const limited = await startBoardline({
+      guard: (store) => new MissLimitGuard(store, { attempts: 2, windowSeconds: 30 }),
+    });
     const c = new grpc.Client(new URL(limited.url).host, grpc.credentials.createInsecure());
     try {
       const token = await limited.token(limited.world.project, "guesser");
       for (let i = 0; i < 2; i++) {
-        expectError(await post(limited, MUTE_PATH, muteBody(limited, { passphrase: `guess ${i}` }), { token }), 403, 403);
+        expectError(
+          await post(limited, MUTE_PATH, muteBody(limited, { passphrase: `guess ${i}` }), { token }),
+          403,
+          403,
+        );
       }
       const json = await post(limited, MUTE_PATH, muteBody(limited), { token });
       const message = expectError(json, 429, 429);

@@ -57,16 +57,70 @@ export async function errorCases(bl: Boardline, timeoutMs: number): Promise<Erro
   return [
     // 611: validation clauses with ':', ',', '[', '`', '\' and spaces in them.
     { name: "mute: uid empty", op: "mute", body: m({ uid: "" }), authorization: valid, ...invalid },
-    { name: "mute: uid with a control character", op: "mute", body: m({ uid: "a\u0007b" }), authorization: valid, ...invalid },
-    { name: "mute: uid of 256 characters", op: "mute", body: m({ uid: "ü".repeat(256) }), authorization: valid, ...invalid },
-    { name: "mute: passphrase of 257 characters", op: "mute", body: m({ passphrase: "p".repeat(257) }), authorization: valid, ...invalid },
+    {
+      name: "mute: uid with a control character",
+      op: "mute",
+      body: m({ uid: "a\u0007b" }),
+      authorization: valid,
+      ...invalid,
+    },
+    {
+      name: "mute: uid of 256 characters",
+      op: "mute",
+      body: m({ uid: "ü".repeat(256) }),
+      authorization: valid,
+      ...invalid,
+    },
+    {
+      name: "mute: passphrase of 257 characters",
+      op: "mute",
+      body: m({ passphrase: "p".repeat(257) }),
+      authorization: valid,
+      ...invalid,
+    },
     { name: "mute: mute missing", op: "mute", body: m({ mute: undefined }), authorization: valid, ...invalid },
-    { name: "convert: conversion_type not in the list", op: "convert", body: c({ conversion_type: "pdf" }), authorization: valid, ...invalid },
-    { name: "convert: conversion_scale above 3", op: "convert", body: c({ conversion_scale: 3.5 }), authorization: valid, ...invalid },
-    { name: "convert: conversion_scale below 0.1", op: "convert", body: c({ conversion_scale: 0.05 }), authorization: valid, ...invalid },
-    { name: "convert: resource_url ftp", op: "convert", body: c({ resource_url: "ftp://a.example/b.pdf" }), authorization: valid, ...invalid },
-    { name: "convert: resource_url relative", op: "convert", body: c({ resource_url: "/b.pdf" }), authorization: valid, ...invalid },
-    { name: "convert: resource_url missing", op: "convert", body: c({ resource_url: undefined }), authorization: valid, ...invalid },
+    {
+      name: "convert: conversion_type not in the list",
+      op: "convert",
+      body: c({ conversion_type: "pdf" }),
+      authorization: valid,
+      ...invalid,
+    },
+    {
+      name: "convert: conversion_scale above 3",
+      op: "convert",
+      body: c({ conversion_scale: 3.5 }),
+      authorization: valid,
+      ...invalid,
+    },
+    {
+      name: "convert: conversion_scale below 0.1",
+      op: "convert",
+      body: c({ conversion_scale: 0.05 }),
+      authorization: valid,
+      ...invalid,
+    },
+    {
+      name: "convert: resource_url ftp",
+      op: "convert",
+      body: c({ resource_url: "ftp://a.example/b.pdf" }),
+      authorization: valid,
+      ...invalid,
+    },
+    {
+      name: "convert: resource_url relative",
+      op: "convert",
+      body: c({ resource_url: "/b.pdf" }),
+      authorization: valid,
+      ...invalid,
+    },
+    {
+      name: "convert: resource_url missing",
+      op: "convert",
+      body: c({ resource_url: undefined }),
+      authorization: valid,
+      ...invalid,
+    },
     { name: "convert: passphrase empty", op: "convert", body: c({ passphrase: "" }), authorization: valid, ...invalid },
     {
       name: "convert: the backend answers 400",
@@ -81,13 +135,49 @@ export async function errorCases(bl: Boardline, timeoutMs: number): Promise<Erro
     { name: "mute: not Bearer", op: "mute", body: m({}), authorization: "Basic YTpi", ...unauthenticated },
     { name: "mute: malformed token", op: "mute", body: m({}), authorization: "Bearer x.y", ...unauthenticated },
     { name: "mute: expired token", op: "mute", body: m({}), authorization: expired, ...unauthenticated },
-    { name: "convert: token signed with another key", op: "convert", body: c({}), authorization: wrongKey, ...unauthenticated },
-    { name: "convert: token without the project claim", op: "convert", body: c({}), authorization: noProject, ...unauthenticated },
-    { name: "convert: no token and an invalid body", op: "convert", body: c({ conversion_type: "x" }), authorization: undefined, ...unauthenticated },
+    {
+      name: "convert: token signed with another key",
+      op: "convert",
+      body: c({}),
+      authorization: wrongKey,
+      ...unauthenticated,
+    },
+    {
+      name: "convert: token without the project claim",
+      op: "convert",
+      body: c({}),
+      authorization: noProject,
+      ...unauthenticated,
+    },
+    {
+      name: "convert: no token and an invalid body",
+      op: "convert",
+      body: c({ conversion_type: "x" }),
+      authorization: undefined,
+      ...unauthenticated,
+    },
     // 403 / 404
-    { name: "mute: unknown passphrase", op: "mute", body: m({ passphrase: "nobody's" }), authorization: valid, ...denied },
-    { name: "mute: attendee passphrase", op: "mute", body: m({ passphrase: w.attendeePassphrase }), authorization: valid, ...denied },
-    { name: "mute: another project's passphrase", op: "mute", body: m({ passphrase: w.otherHostPassphrase }), authorization: valid, ...denied },
+    {
+      name: "mute: unknown passphrase",
+      op: "mute",
+      body: m({ passphrase: "nobody's" }),
+      authorization: valid,
+      ...denied,
+    },
+    {
+      name: "mute: attendee passphrase",
+      op: "mute",
+      body: m({ passphrase: w.attendeePassphrase }),
+      authorization: valid,
+      ...denied,
+    },
+    {
+      name: "mute: another project's passphrase",
+      op: "mute",
+      body: m({ passphrase: w.otherHostPassphrase }),
+      authorization: valid,
+      ...denied,
+    },
     {
       name: "convert: whiteboard not set up",
       op: "convert",
@@ -95,12 +185,45 @@ export async function errorCases(bl: Boardline, timeoutMs: number): Promise<Erro
       authorization: bare,
       ...denied,
     },
-    { name: "convert: unknown passphrase", op: "convert", body: c({ passphrase: "nobody's" }), authorization: valid, ...notFound },
-    { name: "convert: another project's passphrase", op: "convert", body: c({ passphrase: w.otherHostPassphrase }), authorization: valid, ...notFound },
+    {
+      name: "convert: unknown passphrase",
+      op: "convert",
+      body: c({ passphrase: "nobody's" }),
+      authorization: valid,
+      ...notFound,
+    },
+    {
+      name: "convert: another project's passphrase",
+      op: "convert",
+      body: c({ passphrase: w.otherHostPassphrase }),
+      authorization: valid,
+      ...notFound,
+    },
     // the backend
-    { name: "convert: backend 503", op: "convert", body: c({}), authorization: valid, fault: once({ kind: "status", status: 503 }), ...unavailable },
-    { name: "convert: backend 500", op: "convert", body: c({}), authorization: valid, fault: once({ kind: "status", status: 500 }), ...unavailable },
-    { name: "convert: backend resets", op: "convert", body: c({}), authorization: valid, fault: once({ kind: "reset" }), ...unavailable },
+    {
+      name: "convert: backend 503",
+      op: "convert",
+      body: c({}),
+      authorization: valid,
+      fault: once({ kind: "status", status: 503 }),
+      ...unavailable,
+    },
+    {
+      name: "convert: backend 500",
+      op: "convert",
+      body: c({}),
+      authorization: valid,
+      fault: once({ kind: "status", status: 500 }),
+      ...unavailable,
+    },
+    {
+      name: "convert: backend resets",
+      op: "convert",
+      body: c({}),
+      authorization: valid,
+      fault: once({ kind: "reset" }),
+      ...unavailable,
+    },
     {
       name: "convert: backend too slow",
       op: "convert",
@@ -109,16 +232,42 @@ export async function errorCases(bl: Boardline, timeoutMs: number): Promise<Erro
       fault: once({ kind: "slow", delayMs: timeoutMs * 4 }),
       ...deadline,
     },
-    { name: "convert: backend 401", op: "convert", body: c({}), authorization: valid, fault: once({ kind: "status", status: 401 }), ...internal },
-    { name: "convert: backend 403", op: "convert", body: c({}), authorization: valid, fault: once({ kind: "status", status: 403 }), ...internal },
-    { name: "convert: backend garbage", op: "convert", body: c({}), authorization: valid, fault: once({ kind: "garbage" }), ...internal },
+    {
+      name: "convert: backend 401",
+      op: "convert",
+      body: c({}),
+      authorization: valid,
+      fault: once({ kind: "status", status: 401 }),
+      ...internal,
+    },
+    {
+      name: "convert: backend 403",
+      op: "convert",
+      body: c({}),
+      authorization: valid,
+      fault: once({ kind: "status", status: 403 }),
+      ...internal,
+    },
+    {
+      name: "convert: backend garbage",
+      op: "convert",
+      body: c({}),
+      authorization: valid,
+      fault: once({ kind: "garbage" }),
+      ...internal,
+    },
   ];
 }
 
 /** Runs the case on its JSON route; checks the row and returns the message. */
 export async function jsonMessage(bl: Boardline, k: ErrorCase): Promise<string> {
   if (k.fault !== undefined) bl.simulator.setFault(k.fault);
-  const res = await post(bl, PATHS[k.op], k.body, k.authorization === undefined ? { token: null } : { authorization: k.authorization });
+  const res = await post(
+    bl,
+    PATHS[k.op],
+    k.body,
+    k.authorization === undefined ? { token: null } : { authorization: k.authorization },
+  );
   bl.simulator.clearFaults();
   const message = expectError(res, k.http, k.code);
   if (k.http === 401) expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);

@@ -113,7 +113,13 @@ export function expectNoLeak(text: string): void {
 /** Signs a token with the server's secret (or another key) and any claims. */
 export async function signToken(
   bl: Boardline,
-  o: { claims?: Record<string, unknown>; subject?: string; expSeconds?: number; secret?: Uint8Array; alg?: string } = {},
+  o: {
+    claims?: Record<string, unknown>;
+    subject?: string;
+    expSeconds?: number;
+    secret?: Uint8Array;
+    alg?: string;
+  } = {},
 ): Promise<string> {
   let jwt = new SignJWT(o.claims ?? { project_id: bl.world.project })
     .setProtectedHeader({ alg: o.alg ?? "HS256", typ: "JWT" })
@@ -124,17 +130,25 @@ export async function signToken(
 }
 
 /** The 401 cases: a name and the Authorization header to send (undefined: none). */
-export async function unauthenticatedCases(bl: Boardline): Promise<{ name: string; authorization: string | undefined }[]> {
+export async function unauthenticatedCases(
+  bl: Boardline,
+): Promise<{ name: string; authorization: string | undefined }[]> {
   const good = await bl.token();
   return [
     { name: "no Authorization header", authorization: undefined },
     { name: "not Bearer (Basic)", authorization: `Basic ${Buffer.from("a:b").toString("base64")}` },
     { name: "Bearer without a token", authorization: "Bearer " },
     { name: "malformed token", authorization: "Bearer not-a-jwt" },
-    { name: "token with a bad signature", authorization: `Bearer ${await signToken(bl, { secret: new Uint8Array(randomBytes(32)) })}` },
+    {
+      name: "token with a bad signature",
+      authorization: `Bearer ${await signToken(bl, { secret: new Uint8Array(randomBytes(32)) })}`,
+    },
     { name: "tampered token", authorization: `Bearer ${good.slice(0, -3)}${good.endsWith("AAA") ? "BBB" : "AAA"}` },
     { name: "expired token", authorization: `Bearer ${await signToken(bl, { expSeconds: -3600 })}` },
-    { name: "token without the project claim", authorization: `Bearer ${await signToken(bl, { claims: { other: "x" } })}` },
+    {
+      name: "token without the project claim",
+      authorization: `Bearer ${await signToken(bl, { claims: { other: "x" } })}`,
+    },
   ];
 }
 

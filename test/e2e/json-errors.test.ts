@@ -56,11 +56,7 @@ afterEach(() => {
  * not a key under the prefix, and no backend request unless `backend` says one
  * was expected.
  */
-async function failing(
-  path: string,
-  body: unknown,
-  o: PostOptions & { backend?: number } = {},
-): Promise<HttpAnswer> {
+async function failing(path: string, body: unknown, o: PostOptions & { backend?: number } = {}): Promise<HttpAnswer> {
   const before = await snapshot(redis, bl);
   const backendBefore = bl.simulator.requests().length;
   const res = await post(bl, path, body, o);
@@ -70,7 +66,8 @@ async function failing(
 }
 
 const ops: Op[] = ["mute", "convert"];
-const bodyOf = (op: Op, over: Record<string, unknown> = {}) => (op === "mute" ? muteBody(bl, over) : convertBody(bl, over));
+const bodyOf = (op: Op, over: Record<string, unknown> = {}) =>
+  op === "mute" ? muteBody(bl, over) : convertBody(bl, over);
 
 describe.each(ops)("%s: bodies that are not a JSON object → 400/611", (op) => {
   test.each([
@@ -131,11 +128,7 @@ describe("mute: wrong types and field rules → 400/611", () => {
 
   test("mute missing → 611 and nothing written (it never silently unmutes)", async () => {
     // "seeded" is muted; a body without `mute` must not touch it.
-    const message = expectError(
-      await failing(MUTE_PATH, without(muteBody(bl, { uid: "seeded" }), "mute")),
-      400,
-      611,
-    );
+    const message = expectError(await failing(MUTE_PATH, without(muteBody(bl, { uid: "seeded" }), "mute")), 400, 611);
     expect(message).toMatch(new RegExp(`^${INVALID_PREFIX}: mute: `));
     expect(await bl.store.getMuteState(bl.world.project, bl.world.channel)).toMatchObject({ seeded: true });
   });
@@ -251,7 +244,9 @@ describe.each(ops)("%s: transport checks", (op) => {
   });
 
   test("application/json with a charset is accepted", async () => {
-    const res = await post(bl, PATHS[op], bodyOf(op, { uid: "charset" }), { contentType: "application/json; charset=utf-8" });
+    const res = await post(bl, PATHS[op], bodyOf(op, { uid: "charset" }), {
+      contentType: "application/json; charset=utf-8",
+    });
     expect(res.status, res.text).toBe(200);
   });
 
@@ -312,8 +307,12 @@ describe("mute: 403", () => {
 
   test("all refusals read the same (an unknown passphrase is not told apart)", async () => {
     const a = JSON.parse((await post(bl, MUTE_PATH, muteBody(bl, { passphrase: "nope" }))).text) as unknown;
-    const b = JSON.parse((await post(bl, MUTE_PATH, muteBody(bl, { passphrase: bl.world.otherHostPassphrase }))).text) as unknown;
-    const c = JSON.parse((await post(bl, MUTE_PATH, muteBody(bl, { passphrase: bl.world.attendeePassphrase }))).text) as unknown;
+    const b = JSON.parse(
+      (await post(bl, MUTE_PATH, muteBody(bl, { passphrase: bl.world.otherHostPassphrase }))).text,
+    ) as unknown;
+    const c = JSON.parse(
+      (await post(bl, MUTE_PATH, muteBody(bl, { passphrase: bl.world.attendeePassphrase }))).text,
+    ) as unknown;
     expect(a).toEqual(b);
     expect(a).toEqual(c);
   });
@@ -403,13 +402,20 @@ test("mute: validation comes before authorization (bad uid, unknown passphrase �
 
 describe("429: too many wrong passphrases (with the guessing limit on)", () => {
   test.each(ops)("%s", async (op) => {
-    const limited = await startBoardline({ guard: (store) => new MissLimitGuard(store, { attempts: 3, windowSeconds: 60 }) });
+    const limited = await startBoardline({
+      guard: (store) => new MissLimitGuard(store, { attempts: 3, windowSeconds: 60 }),
+    });
     try {
-      const body = (over: Record<string, unknown>) => (op === "mute" ? muteBody(limited, over) : convertBody(limited, over));
+      const body = (over: Record<string, unknown>) =>
+        op === "mute" ? muteBody(limited, over) : convertBody(limited, over);
       const token = await limited.token(limited.world.project, "guesser");
       const refused = op === "mute" ? [403, 403] : [404, 404];
       for (let i = 0; i < 3; i++) {
-        expectError(await post(limited, PATHS[op], body({ passphrase: `guess ${i}` }), { token }), refused[0] as number, refused[1] as number);
+        expectError(
+          await post(limited, PATHS[op], body({ passphrase: `guess ${i}` }), { token }),
+          refused[0] as number,
+          refused[1] as number,
+        );
       }
       const before = await snapshot(redis, limited);
       // Locked out: even the right passphrase is refused now, and nothing happens.

@@ -127,14 +127,22 @@ describe.each(ALL)("%s", (protocol) => {
 
     const record = await redis.hgetall(conversionKey(bl, answer.task_uuid));
     expect(Object.keys(record).sort()).toEqual(["by", "channel", "created_at", "project", "status", "type"]);
-    expect(record).toMatchObject({ project: bl.world.project, channel: bl.world.channel, type: "static", status: "Waiting", by });
+    expect(record).toMatchObject({
+      project: bl.world.project,
+      channel: bl.world.channel,
+      type: "static",
+      status: "Waiting",
+      by,
+    });
     expect(Number(record["created_at"])).toBeGreaterThanOrEqual(t0);
     expect(Number(record["created_at"])).toBeLessThanOrEqual(t1);
     const ttl = await redis.ttl(conversionKey(bl, answer.task_uuid));
     expect(ttl).toBeGreaterThan(SEVEN_DAYS - 60);
     expect(ttl).toBeLessThanOrEqual(SEVEN_DAYS);
 
-    const sent = bl.simulator.requests().filter((r) => (r.body as { resource?: string } | undefined)?.resource === resource);
+    const sent = bl.simulator
+      .requests()
+      .filter((r) => (r.body as { resource?: string } | undefined)?.resource === resource);
     expect(sent).toHaveLength(1);
     const [req] = sent;
     expect(req?.method).toBe("POST");
@@ -162,7 +170,9 @@ describe.each(ALL)("%s", (protocol) => {
       type: "dynamic",
       by: "other-host",
     });
-    const req = bl.simulator.requests().find((r) => (r.body as { resource?: string } | undefined)?.resource === resource);
+    const req = bl.simulator
+      .requests()
+      .find((r) => (r.body as { resource?: string } | undefined)?.resource === resource);
     expect(req?.headers["token"]).toBe(bl.world.sdkToken);
     expect(req?.headers["region"]).toBe("sg");
     expect(req?.body).toEqual({ resource, type: "dynamic", preview: false });
@@ -183,7 +193,13 @@ describe("JSON routes: inputs that must be accepted", () => {
     ["unknown fields (ignored)", { extra: { nested: [1, 2] }, preview: true, scale: 9, resourceURL: 3 }, {}],
     [
       "lowerCamelCase names",
-      { resource_url: undefined, conversion_type: undefined, resourceUrl: "https://a.example/x.pptx", conversionType: "static", conversionScale: 0.5 },
+      {
+        resource_url: undefined,
+        conversion_type: undefined,
+        resourceUrl: "https://a.example/x.pptx",
+        conversionType: "static",
+        conversionScale: 0.5,
+      },
       { resource: "https://a.example/x.pptx", type: "static", scale: 0.5 },
     ],
   ])("fileconvert: %s", async (name, over, expected) => {
@@ -197,7 +213,10 @@ describe("JSON routes: inputs that must be accepted", () => {
     expect(sent).toMatchObject(expected);
     if (!("scale" in expected)) expect(sent).not.toHaveProperty("scale");
     const { task_uuid } = JSON.parse(res.text) as { task_uuid: string };
-    expect(await bl.store.getConversion(task_uuid)).toMatchObject({ project: bl.world.project, channel: bl.world.channel });
+    expect(await bl.store.getConversion(task_uuid)).toMatchObject({
+      project: bl.world.project,
+      channel: bl.world.channel,
+    });
   });
 
   test.each<[string, Record<string, unknown>]>([

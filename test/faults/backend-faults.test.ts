@@ -31,7 +31,11 @@ test("every backend fault is answered as documented, in time, and leaves nothing
   const before = handles();
   const bl = await startBoardline({ conversionTimeoutMs: TIMEOUT_MS });
   const token = await bl.token();
-  const body = { resource_url: "https://example.com/deck.pdf", passphrase: bl.world.hostPassphrase, conversion_type: "static" };
+  const body = {
+    resource_url: "https://example.com/deck.pdf",
+    passphrase: bl.world.hostPassphrase,
+    conversion_type: "static",
+  };
   const grpc = createClient(WhiteboardService, createGrpcTransport({ baseUrl: bl.url }));
   try {
     for (const c of cases) {

@@ -42,7 +42,16 @@ async function snapshot(): Promise<Record<string, unknown>> {
 }
 
 const ROUTES = ["/v1/channel/pstn/mute", "/v1/whiteboard/fileconvert"] as const;
-const FIELDS = ["uid", "passphrase", "mute", "resource_url", "conversion_type", "conversion_scale", "resourceUrl", "conversionScale"];
+const FIELDS = [
+  "uid",
+  "passphrase",
+  "mute",
+  "resource_url",
+  "conversion_type",
+  "conversion_scale",
+  "resourceUrl",
+  "conversionScale",
+];
 
 /** JSON-ish values, including the awkward ones. */
 const wild = fc.oneof(
@@ -65,13 +74,17 @@ const body: fc.Arbitrary<Uint8Array> = fc.oneof(
   fc.string({ unit: "binary" }).map(enc),
   fc.uint8Array({ maxLength: 200 }),
   fc.integer({ min: 1, max: 400 }).map((depth) => enc(`${"[".repeat(depth * 10)}${"]".repeat(depth * 10)}`)),
-  fc.tuple(fc.constantFrom(...FIELDS), wild, wild).map(([k, a, b]) => enc(`{"${k}":${toJsonText(a)},"${k}":${toJsonText(b)}}`)),
-  fc.constantFrom(
-    '{"uid":NaN,"passphrase":"p","mute":true}',
-    '{"conversion_scale":Infinity}',
-    '{"uid":"a","passphrase":"b","mute":tru',
-    '{"uid":"a\u0000b","passphrase":"b","mute":true}',
-  ).map(enc),
+  fc
+    .tuple(fc.constantFrom(...FIELDS), wild, wild)
+    .map(([k, a, b]) => enc(`{"${k}":${toJsonText(a)},"${k}":${toJsonText(b)}}`)),
+  fc
+    .constantFrom(
+      '{"uid":NaN,"passphrase":"p","mute":true}',
+      '{"conversion_scale":Infinity}',
+      '{"uid":"a","passphrase":"b","mute":tru',
+      '{"uid":"a\u0000b","passphrase":"b","mute":true}',
+    )
+    .map(enc),
   fc.constant(new Uint8Array([0x7b, 0x22, 0x75, 0x69, 0x64, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d])),
 );
 
@@ -91,7 +104,13 @@ function safeStringify(v: unknown): string {
 
 test("random JSON-route bodies: always a documented 4xx, never a 5xx", async () => {
   const before = await snapshot();
-  const contentTypes = ["application/json", "application/json; charset=utf-8", "text/plain", "", "application/x-www-form-urlencoded"];
+  const contentTypes = [
+    "application/json",
+    "application/json; charset=utf-8",
+    "text/plain",
+    "",
+    "application/x-www-form-urlencoded",
+  ];
   await fc.assert(
     fc.asyncProperty(fc.constantFrom(...ROUTES), body, fc.constantFrom(...contentTypes), async (route, bytes, ct) => {
       const headers: Record<string, string> = { authorization: `Bearer ${token}` };

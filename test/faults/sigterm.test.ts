@@ -25,7 +25,12 @@ let child: ChildProcess | undefined;
 beforeAll(async () => {
   store = createRedisStore({ mode: "single", url: redisUrl() }, { keyPrefix: prefix, logger: silentLogger() });
   await store.waitUntilReady();
-  await store.createChannel({ project: "p", channel: "c", hostPassphrase: "host pass", attendeePassphrase: "guest pass" });
+  await store.createChannel({
+    project: "p",
+    channel: "c",
+    hostPassphrase: "host pass",
+    attendeePassphrase: "guest pass",
+  });
   await store.setWhiteboard("p", { region: "eu", credentials: { sdkToken: "NETLESSSDK_sigterm" } });
   sim = await startConversionSimulator({ credentials: { sdkTokens: ["NETLESSSDK_sigterm"] } });
 });
@@ -52,8 +57,17 @@ async function startProcess(): Promise<MainProcess> {
 test("SIGTERM lets accepted requests finish, refuses new connections and exits 0", async () => {
   const { port, proc } = await startProcess();
   const base = `http://127.0.0.1:${port}`;
-  const token = await mintToken({ secret: new TextEncoder().encode(secret), project: "p", subject: "s", ttlSeconds: 60 });
-  const body = JSON.stringify({ resource_url: "https://example.com/a.pdf", passphrase: "guest pass", conversion_type: "dynamic" });
+  const token = await mintToken({
+    secret: new TextEncoder().encode(secret),
+    project: "p",
+    subject: "s",
+    ttlSeconds: 60,
+  });
+  const body = JSON.stringify({
+    resource_url: "https://example.com/a.pdf",
+    passphrase: "guest pass",
+    conversion_type: "dynamic",
+  });
   const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
   sim.setFault({ kind: "slow", delayMs: 1000 });
 

@@ -158,7 +158,11 @@ async function seedWorld(store: AdminStore, world: World): Promise<void> {
     hostPassphrase: world.hostPassphrase,
     attendeePassphrase: world.attendeePassphrase,
   });
-  await store.createChannel({ project: world.otherProject, channel: world.otherChannel, hostPassphrase: world.otherHostPassphrase });
+  await store.createChannel({
+    project: world.otherProject,
+    channel: world.otherChannel,
+    hostPassphrase: world.otherHostPassphrase,
+  });
   await store.createChannel({ project: world.bareProject, channel: "bare", hostPassphrase: world.bareHostPassphrase });
   await store.setWhiteboard(world.project, {
     region: "us-sv",

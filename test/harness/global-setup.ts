@@ -13,7 +13,9 @@ import { startRedisServer } from "./redis-server.js";
 // The `ProvidedContext` declaration of "redisUrl" lives in ./redis-url.ts.
 
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
-  execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" });
+  execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.build.json"], {
+    stdio: "inherit",
+  });
   const given = process.env.REDIS_URL;
   if (given !== undefined && given !== "") {
     project.provide("redisUrl", given);

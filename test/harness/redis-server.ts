@@ -62,7 +62,12 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   }
 }
 
-function handle(port: number, first: ChildProcess, head: readonly string[], args: readonly string[]): RedisServerHandle {
+function handle(
+  port: number,
+  first: ChildProcess,
+  head: readonly string[],
+  args: readonly string[],
+): RedisServerHandle {
   let child: ChildProcess | undefined = first;
 
   async function stop(): Promise<void> {
@@ -103,11 +108,16 @@ async function launch(port: number, head: readonly string[], args: readonly stri
     BINARY,
     [
       ...head,
-      "--port", String(port),
-      "--bind", HOST,
-      "--save", "",
-      "--daemonize", "no",
-      "--loglevel", "warning",
+      "--port",
+      String(port),
+      "--bind",
+      HOST,
+      "--save",
+      "",
+      "--daemonize",
+      "no",
+      "--loglevel",
+      "warning",
       ...args,
     ],
     { stdio: ["ignore", "pipe", "pipe"] },

@@ -37,11 +37,19 @@ test("no secret reaches the logs", async () => {
   const w = bl.world;
   const tokenA = await bl.token(w.project, "alice");
   const tokenB = await bl.token(w.otherProject, "bob");
-  const convert = (passphrase: string) => ({ resource_url: "https://example.com/x.pdf", passphrase, conversion_type: "static" });
+  const convert = (passphrase: string) => ({
+    resource_url: "https://example.com/x.pdf",
+    passphrase,
+    conversion_type: "static",
+  });
   const statuses: number[] = [];
   statuses.push(await call("/v1/channel/pstn/mute", tokenA, { uid: "1", passphrase: w.hostPassphrase, mute: true }));
-  statuses.push(await call("/v1/channel/pstn/mute", tokenA, { uid: "1", passphrase: w.otherHostPassphrase, mute: true }));
-  statuses.push(await call("/v1/channel/pstn/mute", `${tokenA}x`, { uid: "1", passphrase: w.hostPassphrase, mute: true }));
+  statuses.push(
+    await call("/v1/channel/pstn/mute", tokenA, { uid: "1", passphrase: w.otherHostPassphrase, mute: true }),
+  );
+  statuses.push(
+    await call("/v1/channel/pstn/mute", `${tokenA}x`, { uid: "1", passphrase: w.hostPassphrase, mute: true }),
+  );
   statuses.push(await call("/v1/whiteboard/fileconvert", tokenA, convert(w.attendeePassphrase)));
   statuses.push(await call("/v1/whiteboard/fileconvert", tokenB, convert(w.otherHostPassphrase)));
   for (const fault of [
@@ -76,7 +84,10 @@ test("no secret reaches the logs", async () => {
     Buffer.from(bl.secret).toString("base64"),
     Buffer.from(bl.secret).toString("base64url"),
     Buffer.from(bl.secret).toString("hex"),
-    ...bl.simulator.requests().map((r) => String(r.headers.token ?? "")).filter((t) => t !== ""),
+    ...bl.simulator
+      .requests()
+      .map((r) => String(r.headers.token ?? ""))
+      .filter((t) => t !== ""),
   ];
   expect(secrets.length).toBeGreaterThan(10);
   for (const s of secrets) expect(logs.includes(s), `a secret (${s.slice(0, 6)}…) is in the logs`).toBe(false);

@@ -21,7 +21,11 @@ beforeAll(async () => {
     host: "127.0.0.1",
     port: 0,
     store: bl.store,
-    authenticator: new JwtAuthenticator({ key: { kind: "secret", secret: bl.secret }, algorithms: ["HS256"], projectClaim: "project_id" }),
+    authenticator: new JwtAuthenticator({
+      key: { kind: "secret", secret: bl.secret },
+      algorithms: ["HS256"],
+      projectClaim: "project_id",
+    }),
     backend: new NetlessConversionClient({ baseUrl: bl.simulator.url, timeoutMs: 2000, logger: silentLogger() }),
     guard: new MissLimitGuard(bl.store, { attempts: 3, windowSeconds: 30 }),
     logger: silentLogger(),
@@ -40,14 +44,26 @@ async function post(base: string, path: string, token: string, body: unknown) {
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
     body: JSON.stringify(body),
   });
-  return { status: res.status, body: (await res.json()) as { error?: { code: number; message: string } }, retryAfter: res.headers.get("retry-after") };
+  return {
+    status: res.status,
+    body: (await res.json()) as { error?: { code: number; message: string } },
+    retryAfter: res.headers.get("retry-after"),
+  };
 }
 
 describe("tenant isolation", () => {
   test("project A cannot mute in project B, and cannot tell B's passphrase from an unknown one", async () => {
     const a = await bl.token(bl.world.project, "alice");
-    const withB = await post(bl.url, "/v1/channel/pstn/mute", a, { uid: "u", passphrase: bl.world.otherHostPassphrase, mute: true });
-    const unknown = await post(bl.url, "/v1/channel/pstn/mute", a, { uid: "u", passphrase: "no such passphrase", mute: true });
+    const withB = await post(bl.url, "/v1/channel/pstn/mute", a, {
+      uid: "u",
+      passphrase: bl.world.otherHostPassphrase,
+      mute: true,
+    });
+    const unknown = await post(bl.url, "/v1/channel/pstn/mute", a, {
+      uid: "u",
+      passphrase: "no such passphrase",
+      mute: true,
+    });
     expect(withB.status).toBe(403);
     expect(withB.body).toEqual(unknown.body);
     expect(await bl.store.getMuteState(bl.world.otherProject, bl.world.otherChannel)).toEqual({});
@@ -55,7 +71,11 @@ describe("tenant isolation", () => {
 
   test("project A cannot convert with project B's passphrase; the answer equals an unknown passphrase's", async () => {
     const a = await bl.token(bl.world.project, "alice2");
-    const body = (passphrase: string) => ({ resource_url: "https://example.com/a.pdf", passphrase, conversion_type: "static" });
+    const body = (passphrase: string) => ({
+      resource_url: "https://example.com/a.pdf",
+      passphrase,
+      conversion_type: "static",
+    });
     const seen = bl.simulator.requests().length;
     const withB = await post(bl.url, "/v1/whiteboard/fileconvert", a, body(bl.world.otherHostPassphrase));
     const unknown = await post(bl.url, "/v1/whiteboard/fileconvert", a, body("no such passphrase"));
@@ -66,7 +86,11 @@ describe("tenant isolation", () => {
 
   test("project B's token works with B's passphrase (the control)", async () => {
     const b = await bl.token(bl.world.otherProject, "bob");
-    const r = await post(bl.url, "/v1/channel/pstn/mute", b, { uid: "u", passphrase: bl.world.otherHostPassphrase, mute: true });
+    const r = await post(bl.url, "/v1/channel/pstn/mute", b, {
+      uid: "u",
+      passphrase: bl.world.otherHostPassphrase,
+      mute: true,
+    });
     expect(r.status).toBe(200);
   });
 });
@@ -78,7 +102,11 @@ describe("passphrase guessing", () => {
       const r = await post(bl.url, "/v1/channel/pstn/mute", t, { uid: "u", passphrase: `guess ${i}`, mute: true });
       expect(r.status).toBe(403);
     }
-    const locked = await post(bl.url, "/v1/channel/pstn/mute", t, { uid: "u", passphrase: bl.world.hostPassphrase, mute: true });
+    const locked = await post(bl.url, "/v1/channel/pstn/mute", t, {
+      uid: "u",
+      passphrase: bl.world.hostPassphrase,
+      mute: true,
+    });
     expect(locked.status).toBe(429);
     expect(locked.body).toEqual({ error: { code: 429, message: expect.stringMatching(/too many/) } });
     expect(Number(locked.retryAfter)).toBeGreaterThanOrEqual(1);
@@ -94,7 +122,11 @@ describe("passphrase guessing", () => {
 
   test("another caller of the same project is not locked out", async () => {
     const t = await bl.token(bl.world.project, "innocent");
-    const r = await post(bl.url, "/v1/channel/pstn/mute", t, { uid: "w", passphrase: bl.world.hostPassphrase, mute: true });
+    const r = await post(bl.url, "/v1/channel/pstn/mute", t, {
+      uid: "w",
+      passphrase: bl.world.hostPassphrase,
+      mute: true,
+    });
     expect(r.status).toBe(200);
   });
 });

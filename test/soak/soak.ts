@@ -31,7 +31,12 @@ async function main() {
   await store.waitUntilReady();
   const ak = "soak-ak";
   const sk = randomBytes(24).toString("base64url");
-  await store.createChannel({ project: "soak", channel: "room", hostPassphrase: "soak host", attendeePassphrase: "soak guest" });
+  await store.createChannel({
+    project: "soak",
+    channel: "room",
+    hostPassphrase: "soak host",
+    attendeePassphrase: "soak guest",
+  });
   await store.setWhiteboard("soak", { region: "us-sv", credentials: { accessKey: ak, secretKey: sk } });
   const sim = await startConversionSimulator({ credentials: { keys: [{ accessKey: ak, secretKey: sk }] } });
   const backend = new NetlessConversionClient({ baseUrl: sim.url, timeoutMs: 1000, logger });
@@ -40,7 +45,11 @@ async function main() {
     host: "127.0.0.1",
     port: 0,
     store,
-    authenticator: new JwtAuthenticator({ key: { kind: "secret", secret }, algorithms: ["HS256"], projectClaim: "project_id" }),
+    authenticator: new JwtAuthenticator({
+      key: { kind: "secret", secret },
+      algorithms: ["HS256"],
+      projectClaim: "project_id",
+    }),
     backend,
     guard: new MissLimitGuard(store, { attempts: 1_000_000, windowSeconds: 60 }),
     logger,
@@ -67,12 +76,21 @@ async function main() {
         roll < 0.75
           ? ["/v1/channel/pstn/mute", { uid, passphrase: "soak host", mute: n % 2 === 0 }, [200, 503]]
           : roll < 0.9
-            ? ["/v1/whiteboard/fileconvert", { resource_url: "https://example.com/deck.pdf", passphrase: "soak guest", conversion_type: "static" }, [200, 503, 504]]
+            ? [
+                "/v1/whiteboard/fileconvert",
+                { resource_url: "https://example.com/deck.pdf", passphrase: "soak guest", conversion_type: "static" },
+                [200, 503, 504],
+              ]
             : ["/v1/channel/pstn/mute", { uid, passphrase: "soak host" }, [400]];
       const start = performance.now();
       let status = 0;
       try {
-        const res = await fetch(`${server.url}${path}`, { method: "POST", headers, body: JSON.stringify(body), signal: AbortSignal.timeout(5000) });
+        const res = await fetch(`${server.url}${path}`, {
+          method: "POST",
+          headers,
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(5000),
+        });
         status = res.status;
         await res.arrayBuffer();
       } catch {
@@ -115,7 +133,8 @@ async function main() {
   raw.disconnect();
   const lost = acknowledged.filter((uid) => stored[uid] === undefined).length;
   latencies.sort((a, b) => a - b);
-  const pct = (p: number) => (latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0).toFixed(1);
+  const pct = (p: number) =>
+    (latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0).toFixed(1);
 
   await server.shutdown(2000);
   backend.close();
@@ -124,8 +143,15 @@ async function main() {
   await redis.stop();
 
   console.log(`soak: ${seconds} s, ${concurrency} clients`);
-  console.log(`requests: ${requests} (${(requests / seconds).toFixed(0)}/s), latency p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms, max ${pct(1)} ms`);
-  console.log(`by kind: ${[...byKind.entries()].sort().map(([k, v]) => `${k}=${v}`).join(", ")}`);
+  console.log(
+    `requests: ${requests} (${(requests / seconds).toFixed(0)}/s), latency p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms, max ${pct(1)} ms`,
+  );
+  console.log(
+    `by kind: ${[...byKind.entries()]
+      .sort()
+      .map(([k, v]) => `${k}=${v}`)
+      .join(", ")}`,
+  );
   console.log(`acknowledged mutes: ${acknowledged.length}, lost writes = ${lost}`);
   console.log(`unexpected answers: ${unexpected}`);
   process.exit(lost === 0 && unexpected === 0 ? 0 : 1);

@@ -108,7 +108,12 @@ export function storeContract(name: string, options: ContractOptions): void {
 
       it("reads records other services wrote, and ignores malformed ones", async () => {
         const good = unique();
-        await raw.hset(keys.passphrase(hashPassphrase(good)), { project: "p1", channel: "c1", role: "host", extra: "x" });
+        await raw.hset(keys.passphrase(hashPassphrase(good)), {
+          project: "p1",
+          channel: "c1",
+          role: "host",
+          extra: "x",
+        });
         expect(await store.lookupPassphrase(good)).toEqual({ project: "p1", channel: "c1", role: "host" });
 
         const malformed: Record<string, string>[] = [
@@ -208,7 +213,10 @@ export function storeContract(name: string, options: ContractOptions): void {
 
         await store.setWhiteboard(project, { region: "sg", credentials: { sdkToken: "NETLESSSDK_abc" } });
         expect(await raw.hgetall(key)).toEqual({ enabled: "1", region: "sg", sdk_token: "NETLESSSDK_abc" });
-        expect(await store.getWhiteboard(project)).toEqual({ region: "sg", credentials: { sdkToken: "NETLESSSDK_abc" } });
+        expect(await store.getWhiteboard(project)).toEqual({
+          region: "sg",
+          credentials: { sdkToken: "NETLESSSDK_abc" },
+        });
 
         await store.setWhiteboard(project, { region: "eu", credentials: { accessKey: "ak", secretKey: "sk" } });
         expect(await raw.hgetall(key)).toEqual({ enabled: "1", region: "eu", access_key: "ak", secret_key: "sk" });
@@ -273,13 +281,17 @@ export function storeContract(name: string, options: ContractOptions): void {
         await expect(
           store.setWhiteboard(project, { region: "mars" as "sg", credentials: { sdkToken: "t" } }),
         ).rejects.toMatchObject({ kind: "invalid" });
-        await expect(store.setWhiteboard(project, { region: "sg", credentials: { sdkToken: "" } })).rejects.toMatchObject({
+        await expect(
+          store.setWhiteboard(project, { region: "sg", credentials: { sdkToken: "" } }),
+        ).rejects.toMatchObject({
           kind: "invalid",
         });
         await expect(
           store.setWhiteboard(project, { region: "sg", credentials: { accessKey: "ak", secretKey: "" } }),
         ).rejects.toMatchObject({ kind: "invalid" });
-        await expect(store.setWhiteboard("p{x}", { region: "sg", credentials: { sdkToken: "t" } })).rejects.toMatchObject({
+        await expect(
+          store.setWhiteboard("p{x}", { region: "sg", credentials: { sdkToken: "t" } }),
+        ).rejects.toMatchObject({
           kind: "invalid",
         });
         expect(await raw.exists(keys.whiteboard(project))).toBe(false);
@@ -300,8 +312,18 @@ export function storeContract(name: string, options: ContractOptions): void {
         expect(await raw.hgetall(muteKey)).toEqual({ "1001": "1", "1002": "0" });
         const entries = await raw.xrange(eventsKey);
         expect(entries.map((e) => e.fields)).toEqual([
-          [["uid", "1001"], ["mute", "1"], ["by", "alice"], ["at", "1700000000123"]],
-          [["uid", "1002"], ["mute", "0"], ["by", "bob"], ["at", "1700000000456"]],
+          [
+            ["uid", "1001"],
+            ["mute", "1"],
+            ["by", "alice"],
+            ["at", "1700000000123"],
+          ],
+          [
+            ["uid", "1002"],
+            ["mute", "0"],
+            ["by", "bob"],
+            ["at", "1700000000456"],
+          ],
         ]);
         for (const e of entries) expect(e.id).toMatch(/^\d+-\d+$/);
 
@@ -465,21 +487,24 @@ export function storeContract(name: string, options: ContractOptions): void {
         await expect(store.ping()).resolves.toBeUndefined();
       });
 
-      it.each(EVERY_METHOD)("%s fails with unavailable within 1.5 s when the backend is unreachable", async (_, call) => {
-        const unreachable = await subject.unreachableStore();
-        try {
-          const started = performance.now();
-          const error = await call(unreachable).then(
-            () => undefined,
-            (e: unknown) => e,
-          );
-          expect(performance.now() - started).toBeLessThan(1500);
-          expect(error).toBeInstanceOf(Failure);
-          expect((error as Failure).kind).toBe("unavailable");
-        } finally {
-          await unreachable.close();
-        }
-      });
+      it.each(EVERY_METHOD)(
+        "%s fails with unavailable within 1.5 s when the backend is unreachable",
+        async (_, call) => {
+          const unreachable = await subject.unreachableStore();
+          try {
+            const started = performance.now();
+            const error = await call(unreachable).then(
+              () => undefined,
+              (e: unknown) => e,
+            );
+            expect(performance.now() - started).toBeLessThan(1500);
+            expect(error).toBeInstanceOf(Failure);
+            expect((error as Failure).kind).toBe("unavailable");
+          } finally {
+            await unreachable.close();
+          }
+        },
+      );
 
       it("close is idempotent and later calls fail as unavailable", async () => {
         const unreachable = await subject.unreachableStore();

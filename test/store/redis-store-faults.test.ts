@@ -179,7 +179,9 @@ describe("RedisStore under Redis faults", () => {
     try {
       for (const store of stores) {
         expectUnavailable(await timed(() => store.lookupPassphrase("x")));
-        expectUnavailable(await timed(() => store.setMute({ project: "p", channel: "c", uid: "u", mute: true, by: "s", at: 1 })));
+        expectUnavailable(
+          await timed(() => store.setMute({ project: "p", channel: "c", uid: "u", mute: true, by: "s", at: 1 })),
+        );
         expectUnavailable(await timed(() => store.deleteChannel("p", "c")));
       }
     } finally {

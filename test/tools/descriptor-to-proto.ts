@@ -7,15 +7,7 @@
 // anything silently: every descriptor field it does not render makes it throw.
 
 import { createRegistry, getExtension, ScalarType } from "@bufbuild/protobuf";
-import type {
-  DescEnum,
-  DescExtension,
-  DescField,
-  DescFile,
-  DescMessage,
-  Message,
-  Registry,
-} from "@bufbuild/protobuf";
+import type { DescEnum, DescExtension, DescField, DescFile, DescMessage, Message, Registry } from "@bufbuild/protobuf";
 import { protoCamelCase, reflect } from "@bufbuild/protobuf/reflect";
 import type { ReflectMessage, ScalarValue } from "@bufbuild/protobuf/reflect";
 import {

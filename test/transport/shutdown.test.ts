@@ -15,16 +15,7 @@ import { WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { eventually } from "../harness/eventually.js";
 import https from "node:https";
-import {
-  type Answer,
-  closeSession,
-  h1,
-  h2,
-  h2connect,
-  JSON_HEADERS,
-  raw,
-  selfSignedCertificate,
-} from "./helpers.js";
+import { type Answer, closeSession, h1, h2, h2connect, JSON_HEADERS, raw, selfSignedCertificate } from "./helpers.js";
 
 const SLOW_MS = 800;
 
@@ -44,7 +35,6 @@ const convertBody = (b: Boardline) =>
 function tcpResources(): number {
   return process.getActiveResourcesInfo().filter((r) => r === "TCPSocketWrap" || r === "TCPServerWrap").length;
 }
-
 
 function connectOutcome(port: number): Promise<string> {
   return new Promise((resolve) => {
@@ -181,7 +171,11 @@ test("shutdown with nothing in flight resolves at once, closing idle connections
   const started = performance.now();
   await b.server.shutdown(5000);
   expect(performance.now() - started).toBeLessThan(200);
-  await eventually(() => idle.socket.destroyed && (session.closed || session.destroyed), 3000, "client sockets to close");
+  await eventually(
+    () => idle.socket.destroyed && (session.closed || session.destroyed),
+    3000,
+    "client sockets to close",
+  );
   await sniffing.closed;
   agent.destroy();
   await closeSession(session);
