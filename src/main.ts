@@ -8,7 +8,7 @@ import { NetlessConversionClient } from "./conversion/netless-client.js";
 import { type ConversionSimulator, startConversionSimulator } from "./conversion/simulator.js";
 import { demoBanner, demoSeed, seedDemo } from "./demo.js";
 import { createLogger } from "./log.js";
-import { startServer } from "./server/index.js";
+import { startService } from "./compose.js";
 import { MissLimitGuard } from "./services/passphrase-guard.js";
 import type { AdminStore } from "./services/ports.js";
 import { MemoryStore } from "./store/memory-store.js";
@@ -61,7 +61,7 @@ async function main(): Promise<void> {
   }
   const backend = new NetlessConversionClient({ baseUrl, timeoutMs: config.conversionTimeoutMs, logger });
 
-  const server = await startServer({
+  const server = await startService({
     host: config.host,
     port: config.port,
     ...(config.tls === undefined ? {} : { tls: config.tls }),

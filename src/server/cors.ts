@@ -4,7 +4,7 @@
  * used, so credentials are never allowed.
  */
 import { cors as connectCors } from "@connectrpc/connect";
-import type { NodeRequest, NodeResponse } from "./rpc-handler.js";
+import type { NodeRequest, NodeResponse } from "./node-http.js";
 
 const ALLOW_HEADERS = [
   ...new Set(["Authorization", "Content-Type", "X-Request-Id", "X-Session-Id", ...connectCors.allowedHeaders]),

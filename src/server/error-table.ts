@@ -1,15 +1,16 @@
 /**
- * The error contract of DESIGN.md §2, in one place. Every failure that leaves
- * the service — on a JSON route, over Connect, gRPC or gRPC-Web — is shaped
- * here: the gRPC code, the HTTP status, the documented numeric `error.code`,
- * and the message. Nothing else in the code base picks a status or a code.
+ * The error contract (docs/architecture.md, "Error table"), in one place.
+ * Every failure that leaves the service — on a JSON route, a plain endpoint,
+ * over Connect, gRPC or gRPC-Web — is shaped here: the gRPC code, the HTTP
+ * status, the documented numeric `error.code`, and the message. Nothing else
+ * in the code base picks a status or a code.
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { Failure, type FailureKind } from "../services/failure.js";
 
-/** The exact text DESIGN.md prescribes for every invalid request (code 611). */
+/** The exact text the contract prescribes for every invalid request (code 611). */
 export const INVALID_REQUEST_MESSAGE = "the API request is invalid, improperly formed, or missing a required field";
 
 /** The `domain` of the `google.rpc.ErrorInfo` detail attached to every error. */
@@ -141,25 +142,38 @@ export function toJsonError(e: unknown): { status: number; headers: Record<strin
   return { status: p.http, headers, body: JSON.stringify({ error: { code: p.code, message: p.message } }) };
 }
 
-/** Failures the HTTP layer raises before a request reaches an operation. */
-export const transportFailures = {
-  /** 413: the body is over `MAX_BODY_BYTES`. */
-  tooLarge: (limit: number) => ({
-    status: 413,
-    body: JSON.stringify({ error: { code: 611, message: `${INVALID_REQUEST_MESSAGE}: body exceeds ${limit} bytes` } }),
-  }),
-  /** 415: the Content-Type is not application/json. */
-  unsupportedMediaType: () => ({
-    status: 415,
-    body: JSON.stringify({
-      error: { code: 611, message: `${INVALID_REQUEST_MESSAGE}: Content-Type must be application/json` },
-    }),
-  }),
-  /** 404: no such route. */
-  notFound: () => ({ status: 404, body: JSON.stringify({ error: { code: 404, message: "no such route" } }) }),
-  /** 405: a known path with a method other than POST. */
-  methodNotAllowed: () => ({
-    status: 405,
-    body: JSON.stringify({ error: { code: 405, message: "method not allowed; use POST" } }),
-  }),
-} as const;
+/**
+ * Failures the HTTP layer raises before a request reaches the call pipeline
+ * (JSON routes and the plain endpoints; the RPC protocols have their own).
+ */
+export type TransportFailure =
+  | { readonly kind: "no_route" }
+  | { readonly kind: "method_not_allowed"; readonly allow: readonly string[] }
+  | { readonly kind: "body_too_large"; readonly limit: number }
+  | { readonly kind: "unsupported_media_type" };
+
+type TransportRow<F extends TransportFailure> = { readonly http: number; readonly code: number; message(f: F): string };
+
+const transportTable: {
+  readonly [K in TransportFailure["kind"]]: TransportRow<Extract<TransportFailure, { kind: K }>>;
+} = {
+  no_route: { http: 404, code: 404, message: () => "no such route" },
+  method_not_allowed: { http: 405, code: 405, message: (f) => `method not allowed; use ${f.allow.join(" or ")}` },
+  body_too_large: { http: 413, code: 611, message: (f) => `${INVALID_REQUEST_MESSAGE}: body exceeds ${f.limit} bytes` },
+  unsupported_media_type: {
+    http: 415,
+    code: 611,
+    message: () => `${INVALID_REQUEST_MESSAGE}: Content-Type must be application/json`,
+  },
+};
+
+/** The status, headers and body of a transport failure (`Allow` goes with 405). */
+export function transportError(f: TransportFailure): {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+} {
+  const row = transportTable[f.kind] as TransportRow<TransportFailure>;
+  const headers: Record<string, string> = f.kind === "method_not_allowed" ? { allow: f.allow.join(", ") } : {};
+  return { status: row.http, headers, body: JSON.stringify({ error: { code: row.code, message: row.message(f) } }) };
+}

@@ -21,24 +21,30 @@
  * the router can count calls that connect-es answered without our pipeline.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
+import { Failure } from "../services/failure.js";
 import {
+  codeToHttpStatus,
   createAsyncIterable,
   encodeEnvelope,
+  errorFromJsonBytes,
+  errorToJsonBytes,
+  isOversizeMessageError,
+  isUndecodableMessageError,
   readAllBytes,
+  setTrailerStatus,
+  trailerFlag,
+  trailerParse,
+  trailerSerialize,
   type UniversalServerResponse,
-} from "@connectrpc/connect/protocol";
-import { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
-import { Failure } from "../services/failure.js";
+} from "./connect-internals.js";
 import { toConnectError } from "./error-table.js";
 
 /** The error table's answer for one of connect-es's bad-request-body errors, or undefined. */
 function tableErrorFor(code: Code, message: string): ConnectError | undefined {
-  if (code === Code.Internal && message.startsWith("parse binary")) {
+  if (isUndecodableMessageError(code, message)) {
     return toConnectError(new Failure("invalid", { detail: "the request message is not valid protobuf" }));
   }
-  if (code === Code.ResourceExhausted && /larger than configured readMaxBytes/.test(message)) {
+  if (isOversizeMessageError(code, message)) {
     return toConnectError(new Failure("invalid", { detail: "the request message is over the size limit" }));
   }
   return undefined;

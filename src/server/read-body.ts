@@ -3,7 +3,7 @@
  * Content-Length over the limit and stops reading as soon as the limit is
  * passed, so a 10 MB body costs at most `limit` bytes of memory.
  */
-import type { NodeRequest } from "./rpc-handler.js";
+import type { NodeRequest } from "./node-http.js";
 
 export type ReadBodyResult =
   | { readonly kind: "ok"; readonly bytes: Uint8Array }

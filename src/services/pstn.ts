@@ -1,7 +1,7 @@
 /**
  * Mute or unmute a telephone participant. Transport-free: the caller is
  * already authenticated and the request already validated against the proto
- * rules (src/server/operations.ts does both, in that order).
+ * rules (src/server/call-pipeline.ts does both, in that order).
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { MuteRequest, MuteResponseSchema } from "../../gen/channel/v1/pstn_pb.js";
@@ -12,7 +12,7 @@ import type { PassphraseGuard } from "./passphrase-guard.js";
 /** One message for every refusal, so a caller cannot tell an unknown passphrase from another project's. */
 const NOT_A_HOST_PASSPHRASE = "the passphrase is not the host passphrase of a channel of this project";
 
-export class PstnService {
+export class PstnControl {
   constructor(
     private readonly store: Store,
     private readonly guard: PassphraseGuard,

@@ -1,7 +1,7 @@
 /**
  * Convert a document for the whiteboard. Transport-free: the caller is
  * already authenticated and the request already validated against the proto
- * rules (src/server/operations.ts does both, in that order).
+ * rules (src/server/call-pipeline.ts does both, in that order).
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ConvertFileRequest, ConvertFileResponseSchema } from "../../gen/whiteboard/v1/whiteboard_pb.js";
@@ -9,7 +9,7 @@ import { Failure } from "./failure.js";
 import type { PassphraseGuard } from "./passphrase-guard.js";
 import type { Caller, ConversionBackend, ConversionType, Store } from "./ports.js";
 
-export class WhiteboardService {
+export class WhiteboardConversions {
   constructor(
     private readonly store: Store,
     private readonly backend: ConversionBackend,

@@ -9,7 +9,7 @@ import { JwtAuthenticator, mintToken } from "../../src/auth/jwt.js";
 import { NetlessConversionClient } from "../../src/conversion/netless-client.js";
 import { type ConversionSimulator, startConversionSimulator } from "../../src/conversion/simulator.js";
 import { createLogger, type Logger, silentLogger } from "../../src/log.js";
-import { type Server, startServer } from "../../src/server/index.js";
+import { type Server, startService } from "../../src/compose.js";
 import type { PassphraseGuard } from "../../src/services/passphrase-guard.js";
 import type { AdminStore, Authenticator } from "../../src/services/ports.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
@@ -115,7 +115,7 @@ export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardlin
     logger,
   });
   const secret = o.secret ?? new Uint8Array(randomBytes(32));
-  const server = await startServer({
+  const server = await startService({
     host: "127.0.0.1",
     port: 0,
     ...(o.tls === undefined ? {} : { tls: o.tls }),

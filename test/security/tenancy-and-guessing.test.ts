@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { JwtAuthenticator } from "../../src/auth/jwt.js";
 import { NetlessConversionClient } from "../../src/conversion/netless-client.js";
 import { silentLogger } from "../../src/log.js";
-import { type Server, startServer } from "../../src/server/index.js";
+import { type Server, startService } from "../../src/compose.js";
 import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 
@@ -17,7 +17,7 @@ let twin: Server;
 beforeAll(async () => {
   bl = await startBoardline({ guard: (store) => new MissLimitGuard(store, { attempts: 3, windowSeconds: 30 }) });
   // A second instance on the same Redis (same prefix, same secret).
-  twin = await startServer({
+  twin = await startService({
     host: "127.0.0.1",
     port: 0,
     store: bl.store,

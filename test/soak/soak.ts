@@ -14,7 +14,7 @@ import { JwtAuthenticator, mintToken } from "../../src/auth/jwt.js";
 import { NetlessConversionClient } from "../../src/conversion/netless-client.js";
 import { startConversionSimulator } from "../../src/conversion/simulator.js";
 import { silentLogger } from "../../src/log.js";
-import { startServer } from "../../src/server/index.js";
+import { startService } from "../../src/compose.js";
 import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
 import { createRedisStore } from "../../src/store/redis-store.js";
 import { startRedisServer } from "../harness/redis-server.js";
@@ -41,7 +41,7 @@ async function main() {
   const sim = await startConversionSimulator({ credentials: { keys: [{ accessKey: ak, secretKey: sk }] } });
   const backend = new NetlessConversionClient({ baseUrl: sim.url, timeoutMs: 1000, logger });
   const secret = new Uint8Array(randomBytes(32));
-  const server = await startServer({
+  const server = await startService({
     host: "127.0.0.1",
     port: 0,
     store,

@@ -68,6 +68,13 @@ describe("plain HTTP endpoints", () => {
     expect(res.headers.allow).toBe("POST");
   });
 
+  test("a 405's message names exactly the methods its Allow header lists", async () => {
+    const plain = await h1(bl.url, "/healthz", { method: "POST", headers: JSON_HEADERS, body: "{}" });
+    expect(JSON.parse(plain.body)).toEqual({ error: { code: 405, message: "method not allowed; use GET or HEAD" } });
+    const route = await h1(bl.url, "/v1/channel/pstn/mute");
+    expect(JSON.parse(route.body)).toEqual({ error: { code: 405, message: "method not allowed; use POST" } });
+  });
+
   test("unknown path → 404 JSON", async () => {
     const res = await h1(bl.url, "/v2/nothing");
     expect(res.status).toBe(404);

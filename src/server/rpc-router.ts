@@ -1,9 +1,11 @@
 /**
- * gRPC, gRPC-Web and Connect, through connect-es's universal handlers. This
- * is connect-node's `connectNodeAdapter`, plus the one thing it cannot do: fix
- * the gRPC status trailer before it is written (see grpc-status-trailer.ts).
+ * gRPC, gRPC-Web and Connect through connect-es's universal handlers, for
+ * everything the gRPC fast path does not take (Connect and gRPC-Web, gRPC
+ * calls that are compressed or carry JSON, health and reflection). This is
+ * connect-node's `connectNodeAdapter`, plus the one thing it cannot do: fix
+ * the status on its way out so it follows the error table
+ * (grpc-status-trailer.ts).
  */
-
 import {
   Code,
   ConnectError,
@@ -19,23 +21,20 @@ import {
   universalRequestFromNodeRequest,
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
-import type { UniversalHandler } from "@connectrpc/connect/protocol";
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { Logger } from "../log.js";
 import type { Caller } from "../services/ports.js";
 import { cancellationOf } from "./call-cancellation.js";
+import type { CallContext, CallPipeline } from "./call-pipeline.js";
+import { type UniversalHandler, withJsonBodyCheck } from "./connect-internals.js";
 import { toConnectError } from "./error-table.js";
 import { normalizeAtEnd, normalizeConnectError, normalizeGrpcWebAtEnd } from "./grpc-status-trailer.js";
-import { parseJsonRequest } from "./json-gateway.js";
-import type { CallContext, Operation, Pipeline } from "./operations.js";
+import { decodeUtf8, parseJsonRequest } from "./json-request.js";
+import type { NodeRequest, NodeResponse } from "./node-http.js";
+import type { ServedMethod } from "./served-methods.js";
 
-export type NodeRequest = IncomingMessage | Http2ServerRequest;
-export type NodeResponse = ServerResponse | Http2ServerResponse;
-
-export interface RpcHandlerOptions {
-  readonly operations: readonly Operation[];
-  readonly pipeline: Pipeline;
+export interface RpcRouterOptions {
+  readonly methods: readonly ServedMethod[];
+  readonly pipeline: CallPipeline;
   readonly maxBodyBytes: number;
   readonly shutdownSignal: AbortSignal;
   readonly logger: Logger;
@@ -67,13 +66,11 @@ function protocolOf(contentType: string): CallContext["protocol"] {
   return "connect";
 }
 
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
-
-export class RpcHandler {
+export class RpcRouter {
   private readonly paths = new Map<string, UniversalHandler>();
-  private readonly operationsByPath = new Map<string, Operation>();
+  private readonly servedByPath = new Map<string, ServedMethod>();
 
-  constructor(private readonly options: RpcHandlerOptions) {
+  constructor(private readonly options: RpcRouterOptions) {
     const router = createConnectRouter({
       readMaxBytes: options.maxBodyBytes,
       shutdownSignal: options.shutdownSignal,
@@ -87,7 +84,7 @@ export class RpcHandler {
       requestId: ctx.requestHeader.get("x-request-id") ?? "",
       cancellation: cancellationOf(ctx.signal),
     });
-    for (const op of options.operations) {
+    for (const op of options.methods) {
       router.rpc(
         op.method,
         async (request, ctx) => {
@@ -120,27 +117,25 @@ export class RpcHandler {
           // A JSON body that does not decode gets the JSON routes' 611 message,
           // not connect-es's own text: connect-es hands the bytes to this
           // decoder first, and rethrows a ConnectError it throws as it is.
-          jsonOptions: {
-            ...JSON_OPTIONS,
-            textDecoder: {
-              decode(bytes: Uint8Array): string {
-                try {
-                  parseJsonRequest(op, bytes);
-                } catch (e) {
-                  throw toConnectError(e);
-                }
-                return utf8.decode(bytes);
-              },
+          jsonOptions: withJsonBodyCheck(
+            JSON_OPTIONS,
+            (bytes) => {
+              try {
+                parseJsonRequest(op.method.input, bytes);
+              } catch (e) {
+                throw toConnectError(e);
+              }
             },
-          } as typeof JSON_OPTIONS,
+            decodeUtf8,
+          ),
         },
       );
     }
     options.register(router);
     for (const h of router.handlers) {
       this.paths.set(h.requestPath, h);
-      const op = options.operations.find((o) => o.method === h.method);
-      if (op !== undefined) this.operationsByPath.set(h.requestPath, op);
+      const served = options.methods.find((m) => m.method === h.method);
+      if (served !== undefined) this.servedByPath.set(h.requestPath, served);
     }
   }
 
@@ -155,7 +150,7 @@ export class RpcHandler {
     const contentType = String(req.headers["content-type"] ?? "");
     const protocol = protocolOf(contentType);
     const progress: CallProgress = { gatePassed: false, ran: false };
-    const op = this.operationsByPath.get(path);
+    const op = this.servedByPath.get(path);
     let status: number = Code.Unknown;
     const onStatus = (s: number) => {
       status = s;

@@ -1,51 +1,19 @@
 /**
  * The one pipeline every call goes through, whatever the protocol:
  * authenticate → read the request → validate it against the proto rules →
- * the operation (which authorizes and acts). Metrics and the logging of
+ * the domain call (which authorizes and acts). Metrics and the logging of
  * unexpected errors happen here too, so the JSON gateway and the RPC router
  * only translate bytes in and out.
  */
-import {
-  create,
-  type DescMessage,
-  type DescMethodUnary,
-  type MessageInitShape,
-  type MessageShape,
-} from "@bufbuild/protobuf";
+import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { createValidator, type Validator } from "@bufbuild/protovalidate";
-import { PstnService as PstnServiceDesc } from "../../gen/channel/v1/pstn_pb.js";
-import { WhiteboardService as WhiteboardServiceDesc } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import type { Logger } from "../log.js";
 import { Failure } from "../services/failure.js";
-import type { PstnService } from "../services/pstn.js";
 import type { Authenticator, Caller } from "../services/ports.js";
-import type { WhiteboardService } from "../services/whiteboard.js";
 import type { Cancellation } from "./call-cancellation.js";
 import { documentedCodeOf, isUnexpected, publicError } from "./error-table.js";
 import type { Metrics } from "./metrics.js";
-
-export interface Operation<I extends DescMessage = DescMessage, O extends DescMessage = DescMessage> {
-  readonly method: DescMethodUnary<I, O>;
-  invoke(caller: Caller, request: MessageShape<I>, cancellation: Cancellation): Promise<MessageInitShape<O>>;
-}
-
-function operation<I extends DescMessage, O extends DescMessage>(
-  method: DescMethodUnary<I, O>,
-  invoke: Operation<I, O>["invoke"],
-): Operation {
-  // The pipeline only ever calls invoke with a message of `method.input`.
-  return { method, invoke } as unknown as Operation;
-}
-
-/** The service's operations, keyed by nothing: the router and the gateway derive their paths from them. */
-export function operations(services: { pstn: PstnService; whiteboard: WhiteboardService }): Operation[] {
-  return [
-    operation(PstnServiceDesc.method.mute, (caller, req) => services.pstn.mute(caller, req)),
-    operation(WhiteboardServiceDesc.method.convertFile, (caller, req, cancellation) =>
-      services.whiteboard.convertFile(caller, req, cancellation.signal),
-    ),
-  ];
-}
+import type { ServedMethod } from "./served-methods.js";
 
 export interface CallContext {
   readonly protocol: "json" | "connect" | "grpc" | "grpc-web";
@@ -53,11 +21,11 @@ export interface CallContext {
   readonly requestId: string;
   /** The client went away or the deadline passed. */
   readonly cancellation: Cancellation;
-  /** The caller, when the transport already authenticated it (`Pipeline.authenticate`). */
+  /** The caller, when the transport already authenticated it (`CallPipeline.authenticate`). */
   readonly caller?: Caller;
 }
 
-export class Pipeline {
+export class CallPipeline {
   private readonly validator: Validator = createValidator();
 
   constructor(
@@ -73,7 +41,7 @@ export class Pipeline {
    * (or an unexpected error, already logged) on failure.
    */
   async run<I extends DescMessage, O extends DescMessage>(
-    op: Operation<I, O>,
+    op: ServedMethod<I, O>,
     ctx: CallContext,
     readRequest: () => MessageShape<I>,
   ): Promise<MessageShape<O>> {
@@ -100,7 +68,7 @@ export class Pipeline {
    * through `CallContext.caller`). A failure is logged and counted as `run`
    * would; success is counted by the `run` that follows.
    */
-  async authenticate(op: Operation, ctx: CallContext): Promise<Caller> {
+  async authenticate(op: ServedMethod, ctx: CallContext): Promise<Caller> {
     const started = performance.now();
     try {
       return await this.auth.authenticate(ctx.authorization);
@@ -116,7 +84,7 @@ export class Pipeline {
    * router answered it itself (a body that could not be read, decompressed or
    * decoded, or a client gone mid-body). `status` is the gRPC status it got.
    */
-  countUnrun(op: Operation, protocol: CallContext["protocol"], status: number, startedAt: number): void {
+  countUnrun(op: ServedMethod, protocol: CallContext["protocol"], status: number, startedAt: number): void {
     this.metrics.observeCall(
       op.method.name,
       protocol,
@@ -126,7 +94,7 @@ export class Pipeline {
   }
 
   /** Logs a failure as it deserves; returns its documented code. */
-  private report(op: Operation, ctx: CallContext, e: unknown): number {
+  private report(op: ServedMethod, ctx: CallContext, e: unknown): number {
     const p = publicError(e);
     if (ctx.cancellation.aborted && !(e instanceof Failure)) {
       // The client went away (or its deadline passed) and the work was cancelled: not a server error.

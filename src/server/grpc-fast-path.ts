@@ -8,38 +8,36 @@
  * It takes only what it fully understands: POST, `application/grpc` or
  * `application/grpc+proto`, no request compression, one uncompressed message.
  * Anything else (gRPC-Web, Connect, compressed or streaming calls, health,
- * reflection) returns false and goes to connect-es (rpc-handler.ts), so the
+ * reflection) returns false and goes to connect-es (rpc-router.ts), so the
  * protocol stays complete. The call itself runs through the same pipeline
  * and error table as every other protocol.
  */
-import { randomUUID } from "node:crypto";
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
 import { Failure } from "../services/failure.js";
 import { CallCancellation } from "./call-cancellation.js";
+import type { CallPipeline } from "./call-pipeline.js";
+import { parseTimeout, setTrailerStatus } from "./connect-internals.js";
 import { toConnectError } from "./error-table.js";
 import { encodeGrpcMessage } from "./grpc-status-trailer.js";
-import type { Operation, Pipeline } from "./operations.js";
-import { firstHeader } from "./reply.js";
+import { firstHeader, requestIdFrom } from "./node-http.js";
+import { rpcPath, type ServedMethod } from "./served-methods.js";
 
 const GRPC_CONTENT_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Longest deadline a client may ask for, as connect-es allows by default. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
-export interface GrpcUnaryOptions {
-  readonly operations: readonly Operation[];
-  readonly pipeline: Pipeline;
+export interface GrpcFastPathOptions {
+  readonly methods: readonly ServedMethod[];
+  readonly pipeline: CallPipeline;
   readonly maxBodyBytes: number;
 }
 
-export class GrpcUnary {
-  private readonly byPath = new Map<string, Operation>();
+export class GrpcFastPath {
+  private readonly byPath = new Map<string, ServedMethod>();
 
-  constructor(private readonly o: GrpcUnaryOptions) {
-    for (const op of o.operations) this.byPath.set(`/${op.method.parent.typeName}/${op.method.name}`, op);
+  constructor(private readonly o: GrpcFastPathOptions) {
+    for (const served of o.methods) this.byPath.set(rpcPath(served.method), served);
   }
 
   /** Handles the stream and returns true, or returns false and leaves it untouched. */
@@ -51,8 +49,7 @@ export class GrpcUnary {
     const encoding = headers["grpc-encoding"];
     if (encoding !== undefined && encoding !== "identity") return false;
 
-    const given = headers["x-request-id"];
-    const requestId = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    const requestId = requestIdFrom(headers["x-request-id"]);
     const call = new Call(stream, requestId);
     const timeout = parseTimeout(firstHeader(headers["grpc-timeout"]) ?? null, MAX_TIMEOUT_MS);
     if (timeout.error !== undefined) {
@@ -96,7 +93,7 @@ export class GrpcUnary {
   }
 }
 
-function decode(op: Operation, body: Buffer) {
+function decode(op: ServedMethod, body: Buffer) {
   const bytes = unframe(body);
   try {
     return fromBinary(op.method.input, bytes);

@@ -1,42 +1,38 @@
 /**
- * Assembles the transport around the services: operations → pipeline → JSON
- * gateway + RPC router (+ health, reflection) → request listener → one port.
+ * Assembles the transport around the served methods: call pipeline → JSON
+ * gateway, gRPC fast path and RPC router (+ health, reflection, ops
+ * endpoints) → dispatch → listener on one port. It knows nothing of the
+ * domain: src/compose.ts hands it the methods to serve.
  */
 import { setMaxListeners } from "node:events";
 import { create, createFileRegistry, type DescFile, type FileRegistry } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
-import { file_channel_v1_pstn, PstnService as PstnServiceDesc } from "../../gen/channel/v1/pstn_pb.js";
 import { file_grpc_health_v1_health, Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { file_grpc_reflection_v1_reflection, ServerReflection } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import {
   file_grpc_reflection_v1alpha_reflection,
   ServerReflection as ServerReflectionAlpha,
 } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
-import {
-  file_whiteboard_v1_whiteboard,
-  WhiteboardService as WhiteboardServiceDesc,
-} from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import type { Logger } from "../log.js";
-import { noGuard, type PassphraseGuard } from "../services/passphrase-guard.js";
-import type { Authenticator, ConversionBackend, Store } from "../services/ports.js";
-import { PstnService } from "../services/pstn.js";
-import { WhiteboardService } from "../services/whiteboard.js";
-import { createRequestListener } from "./app.js";
+import type { Authenticator } from "../services/ports.js";
+import { CallPipeline } from "./call-pipeline.js";
 import { Cors } from "./cors.js";
-import { GrpcUnary } from "./grpc-unary.js";
+import { createDispatch } from "./dispatch.js";
+import { GrpcFastPath } from "./grpc-fast-path.js";
 import { registerHealth } from "./health.js";
-import { JsonGateway, jsonRoutes } from "./json-gateway.js";
-import { listen, type ListenOptions, type RunningServer } from "./listener.js";
+import { JsonGateway } from "./json-gateway.js";
+import { type ListenOptions, listen, type RunningServer } from "./listener.js";
 import { Metrics } from "./metrics.js";
-import { operations, Pipeline } from "./operations.js";
+import { OpsEndpoints } from "./ops-endpoints.js";
 import { registerReflection } from "./reflection.js";
-import { RpcHandler } from "./rpc-handler.js";
+import { RpcRouter } from "./rpc-router.js";
+import type { ServedMethod } from "./served-methods.js";
 
 export interface ServerOptions extends ListenOptions {
-  readonly store: Store;
+  readonly methods: readonly ServedMethod[];
   readonly authenticator: Authenticator;
-  readonly backend: ConversionBackend;
-  readonly guard?: PassphraseGuard;
+  /** Resolves when the store answers (readiness and health); rejects when it does not. */
+  readonly storeReady: () => Promise<unknown>;
   readonly logger: Logger;
   readonly maxBodyBytes: number;
   readonly corsOrigins: readonly string[];
@@ -48,23 +44,9 @@ export interface Server extends RunningServer {
   readonly metrics: Metrics;
 }
 
-/** The services boardline serves, as reflection and health list them. */
-export const SERVED_SERVICES = [
-  WhiteboardServiceDesc.typeName,
-  PstnServiceDesc.typeName,
-  Health.typeName,
-  ServerReflection.typeName,
-  ServerReflectionAlpha.typeName,
-];
-
 export async function startServer(o: ServerOptions): Promise<Server> {
-  const guard = o.guard ?? noGuard;
-  const ops = operations({
-    pstn: new PstnService(o.store, guard),
-    whiteboard: new WhiteboardService(o.store, o.backend, guard),
-  });
   const metrics = new Metrics({ collectDefault: o.collectDefaultMetrics ?? false });
-  const pipeline = new Pipeline(o.authenticator, o.logger, metrics);
+  const pipeline = new CallPipeline(o.authenticator, o.logger, metrics);
   // Draining starts at shutdown: readiness turns false and health Watch streams
   // end. In-flight calls are cancelled only when the grace period is over.
   const draining = new AbortController();
@@ -74,44 +56,39 @@ export async function startServer(o: ServerOptions): Promise<Server> {
   const ready = () =>
     draining.signal.aborted
       ? Promise.resolve(false)
-      : o.store.ping().then(
+      : o.storeReady().then(
           () => true,
           () => false,
         );
-  const registry = fileRegistry([
-    file_whiteboard_v1_whiteboard,
-    file_channel_v1_pstn,
-    file_grpc_health_v1_health,
-    file_grpc_reflection_v1_reflection,
-    file_grpc_reflection_v1alpha_reflection,
-  ]);
-  const rpc = new RpcHandler({
-    operations: ops,
+  const services = [...new Set(o.methods.map((m) => m.method.parent))];
+  const rpc = new RpcRouter({
+    methods: o.methods,
     pipeline,
     maxBodyBytes: o.maxBodyBytes,
     shutdownSignal: cancelCalls.signal,
     logger: o.logger,
     register(router) {
-      registerHealth(router, [WhiteboardServiceDesc.typeName, PstnServiceDesc.typeName], ready, draining.signal);
-      registerReflection(router, registry, SERVED_SERVICES);
+      const served = services.map((s) => s.typeName);
+      registerHealth(router, served, ready, draining.signal);
+      registerReflection(router, reflectionRegistry(services.map((s) => s.file)), [
+        ...served,
+        Health.typeName,
+        ServerReflection.typeName,
+        ServerReflectionAlpha.typeName,
+      ]);
     },
   });
-  const gateway = new JsonGateway(jsonRoutes(ops), pipeline, o.maxBodyBytes);
-  const listener = createRequestListener({
-    gateway,
+  const dispatch = createDispatch({
+    fastPath: new GrpcFastPath({ methods: o.methods, pipeline, maxBodyBytes: o.maxBodyBytes }),
+    gateway: new JsonGateway(o.methods, pipeline, o.maxBodyBytes),
     rpc,
+    ops: new OpsEndpoints({ metrics, ready, logger: o.logger }),
     cors: new Cors(o.corsOrigins),
-    metrics,
-    ready,
     logger: o.logger,
   });
   // 128 KiB of headers: room for a large (even hostile) bearer token to be
   // refused with a proper 401 rather than a bare 431.
-  const grpcUnary = new GrpcUnary({ operations: ops, pipeline, maxBodyBytes: o.maxBodyBytes });
-  const running = await listen(
-    { maxHeaderBytes: 128 * 1024, ...o, onStream: (stream, headers) => grpcUnary.handle(stream, headers) },
-    listener,
-  );
+  const running = await listen({ maxHeaderBytes: 128 * 1024, ...o }, dispatch);
   return {
     ...running,
     metrics,
@@ -128,8 +105,14 @@ export async function startServer(o: ServerOptions): Promise<Server> {
   };
 }
 
-/** A registry of the given files and everything they import (for reflection). */
-function fileRegistry(files: readonly DescFile[]): FileRegistry {
+/** A registry of the served files, health, reflection and everything they import. */
+function reflectionRegistry(served: readonly DescFile[]): FileRegistry {
+  const files = [
+    ...served,
+    file_grpc_health_v1_health,
+    file_grpc_reflection_v1_reflection,
+    file_grpc_reflection_v1alpha_reflection,
+  ];
   const ordered: DescFile[] = [];
   const seen = new Set<string>();
   const visit = (f: DescFile) => {

@@ -1,0 +1,75 @@
+/**
+ * Where every request goes, whatever its protocol — read this first.
+ *
+ *   HTTP/2 stream ─► a unary gRPC call of a served method, uncompressed?
+ *        │              yes ─► gRPC fast path (grpc-fast-path.ts), straight off the raw stream
+ *        │ no: Node's compatibility layer makes it a request
+ *        ▼
+ *   request (HTTP/1.1 or HTTP/2) ─► X-Request-Id, CORS (preflights end here)
+ *        ├─ a JSON route (google.api.http)      ─► JSON gateway (json-gateway.ts)
+ *        ├─ an RPC path (/pkg.Service/Method)   ─► connect-es: Connect, gRPC-Web, other gRPC,
+ *        │                                          health, reflection (rpc-router.ts)
+ *        ├─ /healthz, /readyz, /metrics         ─► ops-endpoints.ts
+ *        └─ anything else                       ─► 404 from the error table
+ *
+ * Every served method then runs the same call pipeline (call-pipeline.ts):
+ * authenticate → read the request → validate → the domain call (src/services),
+ * and every failure is shaped by the one error table (error-table.ts).
+ */
+import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import type { Logger } from "../log.js";
+import type { Cors } from "./cors.js";
+import { toJsonError, transportError } from "./error-table.js";
+import type { GrpcFastPath } from "./grpc-fast-path.js";
+import type { JsonGateway } from "./json-gateway.js";
+import { type NodeRequest, type NodeResponse, reply, requestIdFrom } from "./node-http.js";
+import type { OpsEndpoints } from "./ops-endpoints.js";
+import type { RpcRouter } from "./rpc-router.js";
+
+export interface DispatchTargets {
+  readonly fastPath: GrpcFastPath;
+  readonly gateway: JsonGateway;
+  readonly rpc: RpcRouter;
+  readonly ops: OpsEndpoints;
+  readonly cors: Cors;
+  readonly logger: Logger;
+}
+
+export interface Dispatch {
+  /** Sees every HTTP/2 stream first; true when the gRPC fast path took it. */
+  stream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): boolean;
+  /** Every request: HTTP/1.1, and the HTTP/2 streams the fast path left. */
+  request(req: NodeRequest, res: NodeResponse): void;
+}
+
+export function createDispatch(t: DispatchTargets): Dispatch {
+  return {
+    stream: (stream, headers) => t.fastPath.handle(stream, headers),
+    request(req, res) {
+      const requestId = requestIdFrom(req.headers["x-request-id"]);
+      req.headers["x-request-id"] = requestId; // connect-es reads it from here
+      res.setHeader("x-request-id", requestId);
+      if (t.cors.apply(req, res)) return;
+
+      const path = pathOf(req.url ?? "/");
+      const route = t.gateway.route(path);
+      if (route !== undefined) {
+        t.gateway.handle(route, req, res, requestId).catch((e: unknown) => {
+          t.logger.error({ err: e, requestId }, "request failed unexpectedly");
+          reply(res, toJsonError(e));
+        });
+      } else if (t.rpc.has(path)) {
+        t.rpc.handle(path, req, res);
+      } else if (t.ops.has(path)) {
+        t.ops.handle(path, req, res);
+      } else {
+        reply(res, transportError({ kind: "no_route" }));
+      }
+    },
+  };
+}
+
+function pathOf(url: string): string {
+  const q = url.indexOf("?");
+  return q < 0 ? url : url.slice(0, q);
+}

@@ -1,0 +1,46 @@
+/**
+ * The plain-HTTP vocabulary every transport file shares: Node's request and
+ * response types (HTTP/1.1 and the HTTP/2 compatibility layer alike), writing
+ * a small complete answer, and reading a header Node may give as a list.
+ */
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+
+export type NodeRequest = IncomingMessage | Http2ServerRequest;
+export type NodeResponse = ServerResponse | Http2ServerResponse;
+
+export interface Answer {
+  readonly status: number;
+  readonly body: string;
+  /** Default `application/json`. */
+  readonly contentType?: string;
+  /** Extra response headers (`Allow`, `Retry-After`, `WWW-Authenticate`…). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** Sends the whole answer (no body for HEAD); ends a response whose headers already went out. */
+export function reply(res: NodeResponse, a: Answer, headOnly = false): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.statusCode = a.status;
+  if (a.headers !== undefined) for (const [k, v] of Object.entries(a.headers)) res.setHeader(k, v);
+  res.setHeader("content-type", a.contentType ?? "application/json");
+  res.setHeader("content-length", Buffer.byteLength(a.body));
+  if (headOnly) res.end();
+  else res.end(a.body);
+}
+
+/** The first value of a request header. */
+export function firstHeader(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The client's `X-Request-Id` when it is acceptable (1–128 of `[A-Za-z0-9._:-]`), else a new one. */
+export function requestIdFrom(given: string | string[] | undefined): string {
+  return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+}

@@ -1,0 +1,62 @@
+/**
+ * The plain HTTP endpoints for operators: `GET /healthz` (alive), `GET
+ * /readyz` (the store answers and the server is not draining) and `GET
+ * /metrics` (Prometheus). GET and HEAD only; never cached.
+ */
+import type { Logger } from "../log.js";
+import { toJsonError, transportError } from "./error-table.js";
+import type { Metrics } from "./metrics.js";
+import { type Answer, type NodeRequest, type NodeResponse, reply } from "./node-http.js";
+
+export interface OpsEndpointsOptions {
+  readonly metrics: Metrics;
+  /** Resolves true when the store answers and the server is not draining. */
+  readonly ready: () => Promise<boolean>;
+  readonly logger: Logger;
+}
+
+export class OpsEndpoints {
+  private readonly answers: ReadonlyMap<string, () => Promise<Answer>>;
+
+  constructor(private readonly o: OpsEndpointsOptions) {
+    this.answers = new Map<string, () => Promise<Answer>>([
+      ["/healthz", async () => ({ status: 200, body: '{"status":"ok"}' })],
+      [
+        "/readyz",
+        async () =>
+          (await o.ready())
+            ? { status: 200, body: '{"status":"ready"}' }
+            : { status: 503, body: '{"status":"unavailable","reason":"the store does not answer"}' },
+      ],
+      [
+        "/metrics",
+        async () => {
+          const m = await o.metrics.render();
+          return { status: 200, body: m.body, contentType: m.contentType };
+        },
+      ],
+    ]);
+  }
+
+  has(path: string): boolean {
+    return this.answers.has(path);
+  }
+
+  handle(path: string, req: NodeRequest, res: NodeResponse): void {
+    const answer = this.answers.get(path);
+    if (answer === undefined) return reply(res, transportError({ kind: "no_route" }));
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      return reply(res, transportError({ kind: "method_not_allowed", allow: ["GET", "HEAD"] }));
+    }
+    req.resume();
+    answer()
+      .then((a) => {
+        res.setHeader("cache-control", "no-store");
+        reply(res, a, req.method === "HEAD");
+      })
+      .catch((e: unknown) => {
+        this.o.logger.error({ err: e }, "request failed unexpectedly");
+        reply(res, toJsonError(e));
+      });
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * The unary methods boardline serves: each binds a method descriptor of the
+ * contract (gen/) to the domain call behind it. Every transport derives its
+ * paths from this one list — the JSON routes from the methods'
+ * `google.api.http` annotations, the RPC paths from their names.
+ */
+import type { DescMessage, DescMethodUnary, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
+import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
+import { WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
+import type { PstnControl } from "../services/pstn.js";
+import type { Caller } from "../services/ports.js";
+import type { WhiteboardConversions } from "../services/whiteboard.js";
+import type { Cancellation } from "./call-cancellation.js";
+
+export interface ServedMethod<I extends DescMessage = DescMessage, O extends DescMessage = DescMessage> {
+  readonly method: DescMethodUnary<I, O>;
+  /** The domain call; the caller is authenticated and the request validated by then. */
+  invoke(caller: Caller, request: MessageShape<I>, cancellation: Cancellation): Promise<MessageInitShape<O>>;
+}
+
+/** The domain services a server serves. */
+export interface Domain {
+  readonly pstn: PstnControl;
+  readonly whiteboard: WhiteboardConversions;
+}
+
+function served<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodUnary<I, O>,
+  invoke: ServedMethod<I, O>["invoke"],
+): ServedMethod {
+  // The pipeline only ever calls invoke with a message of `method.input`.
+  return { method, invoke } as unknown as ServedMethod;
+}
+
+export function servedMethods(domain: Domain): ServedMethod[] {
+  return [
+    served(PstnService.method.mute, (caller, req) => domain.pstn.mute(caller, req)),
+    served(WhiteboardService.method.convertFile, (caller, req, cancellation) =>
+      domain.whiteboard.convertFile(caller, req, cancellation.signal),
+    ),
+  ];
+}
+
+/** `/package.Service/Method`, the path of a method on every RPC protocol. */
+export function rpcPath(method: DescMethodUnary): string {
+  return `/${method.parent.typeName}/${method.name}`;
+}
