@@ -17,6 +17,7 @@ import { answerClientError } from "./client-error.js";
 import { sniff } from "./connection-sniffer.js";
 import type { Dispatch } from "./dispatch.js";
 import { Drain } from "./drain.js";
+import { inTurn } from "./h1-pipelining.js";
 import type { NodeRequest, NodeResponse } from "./node-http.js";
 
 export interface ListenOptions {
@@ -53,7 +54,7 @@ export async function listen(options: ListenOptions, dispatch: Dispatch): Promis
   const drain = new Drain();
   const onRequest = (req: NodeRequest, res: NodeResponse) => {
     drain.request(req, res);
-    dispatch.request(req, res);
+    inTurn(req, res, () => dispatch.request(req, res));
   };
   const servers =
     options.tls === undefined
