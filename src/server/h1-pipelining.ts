@@ -20,7 +20,10 @@ const waiting = new WeakMap<Socket, Turn[]>();
 
 /** Runs `run` now, or once the requests before it on the same HTTP/1.1 connection are answered. */
 export function inTurn(req: NodeRequest, res: NodeResponse, run: () => void): void {
-  if (req.httpVersionMajor !== 1) return run();
+  if (req.httpVersionMajor !== 1) {
+    run();
+    return;
+  }
   const queue = waiting.get(req.socket);
   if (queue !== undefined) {
     queue.push({ req, res, run });

@@ -44,9 +44,13 @@ export class OpsEndpoints {
 
   handle(path: string, req: NodeRequest, res: NodeResponse): void {
     const answer = this.answers.get(path);
-    if (answer === undefined) return reply(res, transportError({ kind: "no_route" }));
+    if (answer === undefined) {
+      reply(res, transportError({ kind: "no_route" }));
+      return;
+    }
     if (req.method !== "GET" && req.method !== "HEAD") {
-      return reply(res, transportError({ kind: "method_not_allowed", allow: ["GET", "HEAD"] }));
+      reply(res, transportError({ kind: "method_not_allowed", allow: ["GET", "HEAD"] }));
+      return;
     }
     req.resume();
     answer()

@@ -35,9 +35,10 @@ afterEach(async () => {
 
 /** A real connect-node server on port 0 serving `routes`; resolves its base URL. */
 async function serve(routes: (router: ConnectRouter) => void, readMaxBytes = 1024): Promise<string> {
-  server = http.createServer(connectNodeAdapter({ routes, readMaxBytes }));
-  await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(server?.address() as AddressInfo).port}`;
+  const s = http.createServer(connectNodeAdapter({ routes, readMaxBytes }));
+  server = s;
+  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
 }
 
 const echoMute = (router: ConnectRouter) =>

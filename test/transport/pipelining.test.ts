@@ -63,7 +63,7 @@ test.each(refusedBodies)(
 test("well-formed pipelined requests all run, one after another, and are answered in order", async () => {
   const conn = await raw(bl.port);
   const uids = ["p-1", "p-2", "p-3"];
-  conn.socket.write(uids.map(muteRequest).join("") + "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  conn.socket.write(`${uids.map(muteRequest).join("")}GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
   await conn.closed;
   const answers = parseResponses(conn.received());
   expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
