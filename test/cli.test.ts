@@ -1,5 +1,5 @@
 /**
- * The operator CLI, as operators run it: the built `node dist/src/cli.js` as a
+ * The operator CLI, as operators run it: the built `node dist/src/cli/main.js` as a
  * child process against the test Redis. What it writes must be what a real
  * boardline server (same Redis, same key prefix, same JWT secret) reads.
  */
@@ -11,7 +11,7 @@ import { type Boardline, startBoardline } from "./harness/boardline.js";
 import { ensureBuilt, ROOT } from "./harness/build-dist.js";
 import { redisUrl, uniquePrefix } from "./harness/redis-url.js";
 
-const CLI = join(ROOT, "dist", "src", "cli.js");
+const CLI = join(ROOT, "dist", "src", "cli", "main.js");
 const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 interface Run {

@@ -108,9 +108,18 @@ export class RedisStore implements AdminStore {
     this.watchConnection();
   }
 
-  /** Resolves once connected; throws `Failure("unavailable")` after `timeoutMs`. */
+  /**
+   * Resolves once connected. After `timeoutMs` throws `Failure("unavailable")`
+   * whose `cause` is the last connection error the client reported while
+   * waiting (e.g. ECONNREFUSED), or the time-out itself when it reported none.
+   */
   async waitUntilReady(timeoutMs = 5000): Promise<void> {
     if (this.client.status === "ready") return;
+    let lastError: unknown;
+    const onError = (err: unknown) => {
+      lastError = err;
+    };
+    this.client.on("error", onError);
     let onReady: (() => void) | undefined;
     try {
       await withDeadline(
@@ -122,8 +131,9 @@ export class RedisStore implements AdminStore {
         `Redis not ready after ${timeoutMs} ms`,
       );
     } catch (e) {
-      throw new Failure("unavailable", { cause: e });
+      throw new Failure("unavailable", { cause: lastError ?? e });
     } finally {
+      this.client.off("error", onError);
       if (onReady) this.client.off("ready", onReady);
     }
   }

@@ -15,7 +15,7 @@ export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const LOCK = join(ROOT, "dist", ".build-lock");
 const STALE_LOCK_MS = 120_000;
 /** Outputs whose age is compared with the sources. */
-const OUTPUTS = ["dist/src/main.js", "dist/src/cli.js"];
+const OUTPUTS = ["dist/src/main.js", "dist/src/cli/main.js"];
 
 export async function ensureBuilt(): Promise<void> {
   mkdirSync(join(ROOT, "dist"), { recursive: true });

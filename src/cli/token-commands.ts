@@ -1,0 +1,62 @@
+/**
+ * `boardline token mint`: HS256 test tokens the server accepts, signed with
+ * the server's JWT_SECRET. Needs no Redis.
+ */
+import type { Command } from "commander";
+import { mintToken } from "../auth/jwt.js";
+import { loadTokenSettings } from "../config.js";
+import { parseDuration, usage } from "./arguments.js";
+import { CliFailure, configOrFail } from "./cli-failure.js";
+import { jsonOption, print } from "./output.js";
+
+const TOKEN_SUBJECT = "operator";
+
+interface MintOptions {
+  project: string;
+  subject: string;
+  ttl: number;
+  json?: boolean;
+}
+
+export function addTokenCommands(program: Command): void {
+  const token = program.command("token").description("mint JWTs for testing");
+  token
+    .command("mint")
+    .description("mint an HS256 JWT with JWT_SECRET that the server accepts, and print only the token")
+    .requiredOption(
+      "--project <project>",
+      "the project the token acts for (claim JWT_PROJECT_CLAIM, default project_id)",
+    )
+    .option("--subject <subject>", "the token's sub (recorded as `by` in mute events)", TOKEN_SUBJECT)
+    .option("--ttl <duration>", "lifetime: 90s, 15m, 1h, 7d (at most 366d)", parseDuration, 3600)
+    .addOption(jsonOption())
+    .addHelpText(
+      "after",
+      "\nReads JWT_SECRET (at least 32 bytes; the same secret as the server), and JWT_PROJECT_CLAIM,\n" +
+        "JWT_ISSUER and JWT_AUDIENCE so the token passes the server's checks. Needs no Redis.\n" +
+        "\nExample:\n" +
+        "  $ TOKEN=$(boardline token mint --project acme --ttl 15m)\n" +
+        '  $ curl -H "Authorization: Bearer $TOKEN" …',
+    )
+    .action(mint);
+}
+
+async function mint(o: MintOptions, cmd: Command): Promise<void> {
+  if (o.project.trim() === "") usage(cmd, "--project must not be empty");
+  if (o.subject.trim() === "") usage(cmd, "--subject must not be empty");
+  const settings = configOrFail(() => loadTokenSettings());
+  if (settings.secret === undefined) {
+    throw new CliFailure("JWT_SECRET is not set: token mint signs with the server's HS256 secret (at least 32 bytes)");
+  }
+  const jwt = await mintToken({
+    secret: settings.secret,
+    project: o.project,
+    subject: o.subject,
+    ttlSeconds: o.ttl,
+    projectClaim: settings.projectClaim,
+    ...(settings.issuer === undefined ? {} : { issuer: settings.issuer }),
+    ...(settings.audience === undefined ? {} : { audience: settings.audience }),
+  });
+  const expiresAt = new Date((Math.floor(Date.now() / 1000) + o.ttl) * 1000).toISOString();
+  print(o.json === true, { token: jwt, project: o.project, subject: o.subject, expires_at: expiresAt }, jwt);
+}

@@ -1,0 +1,141 @@
+/**
+ * `boardline whiteboard set|show|clear`: a project's whiteboard (file
+ * conversion) settings, i.e. its Netless region and credentials. Secrets are
+ * never printed.
+ */
+import { type Command, Option } from "commander";
+import { REGIONS, type Region, type WhiteboardCredentials } from "../services/ports.js";
+import { checkProjectId } from "../store/keys.js";
+import { checkId, usage } from "./arguments.js";
+import { CliFailure } from "./cli-failure.js";
+import { jsonOption, print } from "./output.js";
+import { withStore } from "./redis-session.js";
+import { readStdin } from "./stdin.js";
+
+interface SetOptions {
+  region: Region;
+  sdkToken?: string;
+  sdkTokenStdin?: boolean;
+  accessKey?: string;
+  secretKey?: string;
+  secretKeyStdin?: boolean;
+  json?: boolean;
+}
+
+export function addWhiteboardCommands(program: Command): void {
+  const whiteboard = program
+    .command("whiteboard")
+    .description("set, show or clear a project's whiteboard (file conversion) settings");
+  addSet(whiteboard);
+  addShow(whiteboard);
+  addClear(whiteboard);
+}
+
+function addSet(whiteboard: Command): void {
+  whiteboard
+    .command("set")
+    .description("set the project's region and Netless credentials (an SDK token, or an access key + secret key pair)")
+    .argument("<project>", "project id")
+    .addOption(new Option("--region <region>", "Netless data-center region").choices(REGIONS).makeOptionMandatory())
+    .addOption(new Option("--sdk-token <token>", "Netless SDK token (writer or admin role)").env("BOARDLINE_SDK_TOKEN"))
+    .option("--sdk-token-stdin", "read the SDK token from stdin")
+    .addOption(
+      new Option("--access-key <ak>", "Netless access key (boardline signs its own SDK tokens)").env(
+        "BOARDLINE_ACCESS_KEY",
+      ),
+    )
+    .addOption(new Option("--secret-key <sk>", "Netless secret key, with --access-key").env("BOARDLINE_SECRET_KEY"))
+    .option("--secret-key-stdin", "read the secret key from stdin")
+    .addOption(jsonOption())
+    .addHelpText(
+      "after",
+      "\nGive either an SDK token or an access key and secret key. Secrets need not appear in shell\n" +
+        "history: pass them in BOARDLINE_SDK_TOKEN / BOARDLINE_SECRET_KEY, or pipe them with\n" +
+        "--sdk-token-stdin / --secret-key-stdin. Setting replaces the previous credentials.\n" +
+        "\nExamples:\n" +
+        "  $ boardline whiteboard set acme --region us-sv --access-key AK123 --secret-key-stdin < sk.txt\n" +
+        "  $ BOARDLINE_SDK_TOKEN=NETLESSSDK_… boardline whiteboard set acme --region sg",
+    )
+    .action(setWhiteboard);
+}
+
+async function setWhiteboard(project: string, o: SetOptions, cmd: Command): Promise<void> {
+  checkId(cmd, checkProjectId(project));
+  const credentials = await readCredentials(o, cmd);
+  await withStore((store) => store.setWhiteboard(project, { region: o.region, credentials }));
+  print(
+    o.json === true,
+    { project, region: o.region, ...credentialsKind(credentials) },
+    `whiteboard of project ${project} set: region ${o.region}, ${
+      "accessKey" in credentials ? `access key ${credentials.accessKey} (secret key stored)` : "SDK token stored"
+    }`,
+  );
+}
+
+/** Either an SDK token or an access key and secret key, from the options, the environment or stdin. */
+async function readCredentials(o: SetOptions, cmd: Command): Promise<WhiteboardCredentials> {
+  const wantsToken = o.sdkToken !== undefined || o.sdkTokenStdin === true;
+  const wantsKeys = o.accessKey !== undefined || o.secretKey !== undefined || o.secretKeyStdin === true;
+  if (wantsToken && wantsKeys) {
+    usage(cmd, "give either an SDK token or an access key and secret key, not both (check BOARDLINE_* variables too)");
+  }
+  if (!wantsToken && !wantsKeys) usage(cmd, "credentials are required: --sdk-token, or --access-key with --secret-key");
+  if (o.sdkToken !== undefined && o.sdkTokenStdin) usage(cmd, "--sdk-token and --sdk-token-stdin are exclusive");
+  if (o.secretKey !== undefined && o.secretKeyStdin) usage(cmd, "--secret-key and --secret-key-stdin are exclusive");
+  if (wantsToken) {
+    const sdkToken = o.sdkTokenStdin ? await readStdin("SDK token") : (o.sdkToken ?? "");
+    if (sdkToken.trim() === "") usage(cmd, "the SDK token is empty");
+    return { sdkToken: sdkToken.trim() };
+  }
+  if (o.accessKey === undefined || o.accessKey.trim() === "") usage(cmd, "--access-key is required with a secret key");
+  const secretKey = o.secretKeyStdin ? await readStdin("secret key") : o.secretKey;
+  if (secretKey === undefined) usage(cmd, "--secret-key (or --secret-key-stdin) is required with --access-key");
+  if (secretKey.trim() === "") usage(cmd, "the secret key is empty");
+  return { accessKey: o.accessKey.trim(), secretKey: secretKey.trim() };
+}
+
+/** The JSON fields naming the kind of credentials (and the access key, which is not a secret). */
+function credentialsKind(c: WhiteboardCredentials): { credentials: string; access_key?: string } {
+  return {
+    credentials: "sdkToken" in c ? "sdk_token" : "access_key",
+    ...("accessKey" in c ? { access_key: c.accessKey } : {}),
+  };
+}
+
+function addShow(whiteboard: Command): void {
+  whiteboard
+    .command("show")
+    .description("show the project's whiteboard region and credential kind (secrets are never printed)")
+    .argument("<project>", "project id")
+    .addOption(jsonOption())
+    .addHelpText(
+      "after",
+      "\nExits 1 when the project has no usable whiteboard settings (fileconvert then answers 403).",
+    )
+    .action(showWhiteboard);
+}
+
+async function showWhiteboard(project: string, o: { json?: boolean }): Promise<void> {
+  const settings = await withStore((store) => store.getWhiteboard(project));
+  if (settings === undefined) throw new CliFailure(`project ${project} has no usable whiteboard settings`);
+  const c = settings.credentials;
+  print(
+    o.json === true,
+    { project, region: settings.region, ...credentialsKind(c) },
+    `whiteboard of project ${project}: region ${settings.region}, ${"accessKey" in c ? `access key ${c.accessKey}` : "SDK token"}`,
+  );
+}
+
+function addClear(whiteboard: Command): void {
+  whiteboard
+    .command("clear")
+    .description("remove the project's whiteboard settings: fileconvert answers 403 for the project afterwards")
+    .argument("<project>", "project id")
+    .addOption(jsonOption())
+    .action(clearWhiteboard);
+}
+
+async function clearWhiteboard(project: string, o: { json?: boolean }): Promise<void> {
+  await withStore((store) => store.clearWhiteboard(project));
+  print(o.json === true, { project, cleared: true }, `whiteboard settings of project ${project} removed`);
+}
