@@ -23,7 +23,7 @@ import {
   eventCount,
   passphraseConflict,
 } from "./admin-checks.js";
-import { CONVERSION_TTL_SECONDS, hashPassphrase, type KeySchema, keySchema, MUTE_EVENTS_MAXLEN } from "./keys.js";
+import { CONVERSION_TTL_SECONDS, type KeySchema, keySchema, MUTE_EVENTS_MAXLEN } from "./keys.js";
 import {
   conversionFields,
   type Fields,
@@ -73,7 +73,7 @@ export class MemoryStore implements AdminStore {
 
   async lookupPassphrase(passphrase: string): Promise<PassphraseRecord | undefined> {
     this.guard();
-    return parsePassphrase(this.hashFields(this.keys.passphrase(hashPassphrase(passphrase))));
+    return parsePassphrase(this.hashFields(this.keys.passphrase(passphrase)));
   }
 
   async getWhiteboard(project: string): Promise<WhiteboardSettings | undefined> {
@@ -103,7 +103,7 @@ export class MemoryStore implements AdminStore {
 
   async recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {
     this.guard();
-    const key = this.keys.guesses(hashPassphrase(callerKey));
+    const key = this.keys.guesses(callerKey);
     const entry = this.live(key);
     if (entry?.type === "string") {
       entry.value = String(Number(entry.value) + 1);
@@ -114,7 +114,7 @@ export class MemoryStore implements AdminStore {
 
   async passphraseMisses(callerKey: string): Promise<{ count: number; resetSeconds: number }> {
     this.guard();
-    const entry = this.live(this.keys.guesses(hashPassphrase(callerKey)));
+    const entry = this.live(this.keys.guesses(callerKey));
     if (entry?.type !== "string" || entry.expiresAt === undefined) return { count: 0, resetSeconds: 0 };
     return { count: Number(entry.value), resetSeconds: Math.max(1, Math.ceil((entry.expiresAt - this.now()) / 1000)) };
   }
@@ -132,7 +132,7 @@ export class MemoryStore implements AdminStore {
     const wanted = channelPassphrases(input);
     const keep = new Set<string>();
     for (const { passphrase, record } of wanted) {
-      const key = this.keys.passphrase(hashPassphrase(passphrase));
+      const key = this.keys.passphrase(passphrase);
       const existing = this.hashFields(key);
       if (
         existing.project !== undefined &&
@@ -143,7 +143,7 @@ export class MemoryStore implements AdminStore {
       keep.add(key);
     }
     for (const { passphrase, record } of wanted) {
-      this.data.set(this.keys.passphrase(hashPassphrase(passphrase)), {
+      this.data.set(this.keys.passphrase(passphrase), {
         type: "hash",
         fields: new Map(Object.entries(passphraseFields(record))),
       });

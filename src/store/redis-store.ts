@@ -27,7 +27,7 @@ import {
   eventCount,
   passphraseConflict,
 } from "./admin-checks.js";
-import { CONVERSION_TTL_SECONDS, hashPassphrase, type KeySchema, keySchema, MUTE_EVENTS_MAXLEN } from "./keys.js";
+import { CONVERSION_TTL_SECONDS, type KeySchema, keySchema, MUTE_EVENTS_MAXLEN } from "./keys.js";
 import {
   conversionFields,
   type Fields,
@@ -129,7 +129,7 @@ export class RedisStore implements AdminStore {
   }
 
   async lookupPassphrase(passphrase: string): Promise<PassphraseRecord | undefined> {
-    const fields = await this.readHash("lookupPassphrase", this.keys.passphrase(hashPassphrase(passphrase)));
+    const fields = await this.readHash("lookupPassphrase", this.keys.passphrase(passphrase));
     return parsePassphrase(fields);
   }
 
@@ -161,12 +161,12 @@ export class RedisStore implements AdminStore {
   }
 
   async recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {
-    const key = this.keys.guesses(hashPassphrase(callerKey));
+    const key = this.keys.guesses(callerKey);
     await this.call("recordPassphraseMiss", () => this.scripts.blCountMiss(key, String(windowSeconds)));
   }
 
   async passphraseMisses(callerKey: string): Promise<{ count: number; resetSeconds: number }> {
-    const key = this.keys.guesses(hashPassphrase(callerKey));
+    const key = this.keys.guesses(callerKey);
     // One round trip; both commands address the same key, so Cluster is fine.
     const [count, ttl] = await this.call("passphraseMisses", async (c) => {
       const replies = await c.multi().get(key).ttl(key).exec();
@@ -205,7 +205,7 @@ export class RedisStore implements AdminStore {
   async createChannel(input: CreateChannelInput): Promise<void> {
     const wanted = channelPassphrases(input).map((w) => ({
       ...w,
-      key: this.keys.passphrase(hashPassphrase(w.passphrase)),
+      key: this.keys.passphrase(w.passphrase),
     }));
     // Look before writing, so a conflict normally leaves nothing behind…
     for (const { key, record } of wanted) {
