@@ -1,7 +1,8 @@
 /**
  * The store contract: what every AdminStore must do, checked against the
- * documented records (docs/architecture.md, "Redis schema") read and written raw, the way other services
- * see them. Run by store-contract.test.ts for the Redis and the in-memory store.
+ * documented records (docs/architecture.md, "Redis schema") read and written
+ * raw, the way other services see them. Run by store-contract.test.ts for
+ * the Redis and the in-memory store.
  */
 import { randomBytes } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
