@@ -15,7 +15,7 @@
  */
 import { jwtVerify } from "jose";
 import { Redis } from "ioredis";
-import { hashPassphrase, keySchema, MUTE_EVENTS_MAXLEN } from "../dist/src/store/keys.js";
+import { keySchema, MUTE_EVENTS_MAXLEN } from "../dist/src/store/keys.js";
 import { defineScripts } from "../dist/src/store/redis-scripts.js";
 
 export class MuteError extends Error {
@@ -61,7 +61,7 @@ export function createMuteHandler(env = process.env) {
     ) {
       throw new MuteError(400, "uid, passphrase and mute are required");
     }
-    const record = await redis.hgetall(keys.passphrase(hashPassphrase(passphrase)));
+    const record = await redis.hgetall(keys.passphrase(passphrase));
     if (record.project !== payload.project_id || record.role !== "host")
       throw new MuteError(403, "not the host passphrase");
     await scripts.blSetMute(

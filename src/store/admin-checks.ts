@@ -1,7 +1,7 @@
 /**
- * Input checks of the admin functions, shared by both stores so the CLI gets
- * the same answer from either. They throw `Failure("invalid")` with a detail
- * the operator can act on.
+ * Input checks of the admin functions, made once for both stores by the admin
+ * front (admin-front.ts), so the CLI gets the same answer from either. They
+ * throw `Failure("invalid")` with a detail the operator can act on.
  */
 import { Failure } from "../services/failure.js";
 import type { PassphraseRecord, WhiteboardSettings } from "../services/ports.js";
@@ -15,20 +15,24 @@ export interface CreateChannelInput {
   attendeePassphrase?: string;
 }
 
-/** The passphrase length the API accepts (DESIGN §2); a longer one could never be used. */
+/** The passphrase length the API accepts (`max_len` in the proto files); a longer one could never be used. */
 const MAX_PASSPHRASE_LENGTH = 256;
 
 export const DEFAULT_EVENT_COUNT = 20;
 const MAX_EVENT_COUNT = 10_000;
 
+/** One passphrase `createChannel` asks for (in clear; the key schema hashes it) and its record. */
+export interface ChannelPassphrase {
+  readonly passphrase: string;
+  readonly record: PassphraseRecord;
+}
+
 /** The passphrase records a valid `createChannel` input asks for. */
-export function channelPassphrases(input: CreateChannelInput): Array<{ passphrase: string; record: PassphraseRecord }> {
+export function channelPassphrases(input: CreateChannelInput): ChannelPassphrase[] {
   invalidIf(checkProjectId(input.project) ?? checkChannelId(input.channel));
   const { project, channel, hostPassphrase, attendeePassphrase } = input;
   invalidIf(checkPassphrase("host", hostPassphrase));
-  const wanted: Array<{ passphrase: string; record: PassphraseRecord }> = [
-    { passphrase: hostPassphrase, record: { project, channel, role: "host" } },
-  ];
+  const wanted: ChannelPassphrase[] = [{ passphrase: hostPassphrase, record: { project, channel, role: "host" } }];
   if (attendeePassphrase !== undefined) {
     invalidIf(checkPassphrase("attendee", attendeePassphrase));
     // One passphrase cannot carry two roles: the record has a single `role`.

@@ -1,7 +1,7 @@
 /**
- * Key names of the documented Redis schema (DESIGN §4). Other services write
- * these records too, so the names here are a contract: change nothing without
- * changing the design document.
+ * Key names of the documented Redis schema (docs/architecture.md, "Redis
+ * schema"). Other services write these records too, so the names here are a
+ * contract: change nothing without changing that document.
  *
  *   <prefix>pass:{<sha256 hex of passphrase>}              hash
  *   <prefix>proj:{<project>}:whiteboard                    hash
@@ -19,6 +19,9 @@
  * project id with `/`) are refused where records are created (`checkProjectId`,
  * `checkChannelId`, used by the admin functions and the CLI); keys are still
  * built verbatim for records other services wrote, to stay compatible.
+ *
+ * Passphrases (and the caller keys of the wrong-passphrase counters) are given
+ * to the schema in clear and hashed here, so no key can carry one in clear.
  */
 import { createHash } from "node:crypto";
 
@@ -30,36 +33,36 @@ export const MUTE_EVENTS_MAXLEN = 10_000;
 /** Conversion task records expire after 7 days. */
 export const CONVERSION_TTL_SECONDS = 7 * 24 * 60 * 60;
 
-/** The passphrase as stored: lowercase sha256 hex of its UTF-8 bytes. */
+/** The passphrase as its key carries it: lowercase sha256 hex of its UTF-8 bytes. */
 export function hashPassphrase(passphrase: string): string {
   return createHash("sha256").update(passphrase, "utf8").digest("hex");
 }
 
 export interface KeySchema {
   readonly prefix: string;
-  /** Key of a passphrase record, from the passphrase's sha256 hex. */
-  passphrase(sha256Hex: string): string;
+  /** Key of a passphrase's record; the passphrase in clear, the key carries its sha256 hex. */
+  passphrase(passphrase: string): string;
   /** SCAN pattern matching every passphrase record under this prefix. */
   passphrasePattern(): string;
   whiteboard(project: string): string;
   pstnMute(project: string, channel: string): string;
   pstnEvents(project: string, channel: string): string;
   conversion(taskUuid: string): string;
-  /** Wrong-passphrase counter of a caller, from the sha256 hex of its key. */
-  guesses(callerSha256Hex: string): string;
+  /** Wrong-passphrase counter of a caller; its key in clear, the counter's key carries its sha256 hex. */
+  guesses(callerKey: string): string;
 }
 
 export function keySchema(prefix: string = DEFAULT_KEY_PREFIX): KeySchema {
   const channelTag = (project: string, channel: string) => `${prefix}chan:{${project}/${channel}}`;
   return {
     prefix,
-    passphrase: (sha) => `${prefix}pass:{${sha}}`,
+    passphrase: (passphrase) => `${prefix}pass:{${hashPassphrase(passphrase)}}`,
     passphrasePattern: () => `${escapeGlob(prefix)}pass:*`,
     whiteboard: (project) => `${prefix}proj:{${project}}:whiteboard`,
     pstnMute: (project, channel) => `${channelTag(project, channel)}:pstn-mute`,
     pstnEvents: (project, channel) => `${channelTag(project, channel)}:pstn-events`,
     conversion: (uuid) => `${prefix}conv:{${uuid}}`,
-    guesses: (sha) => `${prefix}guess:{${sha}}`,
+    guesses: (callerKey) => `${prefix}guess:{${hashPassphrase(callerKey)}}`,
   };
 }
 

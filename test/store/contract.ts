@@ -1,7 +1,8 @@
 /**
  * The store contract: what every AdminStore must do, checked against the
- * documented records (DESIGN §4) read and written raw, the way other services
- * see them. Run by store-contract.test.ts for the Redis and the in-memory store.
+ * documented records (docs/architecture.md, "Redis schema") read and written
+ * raw, the way other services see them. Run by store-contract.test.ts for
+ * the Redis and the in-memory store.
  */
 import { randomBytes } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
@@ -91,13 +92,13 @@ export function storeContract(name: string, options: ContractOptions): void {
         const attendee = `attendee ${unique()}`;
         await store.createChannel({ project, channel, hostPassphrase: host, attendeePassphrase: attendee });
 
-        expect(await raw.hgetall(keys.passphrase(hashPassphrase(host)))).toEqual({ project, channel, role: "host" });
-        expect(await raw.hgetall(keys.passphrase(hashPassphrase(attendee)))).toEqual({
+        expect(await raw.hgetall(keys.passphrase(host))).toEqual({ project, channel, role: "host" });
+        expect(await raw.hgetall(keys.passphrase(attendee))).toEqual({
           project,
           channel,
           role: "attendee",
         });
-        expect(keys.passphrase(hashPassphrase(host))).toBe(`${keys.prefix}pass:{${hashPassphrase(host)}}`);
+        expect(keys.passphrase(host)).toBe(`${keys.prefix}pass:{${hashPassphrase(host)}}`);
         expect(await store.lookupPassphrase(host)).toEqual({ project, channel, role: "host" });
         expect(await store.lookupPassphrase(attendee)).toEqual({ project, channel, role: "attendee" });
       });
@@ -108,7 +109,7 @@ export function storeContract(name: string, options: ContractOptions): void {
 
       it("reads records other services wrote, and ignores malformed ones", async () => {
         const good = unique();
-        await raw.hset(keys.passphrase(hashPassphrase(good)), {
+        await raw.hset(keys.passphrase(good), {
           project: "p1",
           channel: "c1",
           role: "host",
@@ -125,11 +126,11 @@ export function storeContract(name: string, options: ContractOptions): void {
         ];
         for (const fields of malformed) {
           const passphrase = unique();
-          await raw.hset(keys.passphrase(hashPassphrase(passphrase)), fields);
+          await raw.hset(keys.passphrase(passphrase), fields);
           expect(await store.lookupPassphrase(passphrase), JSON.stringify(fields)).toBeUndefined();
         }
         const wrongType = unique();
-        await raw.setString(keys.passphrase(hashPassphrase(wrongType)), "host");
+        await raw.setString(keys.passphrase(wrongType), "host");
         expect(await store.lookupPassphrase(wrongType)).toBeUndefined();
       });
 
@@ -143,7 +144,7 @@ export function storeContract(name: string, options: ContractOptions): void {
         const attempt = store.createChannel({ ...b, hostPassphrase: fresh, attendeePassphrase: taken });
         await expect(attempt).rejects.toMatchObject({ kind: "invalid" });
         await expect(attempt).rejects.toThrow(new RegExp(`${a.channel}.*${a.project}`));
-        expect(await raw.exists(keys.passphrase(hashPassphrase(fresh)))).toBe(false);
+        expect(await raw.exists(keys.passphrase(fresh))).toBe(false);
         expect(await store.lookupPassphrase(taken)).toEqual({ ...a, role: "host" });
       });
 

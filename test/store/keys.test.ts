@@ -9,11 +9,11 @@ import {
   MUTE_EVENTS_MAXLEN,
 } from "../../src/store/keys.js";
 
-describe("key schema (DESIGN §4)", () => {
+describe("key schema (docs/architecture.md, Redis schema)", () => {
   it("builds the documented keys under the default prefix bl:", () => {
     const keys = keySchema();
     expect(DEFAULT_KEY_PREFIX).toBe("bl:");
-    expect(keys.passphrase("ab12")).toBe("bl:pass:{ab12}");
+    expect(keys.passphrase("abc")).toBe("bl:pass:{ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad}");
     expect(keys.whiteboard("proj-1")).toBe("bl:proj:{proj-1}:whiteboard");
     expect(keys.pstnMute("proj-1", "room 7")).toBe("bl:chan:{proj-1/room 7}:pstn-mute");
     expect(keys.pstnEvents("proj-1", "room 7")).toBe("bl:chan:{proj-1/room 7}:pstn-events");
@@ -23,7 +23,9 @@ describe("key schema (DESIGN §4)", () => {
 
   it("uses a custom prefix, escaped in the SCAN pattern", () => {
     const keys = keySchema("t:[x]*:");
-    expect(keys.passphrase("ab")).toBe("t:[x]*:pass:{ab}");
+    expect(keys.passphrase("ab")).toBe(
+      "t:[x]*:pass:{fb8e20fc2e4c3f248c60c39bd652f3c1347298bb977b8b4d5903b85055620603}",
+    );
     expect(keys.passphrasePattern()).toBe("t:\\[x\\]\\*:pass:*");
   });
 
@@ -32,6 +34,15 @@ describe("key schema (DESIGN §4)", () => {
     expect(hashPassphrase("")).toBe("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
     // "é" as UTF-8 (c3 a9), not Latin-1.
     expect(hashPassphrase("\u00e9")).toBe("4a99557e4033c3539de2eb65472017cad5f9557f7a0625a09f1c3f6e2ba69c4c");
+  });
+
+  it("takes passphrases and caller keys in clear and puts only their sha256 into the key", () => {
+    const keys = keySchema();
+    const passphrase = "open sesame \u00e9";
+    expect(keys.passphrase(passphrase)).toBe(`bl:pass:{${hashPassphrase(passphrase)}}`);
+    expect(keys.guesses("caller-1")).toBe(`bl:guess:{${hashPassphrase("caller-1")}}`);
+    expect(keys.passphrase(passphrase)).not.toContain("sesame");
+    expect(keys.guesses("caller-1")).not.toContain("caller-1");
   });
 
   it("documents the cap and the expiry", () => {

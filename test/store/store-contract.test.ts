@@ -5,7 +5,8 @@
 import { Redis } from "ioredis";
 import { MemoryStore } from "../../src/store/memory-store.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "../harness/redis-url.js";
-import { type ContractSubject, type RawAccess, redisSubject, storeContract } from "./contract.js";
+import { type ContractSubject, redisSubject, storeContract } from "./contract.js";
+import { memoryRaw } from "./memory-raw.js";
 
 storeContract("RedisStore", {
   approximateTrim: true,
@@ -28,7 +29,7 @@ storeContract("MemoryStore", {
     return {
       store,
       keys: store.keys,
-      raw: memoryRaw(store),
+      raw: memoryRaw(store.data),
       advanceClock(ms) {
         offset += ms;
       },
@@ -43,21 +44,3 @@ storeContract("MemoryStore", {
     };
   },
 });
-
-function memoryRaw(store: MemoryStore): RawAccess {
-  return {
-    hgetall: async (key) => store.rawHash(key) ?? {},
-    async hset(key, fields) {
-      store.writeRawHash(key, fields);
-    },
-    async setString(key, value) {
-      store.writeRawString(key, value);
-    },
-    async xrange(key) {
-      return (store.rawStream(key) ?? []).map(({ id, fields }) => ({ id, fields: Object.entries(fields) }));
-    },
-    xlen: async (key) => store.rawStream(key)?.length ?? 0,
-    ttl: async (key) => store.ttlSeconds(key),
-    exists: async (key) => store.ttlSeconds(key) !== -2,
-  };
-}

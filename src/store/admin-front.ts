@@ -1,0 +1,77 @@
+/**
+ * The admin functions (operator CLI, demo, tests) of both stores, in one place:
+ * each checks its input here (admin-checks.ts), then calls the store's own raw
+ * admin write or read. The CLI thus gets the same answer from either store, and
+ * a store's raw operations only ever see checked input.
+ */
+import type { AdminStore, ConversionTaskRecord, MuteEvent, Store, WhiteboardSettings } from "../services/ports.js";
+import {
+  type ChannelPassphrase,
+  type CreateChannelInput,
+  channelPassphrases,
+  checkProject,
+  checkSettings,
+  eventCount,
+} from "./admin-checks.js";
+
+/** What each store does for the admin functions, given checked input. */
+export interface RawAdmin {
+  /**
+   * Afterwards exactly these passphrases open the channel (older ones of this
+   * channel are removed). A passphrase that already opens another channel is
+   * refused (`passphraseConflict`), leaving nothing behind.
+   */
+  writeChannel(project: string, channel: string, passphrases: readonly ChannelPassphrase[]): Promise<void>;
+  deleteChannel(project: string, channel: string): Promise<number>;
+  writeWhiteboard(project: string, settings: WhiteboardSettings): Promise<void>;
+  clearWhiteboard(project: string): Promise<void>;
+  getMuteState(project: string, channel: string): Promise<Record<string, boolean>>;
+  /** The newest `count` events, newest first; malformed entries skipped. */
+  readMuteEvents(project: string, channel: string, count: number): Promise<MuteEvent[]>;
+  getConversion(uuid: string): Promise<ConversionTaskRecord | undefined>;
+}
+
+/** The admin functions of `AdminStore`, beyond the request path's `Store`. */
+export type AdminOperations = Omit<AdminStore, keyof Store>;
+
+/** Base of both stores: the checked admin functions over the store's `rawAdmin`. */
+export abstract class AdminFront implements AdminOperations {
+  protected abstract readonly rawAdmin: RawAdmin;
+
+  /**
+   * Creates the channel or changes its passphrases: afterwards exactly the given
+   * passphrases open it. A passphrase that already opens another channel is
+   * refused (`invalid`, naming that channel).
+   */
+  async createChannel(input: CreateChannelInput): Promise<void> {
+    const passphrases = channelPassphrases(input);
+    await this.rawAdmin.writeChannel(input.project, input.channel, passphrases);
+  }
+
+  deleteChannel(project: string, channel: string): Promise<number> {
+    return this.rawAdmin.deleteChannel(project, channel);
+  }
+
+  async setWhiteboard(project: string, settings: WhiteboardSettings): Promise<void> {
+    checkProject(project);
+    checkSettings(settings);
+    await this.rawAdmin.writeWhiteboard(project, settings);
+  }
+
+  clearWhiteboard(project: string): Promise<void> {
+    return this.rawAdmin.clearWhiteboard(project);
+  }
+
+  getMuteState(project: string, channel: string): Promise<Record<string, boolean>> {
+    return this.rawAdmin.getMuteState(project, channel);
+  }
+
+  async getMuteEvents(project: string, channel: string, count?: number): Promise<MuteEvent[]> {
+    const n = eventCount(count);
+    return this.rawAdmin.readMuteEvents(project, channel, n);
+  }
+
+  getConversion(uuid: string): Promise<ConversionTaskRecord | undefined> {
+    return this.rawAdmin.getConversion(uuid);
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * The Redis store's plumbing: every Redis call bounded by its own deadline and
+ * its errors turned into `Failure("unavailable")` (with the original error as
+ * `cause`, for the logs only: Redis error text never goes to a client); the
+ * writes of one event-loop turn coalesced (write-coalescing.ts); connection
+ * changes logged once each; and closing.
+ */
+import type { Logger } from "../log.js";
+import { Failure, isFailure } from "../services/failure.js";
+import type { Fields } from "./records.js";
+import type { RedisClient } from "./redis-connection.js";
+import { WriteCoalescer } from "./write-coalescing.js";
+
+export class RedisCalls {
+  private readonly coalescer: WriteCoalescer;
+  /** undefined until the first ready/error; then whether the last event was good. */
+  private healthy: boolean | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    readonly client: RedisClient,
+    private readonly logger: Logger,
+    private readonly timeoutMs: number,
+  ) {
+    this.coalescer = new WriteCoalescer(client);
+    this.watchConnection();
+  }
+
+  /**
+   * Runs one Redis call under the deadline and turns any error into
+   * `Failure("unavailable")`. The deadline does not cancel the command: an
+   * answer of 503 means "outcome unknown", as with any timed-out write.
+   */
+  async call<T>(operation: string, run: (client: RedisClient) => Promise<T>): Promise<T> {
+    if (this.closing) throw new Failure("unavailable", { cause: new Error("Redis store is closed") });
+    this.coalescer.hold();
+    try {
+      return await withDeadline(
+        run(this.client),
+        this.timeoutMs,
+        `${operation}: no answer from Redis within ${this.timeoutMs} ms`,
+      );
+    } catch (e) {
+      if (isFailure(e)) throw e;
+      if (isReplyError(e)) {
+        // Redis answered with an error: not an outage, something to look at.
+        this.logger.error({ err: e, operation }, "Redis rejected a command");
+      }
+      throw new Failure("unavailable", { cause: e });
+    }
+  }
+
+  /** A hash's fields; a key of another type reads as a malformed record (empty). */
+  readHash(operation: string, key: string): Promise<Fields> {
+    return this.call(operation, (c) =>
+      c.hgetall(key).catch((e: unknown) => {
+        if (!isWrongType(e)) throw e;
+        this.logger.warn({ operation }, "Redis record has the wrong type; treated as absent");
+        return {};
+      }),
+    );
+  }
+
+  /** QUIT (pending replies arrive first), then drop the connection. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      try {
+        await withDeadline(this.client.quit(), this.timeoutMs, "QUIT timed out");
+      } catch {
+        // Not connected or not answering: nothing left to say goodbye to.
+      } finally {
+        this.client.disconnect();
+      }
+    })();
+    return this.closing;
+  }
+
+  /** Logs connection changes once each, not once per failed request or retry. */
+  private watchConnection(): void {
+    const down = (err: unknown, message: string) => {
+      if (this.closing || this.healthy === false) return;
+      this.healthy = false;
+      this.logger.warn({ err }, message);
+    };
+    this.client.on("ready", () => {
+      if (this.healthy !== true) this.logger.info(this.healthy === undefined ? "Redis ready" : "Redis connection back");
+      this.healthy = true;
+    });
+    this.client.on("error", (err: unknown) =>
+      down(err, "Redis connection failed; requests fail with 503 until it is back"),
+    );
+    this.client.on("close", () => down(undefined, "Redis connection lost; requests fail with 503 until it is back"));
+  }
+}
+
+/** Runs a MULTI (or pipeline) and fails when any of its commands failed. */
+export async function execAll(batch: { exec(): Promise<[Error | null, unknown][] | null> }): Promise<void> {
+  const results = await batch.exec();
+  if (results === null) throw new Error("transaction aborted");
+  for (const [error] of results) if (error) throw error;
+}
+
+export function withDeadline<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** A rejection handler: a WRONGTYPE reply reads as `fallback`, anything else is rethrown. */
+export function orIfWrongType<T>(fallback: T): (e: unknown) => T {
+  return (e) => {
+    if (isWrongType(e)) return fallback;
+    throw e;
+  };
+}
+
+function isReplyError(e: unknown): e is Error {
+  return e instanceof Error && e.name === "ReplyError";
+}
+
+function isWrongType(e: unknown): boolean {
+  return isReplyError(e) && e.message.startsWith("WRONGTYPE");
+}
