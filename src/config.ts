@@ -123,6 +123,7 @@ export function loadConfig(env: Env = process.env): Config {
   const production = get("NODE_ENV") === "production";
   const redisUrl = get("REDIS_URL");
   const clusterNodes = get("REDIS_CLUSTER_NODES");
+  const sentinels = get("REDIS_SENTINELS");
   const jwtSecret = env["JWT_SECRET"];
   const jwksUrl = get("JWT_JWKS_URL");
   const jwksFile = get("JWT_JWKS_FILE");
@@ -130,6 +131,7 @@ export function loadConfig(env: Env = process.env): Config {
     !production &&
     redisUrl === undefined &&
     clusterNodes === undefined &&
+    sentinels === undefined &&
     (jwtSecret === undefined || jwtSecret === "") &&
     jwksUrl === undefined &&
     jwksFile === undefined;
