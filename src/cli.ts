@@ -14,7 +14,7 @@ import { Writable } from "node:stream";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { pino } from "pino";
 import { mintToken } from "./auth/jwt.js";
-import { ConfigError, loadRedisSettings, loadTokenSettings, type RedisConfig } from "./config.js";
+import { ConfigError, loadRedisSettings, loadTokenSettings, type RedisConfig } from "./config/index.js";
 import { isFailure } from "./services/failure.js";
 import { REGIONS, type Region, type WhiteboardCredentials } from "./services/ports.js";
 import { checkChannelId, checkProjectId } from "./store/keys.js";

@@ -51,7 +51,6 @@ import { defineScripts, type ScriptCommands } from "./redis-scripts.js";
 import { WriteCoalescer } from "./write-coalescing.js";
 
 export type { RedisConnectionOptions, RedisNodeAddress } from "./redis-connection.js";
-export { parseRedisNodes } from "./redis-connection.js";
 
 export interface RedisStoreSettings {
   /** Key prefix (REDIS_KEY_PREFIX); default `bl:`. */

@@ -1,17 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config.js";
-
-const SECRET = "s".repeat(32);
-
-function configError(env: Record<string, string>): ConfigError {
-  try {
-    loadConfig(env);
-  } catch (e) {
-    if (e instanceof ConfigError) return e;
-    throw e;
-  }
-  throw new Error(`no ConfigError for ${JSON.stringify(env)}`);
-}
+import { loadConfig } from "../../src/config/index.js";
+import { configError, SECRET } from "./helpers.js";
 
 describe("demo mode means no store and no key source at all", () => {
   it("is on with nothing configured", () => {
