@@ -3,7 +3,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { JwtAuthenticator, mintToken } from "./auth/jwt.js";
-import { type Config, ConfigError, loadConfig } from "./config.js";
+import { type Config, ConfigError, loadConfig } from "./config/index.js";
 import { NetlessConversionClient } from "./conversion/netless-client.js";
 import { type ConversionSimulator, startConversionSimulator } from "./conversion/simulator.js";
 import { demoBanner, demoSeed, seedDemo } from "./demo.js";

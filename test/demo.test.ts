@@ -138,6 +138,11 @@ describe("invalid configuration stops start-up with one line naming the variable
       { NODE_ENV: "production", REDIS_URL: "redis://127.0.0.1:1" },
       "JWT_SECRET",
     ],
+    [
+      "REDIS_SENTINELS but no JWT keys (not demo mode: no seed in a real Redis)",
+      { REDIS_SENTINELS: "127.0.0.1:1", REDIS_SENTINEL_NAME: "mymaster" },
+      "JWT_SECRET",
+    ],
     ["PORT=abc", { PORT: "abc" }, "PORT"],
   ])("%s", async (_name, env, variable) => {
     const r = await start(env);

@@ -1,7 +1,7 @@
 /**
  * The CLI's failures and how each reads as the one line on stderr (exit code 1).
  */
-import { ConfigError } from "../config.js";
+import { ConfigError } from "../config/index.js";
 import { isFailure } from "../services/failure.js";
 
 /** A failure to report as one line on stderr, exit code 1. */

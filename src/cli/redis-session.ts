@@ -5,7 +5,7 @@
  * always closes it. There is no in-memory mode. Redis trouble becomes a
  * CliFailure naming where Redis is (never its credentials) and why.
  */
-import { loadRedisSettings, type RedisConfig } from "../config.js";
+import { loadRedisSettings, type RedisConfig } from "../config/index.js";
 import { silentLogger } from "../log.js";
 import { isFailure } from "../services/failure.js";
 import { createRedisStore, type RedisStore } from "../store/redis-store.js";

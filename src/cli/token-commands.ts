@@ -4,7 +4,7 @@
  */
 import type { Command } from "commander";
 import { mintToken } from "../auth/jwt.js";
-import { loadTokenSettings } from "../config.js";
+import { loadTokenSettings } from "../config/index.js";
 import { parseDuration, usage } from "./arguments.js";
 import { CliFailure, configOrFail } from "./cli-failure.js";
 import { jsonOption, print } from "./output.js";

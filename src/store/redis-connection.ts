@@ -131,25 +131,6 @@ export function reconnectDelay(attempt: number, maxMs: number): number {
   return Math.round(Math.min(exponential, maxMs) * (0.8 + 0.2 * Math.random()));
 }
 
-/**
- * Parses `host:port,host:port` (IPv6 as `[::1]:7000`; a missing port is
- * `defaultPort`), e.g. REDIS_CLUSTER_NODES. Throws a message naming the bad entry.
- */
-export function parseRedisNodes(list: string, defaultPort = 6379): RedisNodeAddress[] {
-  const entries = list
-    .split(",")
-    .map((s) => s.trim())
-    .filter((s) => s !== "");
-  if (entries.length === 0) throw new Error("expected at least one host:port");
-  return entries.map((entry) => {
-    const match = /^(?:\[([^\]]+)\]|([^:[\]]+))(?::(\d{1,5}))?$/.exec(entry);
-    const host = match?.[1] ?? match?.[2];
-    const port = match?.[3] === undefined ? defaultPort : Number(match[3]);
-    if (host === undefined || port < 1 || port > 65535) throw new Error(`not a host:port: ${entry}`);
-    return { host, port };
-  });
-}
-
 function tlsOption(tls: boolean | TlsOptions | undefined): TlsOptions | undefined {
   if (tls === true) return {};
   return tls === false ? undefined : tls;

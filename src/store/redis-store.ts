@@ -36,7 +36,6 @@ import {
 import { defineScripts, type ScriptCommands } from "./redis-scripts.js";
 
 export type { RedisConnectionOptions, RedisNodeAddress } from "./redis-connection.js";
-export { parseRedisNodes } from "./redis-connection.js";
 
 export interface RedisStoreSettings {
   /** Key prefix (REDIS_KEY_PREFIX); default `bl:`. */

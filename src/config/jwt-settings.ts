@@ -1,0 +1,110 @@
+/**
+ * The JWT part of the configuration: the key source (exactly one of
+ * JWT_SECRET, JWT_JWKS_URL, JWT_JWKS_FILE), the algorithms, which must fit
+ * that key source, and the claims a token must carry.
+ */
+import { readFileSync } from "node:fs";
+import { ConfigError } from "./config-error.js";
+import { HMAC_ALGORITHMS } from "./jwt-algorithms.js";
+import { type Env, isSet, readHttpUrl, readList, readText } from "./read-variable.js";
+
+export type JwtKeyConfig =
+  | { readonly kind: "secret"; readonly secret: Uint8Array }
+  | { readonly kind: "jwks-url"; readonly url: URL }
+  | { readonly kind: "jwks-file"; readonly path: string };
+
+export interface JwtSettings {
+  /** Undefined only in demo mode, where a random secret is made at start-up. */
+  readonly key: JwtKeyConfig | undefined;
+  readonly algorithms: readonly string[];
+  readonly issuer: string | undefined;
+  readonly audience: string | undefined;
+  readonly projectClaim: string;
+}
+
+export const KEY_SOURCES = ["JWT_SECRET", "JWT_JWKS_URL", "JWT_JWKS_FILE"] as const;
+
+/** `keyRequired` is false only in demo mode. */
+export function loadJwtSettings(env: Env, keyRequired: boolean): JwtSettings {
+  const key = readKeySource(env);
+  if (key === undefined && keyRequired) {
+    throw new ConfigError(
+      "JWT_SECRET",
+      "(or JWT_JWKS_URL / JWT_JWKS_FILE) is required outside demo mode (demo mode is no Redis and no JWT keys at all)",
+    );
+  }
+  return { key, algorithms: readAlgorithms(env, key), ...readClaims(env) };
+}
+
+/** What a token must carry to pass the server's checks, and the HS256 secret when JWT_SECRET is set. */
+export interface TokenSettings {
+  readonly secret: Uint8Array | undefined;
+  readonly issuer: string | undefined;
+  readonly audience: string | undefined;
+  readonly projectClaim: string;
+}
+
+/** For the operator CLI, which mints tokens with JWT_SECRET (and ignores any JWKS). */
+export function loadTokenSettings(env: Env = process.env): TokenSettings {
+  return { secret: readSecret(env), ...readClaims(env) };
+}
+
+function readClaims(env: Env): Pick<JwtSettings, "issuer" | "audience" | "projectClaim"> {
+  return {
+    issuer: readText(env, "JWT_ISSUER"),
+    audience: readText(env, "JWT_AUDIENCE"),
+    projectClaim: readText(env, "JWT_PROJECT_CLAIM"),
+  };
+}
+
+function readSecret(env: Env): Uint8Array | undefined {
+  const secret = readText(env, "JWT_SECRET");
+  return secret === undefined ? undefined : new TextEncoder().encode(secret);
+}
+
+/** At most one key source may be set. */
+function readKeySource(env: Env): JwtKeyConfig | undefined {
+  const [first, second] = KEY_SOURCES.filter((name) => isSet(env, name));
+  if (first !== undefined && second !== undefined) {
+    throw new ConfigError(second, `cannot be combined with ${first}: set one of ${KEY_SOURCES.join(", ")}`);
+  }
+  const secret = readSecret(env);
+  if (secret !== undefined) return { kind: "secret", secret };
+  const url = readHttpUrl(env, "JWT_JWKS_URL");
+  if (url !== undefined) return { kind: "jwks-url", url: new URL(url) };
+  const path = readText(env, "JWT_JWKS_FILE");
+  if (path !== undefined) return { kind: "jwks-file", path: checkJwksFile(path) };
+  return undefined;
+}
+
+function checkJwksFile(path: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, "utf8"));
+  } catch (e) {
+    throw new ConfigError("JWT_JWKS_FILE", `cannot be read as JSON (${(e as Error).message.split("\n")[0]})`);
+  }
+  if (typeof parsed !== "object" || parsed === null || !Array.isArray((parsed as { keys?: unknown }).keys)) {
+    throw new ConfigError("JWT_JWKS_FILE", 'must hold a JSON Web Key Set ({"keys": [...]})');
+  }
+  return path;
+}
+
+/**
+ * JWT_ALGORITHMS, or by default HS256 for a secret (and in demo mode) and
+ * RS256, ES256, EdDSA for a JWKS. A secret takes only HS*, a JWKS only the others.
+ */
+function readAlgorithms(env: Env, key: JwtKeyConfig | undefined): string[] {
+  const secretKey = key === undefined || key.kind === "secret";
+  const algorithms = readList(env, "JWT_ALGORITHMS") ?? (secretKey ? ["HS256"] : ["RS256", "ES256", "EdDSA"]);
+  if (key === undefined) return algorithms;
+  for (const a of algorithms) {
+    if (HMAC_ALGORITHMS.includes(a) !== secretKey) {
+      throw new ConfigError(
+        "JWT_ALGORITHMS",
+        `"${a}" does not fit the key: ${secretKey ? "JWT_SECRET takes HS256/HS384/HS512" : "a JWKS takes RS*, PS*, ES* or EdDSA"}`,
+      );
+    }
+  }
+  return algorithms;
+}

@@ -1,0 +1,113 @@
+/**
+ * The server's whole configuration, read from the environment and validated
+ * in one go. Each variable is read through its row in variables.ts; the rules
+ * that tie variables together are here:
+ *
+ * - demo mode is a start with nothing configured: outside production, no Redis
+ *   (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS) and no JWT key source;
+ * - production requires Redis, and anything but the demo requires a key source;
+ * - the demo listens on 127.0.0.1 and converts with the bundled simulator;
+ * - TLS_CERT and TLS_KEY come together; GUESS_LIMIT=0 turns the guess limit off.
+ */
+import { readFileSync } from "node:fs";
+import { ConfigError } from "./config-error.js";
+import { type JwtSettings, KEY_SOURCES, loadJwtSettings } from "./jwt-settings.js";
+import { type Env, isSet, readChoice, readHttpUrl, readInteger, readList, readText } from "./read-variable.js";
+import { loadRedisSettings, type RedisConfig } from "./redis-settings.js";
+
+export interface Config {
+  readonly production: boolean;
+  /** No Redis and no JWT keys configured outside production: seeded demo with a simulator. */
+  readonly demo: boolean;
+  readonly host: string;
+  readonly port: number;
+  readonly redis: RedisConfig | undefined;
+  readonly redisKeyPrefix: string;
+  readonly redisCommandTimeoutMs: number;
+  readonly jwt: JwtSettings;
+  /** Undefined in demo mode without CONVERSION_API_BASE: the bundled simulator is used. */
+  readonly conversionApiBase: string | undefined;
+  readonly conversionTimeoutMs: number;
+  readonly corsOrigins: readonly string[];
+  readonly maxBodyBytes: number;
+  readonly tls: { readonly cert: Buffer; readonly key: Buffer } | undefined;
+  readonly logLevel: string;
+  readonly shutdownGraceMs: number;
+  readonly guessLimit: { readonly attempts: number; readonly windowSeconds: number } | undefined;
+  /** How long a passphrase or whiteboard record may be served from memory; 0 = always read. */
+  readonly passphraseCacheMs: number;
+}
+
+/** The variables that configure a Redis; with none of them, the store is in memory. */
+const STORE_SOURCES = ["REDIS_URL", "REDIS_CLUSTER_NODES", "REDIS_SENTINELS"] as const;
+
+const DEMO_HOST = "127.0.0.1";
+
+/** Demo mode: outside production, with neither a store nor a JWT key source configured. */
+function isDemo(env: Env): boolean {
+  return !isProduction(env) && ![...STORE_SOURCES, ...KEY_SOURCES].some((name) => isSet(env, name));
+}
+
+function isProduction(env: Env): boolean {
+  return readText(env, "NODE_ENV") === "production";
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const production = isProduction(env);
+  const demo = isDemo(env);
+  const redisSettings = loadRedisSettings(env);
+  if (production && redisSettings.redis === undefined) {
+    throw new ConfigError(
+      "REDIS_URL",
+      "is required when NODE_ENV=production (the in-memory store is for the demo only)",
+    );
+  }
+  const jwt = loadJwtSettings(env, !demo);
+  return {
+    production,
+    demo,
+    host: demo && !isSet(env, "HOST") ? DEMO_HOST : readText(env, "HOST"),
+    port: readInteger(env, "PORT"),
+    redis: redisSettings.redis,
+    redisKeyPrefix: redisSettings.keyPrefix,
+    redisCommandTimeoutMs: redisSettings.commandTimeoutMs,
+    jwt,
+    conversionApiBase: demo && !isSet(env, "CONVERSION_API_BASE") ? undefined : readHttpUrl(env, "CONVERSION_API_BASE"),
+    conversionTimeoutMs: readInteger(env, "CONVERSION_TIMEOUT_MS"),
+    corsOrigins: (readList(env, "CORS_ORIGINS") ?? []).map((origin) => origin.replace(/\/$/, "")),
+    maxBodyBytes: readInteger(env, "MAX_BODY_BYTES"),
+    tls: readTls(env),
+    logLevel: readChoice(env, "LOG_LEVEL"),
+    shutdownGraceMs: readInteger(env, "SHUTDOWN_GRACE_MS"),
+    guessLimit: readGuessLimit(env),
+    passphraseCacheMs: readInteger(env, "PASSPHRASE_CACHE_MS"),
+  };
+}
+
+/** Both TLS_CERT and TLS_KEY, read at start-up, or neither. */
+function readTls(env: Env): Config["tls"] {
+  const cert = readText(env, "TLS_CERT");
+  const key = readText(env, "TLS_KEY");
+  if ((cert === undefined) !== (key === undefined)) {
+    throw new ConfigError(
+      cert === undefined ? "TLS_CERT" : "TLS_KEY",
+      "must be set together with the other of TLS_CERT/TLS_KEY",
+    );
+  }
+  if (cert === undefined || key === undefined) return undefined;
+  return { cert: readFile("TLS_CERT", cert), key: readFile("TLS_KEY", key) };
+}
+
+function readGuessLimit(env: Env): Config["guessLimit"] {
+  const attempts = readInteger(env, "GUESS_LIMIT");
+  const windowSeconds = readInteger(env, "GUESS_WINDOW_SECONDS");
+  return attempts === 0 ? undefined : { attempts, windowSeconds };
+}
+
+function readFile(variable: "TLS_CERT" | "TLS_KEY", path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (e) {
+    throw new ConfigError(variable, `cannot be read (${(e as NodeJS.ErrnoException).code ?? "error"})`);
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * Reads one environment variable through its row in variables.ts: its default,
+ * its range or allowed values. A bad value is a ConfigError naming the variable.
+ */
+import type { RedisNodeAddress } from "../store/redis-connection.js";
+import { ConfigError } from "./config-error.js";
+import { parseHostPorts } from "./host-ports.js";
+import { VARIABLES, type Variable, type VariableName } from "./variables.js";
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+type Rows = typeof VARIABLES;
+/** The names of the rows of one kind (and shape). */
+type NamesOf<Shape> = { [N in VariableName]: Rows[N] extends Shape ? N : never }[VariableName];
+
+/** The value as set (trimmed unless the row says otherwise), or undefined when unset or blank. */
+function rawValue(env: Env, name: VariableName): string | undefined {
+  const row: Variable = VARIABLES[name];
+  const value = env[name];
+  if (value === undefined) return undefined;
+  if (row.kind === "text" && row.untrimmed === true) return value === "" ? undefined : value;
+  return value.trim() === "" ? undefined : value.trim();
+}
+
+/** Whether the variable is set to a non-blank value. */
+export function isSet(env: Env, name: VariableName): boolean {
+  return rawValue(env, name) !== undefined;
+}
+
+export function readInteger(env: Env, name: NamesOf<{ kind: "integer" }>): number {
+  const { default: fallback, min, max } = VARIABLES[name];
+  const raw = rawValue(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number from ${min} to ${max} (got "${raw}")`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `must be a whole number from ${min} to ${max} (got ${raw})`);
+  return n;
+}
+
+export function readChoice(env: Env, name: NamesOf<{ kind: "choice" }>): string {
+  const { default: fallback, values } = VARIABLES[name];
+  const value = rawValue(env, name) ?? fallback;
+  if (!values.includes(value)) throw new ConfigError(name, `must be one of ${values.join(", ")}`);
+  return value;
+}
+
+/** Text (or a file's path): the value, checked, else the row's default. */
+export function readText(env: Env, name: NamesOf<{ kind: "text"; default: string }>): string;
+export function readText(env: Env, name: NamesOf<{ kind: "text" | "file" }>): string | undefined;
+export function readText(env: Env, name: NamesOf<{ kind: "text" | "file" }>): string | undefined {
+  const row: Variable = VARIABLES[name];
+  const value = rawValue(env, name);
+  if (row.kind !== "text") return value;
+  if (value === undefined) return row.default;
+  const problem = row.check?.(value);
+  if (problem !== undefined) throw new ConfigError(name, problem);
+  return value;
+}
+
+/** An absolute http(s) URL, else the row's default. */
+export function readHttpUrl(env: Env, name: NamesOf<{ kind: "http-url" }>): string | undefined {
+  const row: Variable = VARIABLES[name];
+  const value = rawValue(env, name);
+  if (value === undefined) return row.kind === "http-url" ? row.default : undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(name, `must be an absolute http(s) URL (got "${value}")`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigError(name, `must be an http or https URL (got "${value}")`);
+  }
+  return value;
+}
+
+/** The non-empty items of a comma-separated list, each checked; undefined when there are none. */
+export function readList(env: Env, name: NamesOf<{ kind: "list" }>): string[] | undefined {
+  const { check } = VARIABLES[name];
+  const items = (rawValue(env, name) ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  for (const item of items) {
+    const problem = check(item);
+    if (problem !== undefined) throw new ConfigError(name, problem);
+  }
+  return items.length === 0 ? undefined : items;
+}
+
+/** A `host[:port]` list; the port defaults to the row's. */
+export function readHostPorts(env: Env, name: NamesOf<{ kind: "hosts" }>): RedisNodeAddress[] | undefined {
+  const raw = rawValue(env, name);
+  return raw === undefined ? undefined : parseHostPorts(name, raw, VARIABLES[name].defaultPort);
+}

@@ -1,0 +1,265 @@
+/**
+ * Every environment variable boardline reads, one row each: its default, the
+ * values it accepts and what it means. The parser reads values through these
+ * rows (see read-variable.ts), and the README's configuration table is
+ * generated from them (`npm run generate`), so neither can drift from this file.
+ * Rules that tie several variables together live in load-config.ts,
+ * redis-settings.ts and jwt-settings.ts.
+ */
+import { JWT_ALGORITHMS } from "./jwt-algorithms.js";
+
+interface Documented {
+  /** The README's "meaning" column. */
+  readonly meaning: string;
+  /** The README's "default" column when the default depends on the mode (otherwise the default itself, or —). */
+  readonly defaultNote?: string;
+}
+
+/** A whole number in [min, max]. */
+export interface IntegerVariable extends Documented {
+  readonly kind: "integer";
+  readonly default: number;
+  readonly min: number;
+  readonly max: number;
+}
+
+/** One of a fixed set of words. */
+export interface ChoiceVariable extends Documented {
+  readonly kind: "choice";
+  readonly default: string;
+  readonly values: readonly string[];
+}
+
+/** A comma-separated list of `host[:port]` (see host-ports.ts). */
+export interface HostsVariable extends Documented {
+  readonly kind: "hosts";
+  readonly defaultPort: number;
+}
+
+/** An absolute http:// or https:// URL. */
+export interface HttpUrlVariable extends Documented {
+  readonly kind: "http-url";
+  readonly default?: string;
+}
+
+/** A comma-separated list; `check` says what is wrong with one item, if anything. */
+export interface ListVariable extends Documented {
+  readonly kind: "list";
+  readonly allowed: string;
+  readonly check: (item: string) => string | undefined;
+}
+
+/** A path to a file read at start-up. */
+export interface FileVariable extends Documented {
+  readonly kind: "file";
+  readonly allowed: string;
+}
+
+/** Free text; `check` says what is wrong with it, if anything. */
+export interface TextVariable extends Documented {
+  readonly kind: "text";
+  readonly allowed: string;
+  readonly default?: string;
+  readonly check?: (value: string) => string | undefined;
+  /** Taken as given, spaces included (a secret); by default a value is trimmed. */
+  readonly untrimmed?: true;
+}
+
+export type Variable =
+  | IntegerVariable
+  | ChoiceVariable
+  | HostsVariable
+  | HttpUrlVariable
+  | ListVariable
+  | FileVariable
+  | TextVariable;
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+function isOrigin(value: string): boolean {
+  try {
+    return new URL(value).origin === value.replace(/\/$/, "");
+  } catch {
+    return false;
+  }
+}
+
+/** The rows, in the README's order. A variable set to an empty (or blank) value counts as not set. */
+export const VARIABLES = {
+  PORT: {
+    kind: "integer",
+    default: 8080,
+    min: 0,
+    max: 65535,
+    meaning: "the one port for every protocol (0 = any free port)",
+  },
+  HOST: {
+    kind: "text",
+    default: "0.0.0.0",
+    defaultNote: "`0.0.0.0` (`127.0.0.1` in demo mode)",
+    allowed: "an IP address or host name",
+    meaning: "listen address",
+  },
+  NODE_ENV: {
+    kind: "text",
+    allowed: "`production`, or anything else",
+    meaning:
+      "`production`: no demo, no in-memory store; `REDIS_URL` (or cluster/sentinel) and a JWT key source are required",
+  },
+  REDIS_URL: {
+    kind: "text",
+    defaultNote: "— (in-memory store)",
+    allowed: "`redis://[user:pass@]host:port[/db]` or `rediss://…` (TLS)",
+    check: (v) => (/^rediss?:\/\//.test(v) ? undefined : "must start with redis:// or rediss://"),
+    meaning: "the Redis to use; with cluster/sentinel it only carries credentials and TLS",
+  },
+  REDIS_CLUSTER_NODES: {
+    kind: "hosts",
+    defaultPort: 6379,
+    meaning: "seed nodes of a Redis Cluster (not together with `REDIS_SENTINELS`)",
+  },
+  REDIS_SENTINELS: {
+    kind: "hosts",
+    defaultPort: 26379,
+    meaning: "the Sentinels to ask for the master; needs `REDIS_SENTINEL_NAME`",
+  },
+  REDIS_SENTINEL_NAME: {
+    kind: "text",
+    allowed: "a name",
+    meaning: "the master group name the Sentinels monitor",
+  },
+  REDIS_KEY_PREFIX: {
+    kind: "text",
+    default: "bl:",
+    allowed: "no braces or white space",
+    check: (v) => (/[{}\s]/.test(v) ? "must not contain braces or white space" : undefined),
+    meaning: "prefix of every key",
+  },
+  REDIS_COMMAND_TIMEOUT_MS: {
+    kind: "integer",
+    default: 1000,
+    min: 50,
+    max: 60_000,
+    meaning: "a Redis call slower than this fails as 503",
+  },
+  JWT_SECRET: {
+    kind: "text",
+    defaultNote: "— (random in demo mode)",
+    allowed: "at least 32 bytes",
+    untrimmed: true,
+    check: (v) => (new TextEncoder().encode(v).length < 32 ? "must be at least 32 bytes" : undefined),
+    meaning:
+      "HS256/384/512 secret. One of the three key sources (with `JWT_JWKS_URL`, `JWT_JWKS_FILE`): set exactly one outside demo mode",
+  },
+  JWT_JWKS_URL: {
+    kind: "http-url",
+    meaning: "a remote JWKS (fetched and cached by jose); a key source",
+  },
+  JWT_JWKS_FILE: {
+    kind: "file",
+    allowed: 'a JSON file holding a JSON Web Key Set (`{"keys": [...]}`)',
+    meaning: "a JWKS in a file; a key source",
+  },
+  JWT_ALGORITHMS: {
+    kind: "list",
+    defaultNote: "`HS256` with `JWT_SECRET`, `RS256,ES256,EdDSA` with a JWKS",
+    allowed: "comma-separated: `HS256`, `HS384`, `HS512` with `JWT_SECRET`; `RS*`, `PS*`, `ES*`, `EdDSA` with a JWKS",
+    check: (a) =>
+      JWT_ALGORITHMS.includes(a)
+        ? undefined
+        : `has an unsupported algorithm "${a}" (allowed: ${JWT_ALGORITHMS.join(", ")})`,
+    meaning: "allow-list; must fit the key source",
+  },
+  JWT_ISSUER: {
+    kind: "text",
+    allowed: "any text",
+    meaning: "the `iss` a token must carry; checked when set",
+  },
+  JWT_AUDIENCE: {
+    kind: "text",
+    allowed: "any text",
+    meaning: "the `aud` a token must carry; checked when set",
+  },
+  JWT_PROJECT_CLAIM: {
+    kind: "text",
+    default: "project_id",
+    allowed: "a claim name",
+    meaning: "claim naming the caller's project",
+  },
+  CONVERSION_API_BASE: {
+    kind: "http-url",
+    default: "https://api.netless.link",
+    defaultNote: "`https://api.netless.link` (demo: the bundled simulator)",
+    meaning: "Netless conversion API",
+  },
+  CONVERSION_TIMEOUT_MS: {
+    kind: "integer",
+    default: 10_000,
+    min: 100,
+    max: 120_000,
+    meaning: "deadline for one backend exchange → 504",
+  },
+  CORS_ORIGINS: {
+    kind: "list",
+    defaultNote: "— (none)",
+    allowed: "comma-separated origins (`https://app.example.com`) or `*`",
+    check: (o) =>
+      o === "*" || isOrigin(o) ? undefined : `must list origins like https://app.example.com, or * (got "${o}")`,
+    meaning: "the browser origins allowed to call (CORS)",
+  },
+  MAX_BODY_BYTES: {
+    kind: "integer",
+    default: 64 * 1024,
+    min: 256,
+    max: 16 * 1024 * 1024,
+    meaning: "request body limit (413)",
+  },
+  TLS_CERT: {
+    kind: "file",
+    allowed: "a PEM file",
+    meaning: "certificate (chain); with `TLS_KEY`, TLS with ALPN `h2` and `http/1.1` on the same port",
+  },
+  TLS_KEY: {
+    kind: "file",
+    allowed: "a PEM file",
+    meaning: "the certificate's private key; set together with `TLS_CERT`",
+  },
+  LOG_LEVEL: {
+    kind: "choice",
+    default: "info",
+    values: LOG_LEVELS,
+    meaning: "JSON lines on stdout (pino)",
+  },
+  SHUTDOWN_GRACE_MS: {
+    kind: "integer",
+    default: 10_000,
+    min: 0,
+    max: 300_000,
+    meaning: "how long in-flight requests may finish after SIGTERM",
+  },
+  GUESS_LIMIT: {
+    kind: "integer",
+    default: 10,
+    min: 0,
+    max: 1_000_000,
+    meaning:
+      "wrong passphrases per caller (project + `sub`) per window before 429; `0` disables (the check costs one Redis round trip, in parallel with the passphrase lookup)",
+  },
+  GUESS_WINDOW_SECONDS: {
+    kind: "integer",
+    default: 60,
+    min: 1,
+    max: 86_400,
+    meaning: "the window `GUESS_LIMIT` counts in",
+  },
+  PASSPHRASE_CACHE_MS: {
+    kind: "integer",
+    default: 1000,
+    min: 0,
+    max: 60_000,
+    meaning:
+      "how long a passphrase or whiteboard record (or its absence) may be served from memory: a record another writer creates, changes or deletes takes effect within this bound; `0` = read Redis every time",
+  },
+} as const satisfies Record<string, Variable>;
+
+export type VariableName = keyof typeof VARIABLES;

@@ -1,0 +1,118 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig, loadRedisSettings, loadTokenSettings } from "../../src/config/index.js";
+import { VARIABLES } from "../../src/config/variables.js";
+import { SECRET } from "./helpers.js";
+
+describe("defaults", () => {
+  it("with only a JWT secret: in-memory store, the real conversion API, every documented default", () => {
+    expect(loadConfig({ JWT_SECRET: SECRET })).toEqual({
+      production: false,
+      demo: false,
+      host: "0.0.0.0",
+      port: 8080,
+      redis: undefined,
+      redisKeyPrefix: "bl:",
+      redisCommandTimeoutMs: 1000,
+      jwt: {
+        key: { kind: "secret", secret: new TextEncoder().encode(SECRET) },
+        algorithms: ["HS256"],
+        issuer: undefined,
+        audience: undefined,
+        projectClaim: "project_id",
+      },
+      conversionApiBase: "https://api.netless.link",
+      conversionTimeoutMs: 10_000,
+      corsOrigins: [],
+      maxBodyBytes: 65_536,
+      tls: undefined,
+      logLevel: "info",
+      shutdownGraceMs: 10_000,
+      guessLimit: { attempts: 10, windowSeconds: 60 },
+      passphraseCacheMs: 1000,
+    });
+  });
+
+  it("with nothing set: the demo, on 127.0.0.1, with the bundled simulator and a random secret", () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ demo: true, production: false, host: "127.0.0.1", redis: undefined });
+    expect(config.conversionApiBase).toBeUndefined();
+    expect(config.jwt.key).toBeUndefined();
+    expect(config.jwt.algorithms).toEqual(["HS256"]);
+  });
+
+  it("in the demo, HOST and CONVERSION_API_BASE still apply when set", () => {
+    const config = loadConfig({ HOST: "0.0.0.0", CONVERSION_API_BASE: "http://127.0.0.1:9" });
+    expect(config).toMatchObject({ demo: true, host: "0.0.0.0", conversionApiBase: "http://127.0.0.1:9" });
+  });
+
+  it("a blank value counts as not set; values are trimmed (but JWT_SECRET is taken as given)", () => {
+    const spaced = `  ${"x".repeat(30)}`;
+    const config = loadConfig({
+      PORT: "  ",
+      LOG_LEVEL: "",
+      JWT_SECRET: spaced,
+      HOST: " ::1 ",
+      MAX_BODY_BYTES: " 300 ",
+    });
+    expect(config).toMatchObject({ port: 8080, logLevel: "info", host: "::1", maxBodyBytes: 300 });
+    expect(config.jwt.key).toEqual({ kind: "secret", secret: new TextEncoder().encode(spaced) });
+    expect(loadConfig({ JWT_SECRET: "" }).demo).toBe(true);
+  });
+
+  it("every integer's default is its row's default", () => {
+    const config = loadConfig({ JWT_SECRET: SECRET });
+    const read = {
+      PORT: config.port,
+      REDIS_COMMAND_TIMEOUT_MS: config.redisCommandTimeoutMs,
+      CONVERSION_TIMEOUT_MS: config.conversionTimeoutMs,
+      MAX_BODY_BYTES: config.maxBodyBytes,
+      SHUTDOWN_GRACE_MS: config.shutdownGraceMs,
+      GUESS_LIMIT: config.guessLimit?.attempts,
+      GUESS_WINDOW_SECONDS: config.guessLimit?.windowSeconds,
+      PASSPHRASE_CACHE_MS: config.passphraseCacheMs,
+    };
+    for (const [name, value] of Object.entries(read)) {
+      const row = VARIABLES[name as keyof typeof read];
+      expect({ name, value }).toEqual({ name, value: row.default });
+    }
+  });
+
+  it("values within range are taken, at both ends", () => {
+    const low = loadConfig({ JWT_SECRET: SECRET, PORT: "0", MAX_BODY_BYTES: "256", GUESS_WINDOW_SECONDS: "1" });
+    expect(low).toMatchObject({ port: 0, maxBodyBytes: 256, guessLimit: { attempts: 10, windowSeconds: 1 } });
+    const high = loadConfig({ JWT_SECRET: SECRET, PORT: "65535", MAX_BODY_BYTES: String(16 * 1024 * 1024) });
+    expect(high).toMatchObject({ port: 65535, maxBodyBytes: 16 * 1024 * 1024 });
+  });
+
+  it("lists: CORS origins lose a trailing slash, * stays; JWT claims are taken as set", () => {
+    const config = loadConfig({
+      JWT_SECRET: SECRET,
+      CORS_ORIGINS: "https://app.example.com/, http://localhost:3000,*",
+      JWT_ISSUER: "iss",
+      JWT_AUDIENCE: "aud",
+      JWT_PROJECT_CLAIM: "tenant",
+      LOG_LEVEL: "silent",
+    });
+    expect(config.corsOrigins).toEqual(["https://app.example.com", "http://localhost:3000", "*"]);
+    expect(config.jwt).toMatchObject({ issuer: "iss", audience: "aud", projectClaim: "tenant" });
+    expect(config.logLevel).toBe("silent");
+  });
+
+  it("the CLI's parts: Redis settings and token settings", () => {
+    expect(loadRedisSettings({})).toEqual({ redis: undefined, keyPrefix: "bl:", commandTimeoutMs: 1000 });
+    expect(loadRedisSettings({ REDIS_URL: "redis://h:1/2", REDIS_KEY_PREFIX: "x:" })).toEqual({
+      redis: { mode: "single", url: "redis://h:1/2" },
+      keyPrefix: "x:",
+      commandTimeoutMs: 1000,
+    });
+    expect(loadTokenSettings({})).toEqual({
+      secret: undefined,
+      issuer: undefined,
+      audience: undefined,
+      projectClaim: "project_id",
+    });
+    // token mint signs with JWT_SECRET only; a JWKS source beside it is not its concern.
+    const tokens = loadTokenSettings({ JWT_SECRET: SECRET, JWT_JWKS_URL: "https://idp.example/jwks" });
+    expect(tokens.secret).toEqual(new TextEncoder().encode(SECRET));
+  });
+});
