@@ -1,14 +1,16 @@
 /**
- * Wires configuration → adapters → services → server, and handles signals.
+ * The process: read the configuration, build the adapters it names, start
+ * boardline through the composition root (compose.ts), print the demo's
+ * commands when it is the demo, and shut down gracefully on SIGTERM/SIGINT.
  */
 import { randomBytes } from "node:crypto";
 import { JwtAuthenticator, mintToken } from "./auth/jwt.js";
-import { type Config, ConfigError, loadConfig } from "./config/index.js";
+import { type Server, startService } from "./compose.js";
+import { type Config, ConfigError, type JwtKeyConfig, loadConfig } from "./config/index.js";
 import { NetlessConversionClient } from "./conversion/netless-client.js";
 import { type ConversionSimulator, startConversionSimulator } from "./conversion/simulator.js";
-import { demoBanner, demoSeed, seedDemo } from "./demo.js";
-import { createLogger } from "./log.js";
-import { startService } from "./compose.js";
+import { type DemoSeed, demoBanner, demoSeed, seedDemo } from "./demo.js";
+import { createLogger, type Logger } from "./log.js";
 import { MissLimitGuard } from "./services/passphrase-guard.js";
 import type { AdminStore } from "./services/ports.js";
 import { MemoryStore } from "./store/memory-store.js";
@@ -16,40 +18,73 @@ import { ReadCachedStore } from "./store/read-cache.js";
 import { createRedisStore } from "./store/redis-store.js";
 
 async function main(): Promise<void> {
-  let config: Config;
-  try {
-    config = loadConfig();
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      process.stderr.write(`boardline: invalid configuration: ${e.message}\n`);
-      process.exit(2);
-    }
-    throw e;
-  }
+  const config = configOrExit();
   const logger = createLogger(config.logLevel);
+  const store = openStore(config, logger);
+  const key = config.jwt.key ?? { kind: "secret" as const, secret: new Uint8Array(randomBytes(32)) };
+  const seed = config.demo ? demoSeed() : undefined;
+  const conversion = await conversionBackend(config, seed, logger);
+  const server = await startService({
+    host: config.host,
+    port: config.port,
+    ...(config.tls === undefined ? {} : { tls: config.tls }),
+    store: config.passphraseCacheMs > 0 ? new ReadCachedStore(store, config.passphraseCacheMs) : store,
+    authenticator: authenticator(config, key),
+    backend: conversion.backend,
+    ...(config.guessLimit === undefined ? {} : { guard: new MissLimitGuard(store, config.guessLimit) }),
+    logger,
+    maxBodyBytes: config.maxBodyBytes,
+    corsOrigins: config.corsOrigins,
+    collectDefaultMetrics: true,
+  });
+  logger.info({ url: server.url, demo: config.demo, store: config.redis?.mode ?? "memory" }, "boardline is listening");
+  if (seed !== undefined && key.kind === "secret") await announceDemo(config, server, store, seed, key.secret);
+  stopOnSignals(config, logger, async () => {
+    await server.shutdown(config.shutdownGraceMs);
+    conversion.backend.close();
+    await conversion.simulator?.close();
+    await store.close();
+  });
+}
 
-  const store: AdminStore =
-    config.redis === undefined
-      ? new MemoryStore({ keyPrefix: config.redisKeyPrefix })
-      : createRedisStore(config.redis, {
-          keyPrefix: config.redisKeyPrefix,
-          logger,
-          commandTimeoutMs: config.redisCommandTimeoutMs,
-        });
-  if (config.redis === undefined && !config.demo) {
-    logger.warn("REDIS_URL is not set: using the in-memory store; nothing survives a restart");
+function configOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    process.stderr.write(`boardline: invalid configuration: ${e.message}\n`);
+    process.exit(2);
   }
+}
 
-  const secret = config.jwt.key ?? { kind: "secret" as const, secret: new Uint8Array(randomBytes(32)) };
-  const authenticator = new JwtAuthenticator({
-    key: secret,
+function openStore(config: Config, logger: Logger): AdminStore {
+  if (config.redis !== undefined) {
+    return createRedisStore(config.redis, {
+      keyPrefix: config.redisKeyPrefix,
+      logger,
+      commandTimeoutMs: config.redisCommandTimeoutMs,
+    });
+  }
+  if (!config.demo) logger.warn("REDIS_URL is not set: using the in-memory store; nothing survives a restart");
+  return new MemoryStore({ keyPrefix: config.redisKeyPrefix });
+}
+
+function authenticator(config: Config, key: JwtKeyConfig): JwtAuthenticator {
+  return new JwtAuthenticator({
+    key,
     algorithms: config.jwt.algorithms,
     projectClaim: config.jwt.projectClaim,
     ...(config.jwt.issuer === undefined ? {} : { issuer: config.jwt.issuer }),
     ...(config.jwt.audience === undefined ? {} : { audience: config.jwt.audience }),
   });
+}
 
-  const seed = config.demo ? demoSeed() : undefined;
+/** The Netless client, against CONVERSION_API_BASE or (demo) the bundled simulator. */
+async function conversionBackend(
+  config: Config,
+  seed: DemoSeed | undefined,
+  logger: Logger,
+): Promise<{ backend: NetlessConversionClient; simulator: ConversionSimulator | undefined }> {
   let simulator: ConversionSimulator | undefined;
   let baseUrl = config.conversionApiBase;
   if (baseUrl === undefined) {
@@ -59,39 +94,31 @@ async function main(): Promise<void> {
     });
     baseUrl = simulator.url;
   }
-  const backend = new NetlessConversionClient({ baseUrl, timeoutMs: config.conversionTimeoutMs, logger });
+  return {
+    backend: new NetlessConversionClient({ baseUrl, timeoutMs: config.conversionTimeoutMs, logger }),
+    simulator,
+  };
+}
 
-  const server = await startService({
-    host: config.host,
-    port: config.port,
-    ...(config.tls === undefined ? {} : { tls: config.tls }),
-    store: config.passphraseCacheMs > 0 ? new ReadCachedStore(store, config.passphraseCacheMs) : store,
-    authenticator,
-    backend,
-    ...(config.guessLimit === undefined ? {} : { guard: new MissLimitGuard(store, config.guessLimit) }),
-    logger,
-    maxBodyBytes: config.maxBodyBytes,
-    corsOrigins: config.corsOrigins,
-    collectDefaultMetrics: true,
+/** Seeds the demo project and prints a ready-to-paste command per route. */
+async function announceDemo(config: Config, server: Server, store: AdminStore, seed: DemoSeed, secret: Uint8Array) {
+  await seedDemo(store, seed);
+  const token = await mintToken({
+    secret,
+    project: seed.project,
+    subject: "demo-user",
+    ttlSeconds: 24 * 3600,
+    projectClaim: config.jwt.projectClaim,
   });
-  logger.info({ url: server.url, demo: config.demo, store: config.redis?.mode ?? "memory" }, "boardline is listening");
+  const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+  const scheme = config.tls === undefined ? "http" : "https";
+  process.stdout.write(
+    `${demoBanner(`${scheme}://${host.includes(":") ? `[${host}]` : host}:${server.port}`, token, seed)}\n`,
+  );
+}
 
-  if (seed !== undefined && secret.kind === "secret") {
-    await seedDemo(store, seed);
-    const token = await mintToken({
-      secret: secret.secret,
-      project: seed.project,
-      subject: "demo-user",
-      ttlSeconds: 24 * 3600,
-      projectClaim: config.jwt.projectClaim,
-    });
-    const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
-    const scheme = config.tls === undefined ? "http" : "https";
-    process.stdout.write(
-      `${demoBanner(`${scheme}://${host.includes(":") ? `[${host}]` : host}:${server.port}`, token, seed)}\n`,
-    );
-  }
-
+/** The first SIGTERM/SIGINT shuts down gracefully and exits 0; a second one exits at once. */
+function stopOnSignals(config: Config, logger: Logger, shutdown: () => Promise<void>): void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -100,17 +127,16 @@ async function main(): Promise<void> {
     }
     stopping = true;
     logger.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
-    void (async () => {
-      await server.shutdown(config.shutdownGraceMs);
-      backend.close();
-      await simulator?.close();
-      await store.close();
-      logger.info("bye");
-      process.exit(0);
-    })().catch((e: unknown) => {
-      logger.error({ err: e }, "shutdown failed");
-      process.exit(1);
-    });
+    shutdown().then(
+      () => {
+        logger.info("bye");
+        process.exit(0);
+      },
+      (e: unknown) => {
+        logger.error({ err: e }, "shutdown failed");
+        process.exit(1);
+      },
+    );
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
