@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { JwtAuthenticator, mintToken } from "./auth/jwt.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { NetlessConversionClient } from "./conversion/netless-client.js";
-import { type ConversionSimulator, startConversionSimulator } from "./conversion/simulator.js";
+import { type ConversionSimulator, startConversionSimulator } from "./conversion/simulator/index.js";
 import { demoBanner, demoSeed, seedDemo } from "./demo.js";
 import { createLogger } from "./log.js";
 import { startServer } from "./server/index.js";
