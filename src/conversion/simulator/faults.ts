@@ -1,7 +1,7 @@
 /**
  * Faults switched on at runtime: error statuses (with `retry-after` on 429),
  * slowness, garbage bodies and connection resets. A fault applies to the next
- * `times` requests that reach a route (404 and 405 answers take none).
+ * `times` requests that reach a route (404, 405 and 413 answers take none).
  */
 import type http from "node:http";
 import { errorAnswer, send } from "./http-io.js";
