@@ -8,7 +8,7 @@ import { JwtAuthenticator, mintToken } from "./auth/jwt.js";
 import { type Server, startService } from "./compose.js";
 import { type Config, ConfigError, type JwtKeyConfig, loadConfig } from "./config/index.js";
 import { NetlessConversionClient } from "./conversion/netless-client.js";
-import { type ConversionSimulator, startConversionSimulator } from "./conversion/simulator.js";
+import { type ConversionSimulator, startConversionSimulator } from "./conversion/simulator/index.js";
 import { type DemoSeed, demoBanner, demoSeed, seedDemo } from "./demo.js";
 import { createLogger, type Logger } from "./log.js";
 import { MissLimitGuard } from "./services/passphrase-guard.js";

@@ -10,7 +10,7 @@ import {
   type ConversionSimulator,
   type SimulatorFault,
   startConversionSimulator,
-} from "../../src/conversion/simulator.js";
+} from "../../src/conversion/simulator/index.js";
 import { silentLogger } from "../../src/log.js";
 import type { FailureKind } from "../../src/services/failure.js";
 import type { ConversionRequest } from "../../src/services/ports.js";

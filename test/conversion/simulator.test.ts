@@ -5,8 +5,11 @@
 import http from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createSdkToken } from "../../src/conversion/netless-token.js";
-import { type ConversionSimulator, startConversionSimulator } from "../../src/conversion/simulator.js";
-import { SIMULATED_FAILURE_REASON } from "../../src/conversion/simulator-tasks.js";
+import {
+  type ConversionSimulator,
+  SIMULATED_FAILURE_REASON,
+  startConversionSimulator,
+} from "../../src/conversion/simulator/index.js";
 import { eventually } from "./helpers.js";
 
 const OPAQUE_TOKEN = "NETLESSSDK_opaque-console-token";

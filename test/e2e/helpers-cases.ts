@@ -7,7 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
-import type { SimulatorFault } from "../../src/conversion/simulator.js";
+import type { SimulatorFault } from "../../src/conversion/simulator/index.js";
 import type { Boardline } from "../harness/boardline.js";
 import { convertBody, expectError, muteBody, type Op, PATHS, post, signToken } from "./helpers-contract.js";
 

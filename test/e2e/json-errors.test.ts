@@ -7,7 +7,7 @@
  */
 import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
-import type { SimulatorFault } from "../../src/conversion/simulator.js";
+import type { SimulatorFault } from "../../src/conversion/simulator/index.js";
 import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { startRedisServer } from "../harness/redis-server.js";

@@ -10,7 +10,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { mintToken } from "../../src/auth/jwt.js";
-import { type ConversionSimulator, startConversionSimulator } from "../../src/conversion/simulator.js";
+import { type ConversionSimulator, startConversionSimulator } from "../../src/conversion/simulator/index.js";
 import { silentLogger } from "../../src/log.js";
 import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
 import { type MainProcess, startMainProcess } from "../harness/main-process.js";

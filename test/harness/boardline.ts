@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { JwtAuthenticator, mintToken } from "../../src/auth/jwt.js";
 import { NetlessConversionClient } from "../../src/conversion/netless-client.js";
-import { type ConversionSimulator, startConversionSimulator } from "../../src/conversion/simulator.js";
+import { type ConversionSimulator, startConversionSimulator } from "../../src/conversion/simulator/index.js";
 import { createLogger, type Logger, silentLogger } from "../../src/log.js";
 import { type Server, startService } from "../../src/compose.js";
 import type { PassphraseGuard } from "../../src/services/passphrase-guard.js";

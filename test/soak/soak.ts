@@ -12,7 +12,7 @@ import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { JwtAuthenticator, mintToken } from "../../src/auth/jwt.js";
 import { NetlessConversionClient } from "../../src/conversion/netless-client.js";
-import { startConversionSimulator } from "../../src/conversion/simulator.js";
+import { startConversionSimulator } from "../../src/conversion/simulator/index.js";
 import { silentLogger } from "../../src/log.js";
 import { startService } from "../../src/compose.js";
 import { MissLimitGuard } from "../../src/services/passphrase-guard.js";

@@ -1,7 +1,7 @@
 /**
  * Runs the conversion simulator on its own, for manual use:
  *
- *   SIM_PORT=8090 SIM_SDK_TOKEN=… node dist/src/conversion/simulator-main.js
+ *   SIM_PORT=8090 SIM_SDK_TOKEN=… node dist/src/conversion/simulator/main.js
  *
  * Without SIM_SDK_TOKEN a random key pair is made up and a signed writer token
  * printed, since the simulator is useless without one. (It is a simulator-only
@@ -9,9 +9,9 @@
  * 127.0.0.1), SIM_PROGRESS_MS (default 500).
  */
 import { randomBytes } from "node:crypto";
-import { createLogger } from "../log.js";
-import { createSdkToken } from "./netless-token.js";
-import { startConversionSimulator } from "./simulator.js";
+import { createLogger } from "../../log.js";
+import { createSdkToken } from "../netless-token.js";
+import { startConversionSimulator } from "./index.js";
 
 function intFromEnv(name: string, fallback: number, min: number, max: number): number {
   const text = process.env[name];

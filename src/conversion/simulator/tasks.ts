@@ -10,8 +10,8 @@
  * A task whose resource `failWhen` picks turns to Fail where it would have
  * converted its second page (or finished, for a one-page document).
  */
-import type { ConversionType, Region } from "../services/ports.js";
-import type { ConversionProgress, ConversionTaskStatus, ConvertedFile } from "./task-shapes.js";
+import type { ConversionType, Region } from "../../services/ports.js";
+import type { ConversionProgress, ConversionTaskStatus, ConvertedFile } from "../task-shapes.js";
 
 export interface SimulatedTaskSpec {
   readonly uuid: string;

@@ -1,0 +1,95 @@
+/**
+ * A stand-in for the Netless legacy file-conversion API, for the demo and the
+ * tests: a real HTTP server on loopback with the same routes (`routes.ts`), the
+ * same token and region checks, tasks that progress over time (`tasks.ts`), and
+ * faults that can be switched on at runtime (`faults.ts`).
+ *
+ * Errors answer `{"message": …}` as the real API does. Tokens are recorded
+ * (tests look at them) but never logged.
+ */
+import http from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import type { SimulatorFault } from "./faults.js";
+import { errorAnswer, type RecordedRequest, send } from "./http-io.js";
+import type { SimulatorOptions } from "./options.js";
+import { handleRequest } from "./request-handler.js";
+import { SIMULATOR_ROUTES } from "./routes.js";
+import { createState, type SimulatorState } from "./state.js";
+import { type SimulatedTask, taskState } from "./tasks.js";
+
+export interface ConversionSimulator {
+  /** `http://host:port`, no trailing slash. */
+  readonly url: string;
+  readonly port: number;
+  /** Adds a fault; it replaces an active fault of the same kind. */
+  setFault(fault: SimulatorFault): void;
+  clearFaults(): void;
+  tasks(): readonly SimulatedTask[];
+  requests(): readonly RecordedRequest[];
+  /** Connections currently open (to check that clients do not leak sockets). */
+  openConnections(): number;
+  /** Stops listening and closes every connection, idle or not. */
+  close(): Promise<void>;
+}
+
+export async function startConversionSimulator(options: SimulatorOptions): Promise<ConversionSimulator> {
+  const state = createState(options);
+  const sockets = new Set<Socket>();
+  const server = createServer(state, sockets);
+  const address = await listen(server, options.port ?? 0, options.host ?? "127.0.0.1");
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const { now, progressMs } = state.settings;
+  let closing: Promise<void> | undefined;
+
+  return {
+    url: `http://${host}:${address.port}`,
+    port: address.port,
+    setFault: (fault) => state.faults.set(fault),
+    clearFaults: () => state.faults.clear(),
+    tasks() {
+      const at = now();
+      return [...state.tasks.values()].map((task) => ({ ...task, state: taskState(task, at, progressMs) }));
+    },
+    requests: () => [...state.recorded],
+    openConnections: () => sockets.size,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        // Wake handlers sleeping in a "slow" fault; they see a destroyed response and stop.
+        state.faults.wakeAll();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+/** The HTTP server, answering through the route table and counting its open connections in `sockets`. */
+function createServer(state: SimulatorState, sockets: Set<Socket>): http.Server {
+  const logger = state.settings.logger;
+  const server = http.createServer((req, res) => {
+    handleRequest(state, SIMULATOR_ROUTES, req, res).catch((err: unknown) => {
+      logger?.error({ err: err instanceof Error ? err.message : String(err) }, "conversion simulator failed");
+      if (!res.headersSent) send(res, errorAnswer(500, "simulator error"));
+      else res.destroy();
+    });
+    res.on("finish", () =>
+      logger?.debug({ method: req.method, path: req.url, status: res.statusCode }, "conversion simulator answered"),
+    );
+  });
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  return server;
+}
+
+function listen(server: http.Server, port: number, host: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
