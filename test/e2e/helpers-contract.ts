@@ -1,5 +1,5 @@
 /**
- * Shared helpers of the contract suites (DESIGN.md §2): the two JSON routes,
+ * Shared helpers of the contract suites (docs/architecture.md, "Error table"): the two JSON routes,
  * a fetch wrapper, exact error-body assertions, tokens the harness does not
  * mint (expired, wrong key, no project claim), raw Redis snapshots of
  * everything a request could write, and the catalogue of error cases that the
@@ -16,7 +16,7 @@ import { redisUrl } from "../harness/redis-url.js";
 export const MUTE_PATH = "/v1/channel/pstn/mute";
 export const CONVERT_PATH = "/v1/whiteboard/fileconvert";
 
-/** The exact 611 message of DESIGN.md §2. */
+/** The exact 611 message (docs/architecture.md, "Error table"). */
 export const INVALID_PREFIX = "the API request is invalid, improperly formed, or missing a required field";
 
 export type Op = "mute" | "convert";

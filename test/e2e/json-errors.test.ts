@@ -1,5 +1,5 @@
 /**
- * The error table of DESIGN.md §2 on both JSON routes, over fetch against a
+ * The error table (docs/architecture.md) on both JSON routes, over fetch against a
  * real server (Redis store, conversion simulator). Every failure is checked
  * for the HTTP status, the exact body shape, the code and the message, and
  * that it changed nothing: every key under the server's prefix reads the same
