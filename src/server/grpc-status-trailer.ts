@@ -71,7 +71,7 @@ export function encodeGrpcMessage(message: string): string {
 }
 
 /** Rewrites the trailer in place; call once the response body has been fully produced. */
-export function normalizeGrpcTrailer(trailer: Headers): void {
+function normalizeGrpcTrailer(trailer: Headers): void {
   const status = trailer.get("grpc-status");
   const raw = trailer.get("grpc-message");
   if (status === null || status === "0" || raw === null) return;

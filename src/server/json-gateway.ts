@@ -26,7 +26,7 @@ export interface JsonRoute {
 }
 
 /** Reads the routes off the annotations. Throws on an annotation this gateway cannot honour. */
-export function jsonRoutes(methods: readonly ServedMethod[]): Map<string, JsonRoute> {
+function jsonRoutes(methods: readonly ServedMethod[]): Map<string, JsonRoute> {
   const routes = new Map<string, JsonRoute>();
   for (const served of methods) {
     if (!hasOption(served.method, http)) continue;
