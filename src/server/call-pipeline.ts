@@ -10,7 +10,7 @@ import { createValidator, type Validator } from "@bufbuild/protovalidate";
 import type { Logger } from "../log.js";
 import { Failure } from "../services/failure.js";
 import type { Authenticator, Caller } from "../services/ports.js";
-import type { Cancellation } from "./call-cancellation.js";
+import { type Cancellation, DEADLINE_PASSED } from "./call-cancellation.js";
 import { documentedCodeOf, isUnexpected, publicError } from "./error-table.js";
 import type { Metrics } from "./metrics.js";
 import type { ServedMethod } from "./served-methods.js";
@@ -53,7 +53,8 @@ export class CallPipeline {
       this.validate(op.method.input, request);
       const response = await op.invoke(caller, request, ctx.cancellation);
       return create(op.method.output, response);
-    } catch (e) {
+    } catch (thrown) {
+      const e = ctx.cancellation.deadlinePassed && !(thrown instanceof Failure) ? deadlinePassed(thrown) : thrown;
       outcome = this.report(op, ctx, e);
       throw e;
     } finally {
@@ -96,8 +97,8 @@ export class CallPipeline {
   /** Logs a failure as it deserves; returns its documented code. */
   private report(op: ServedMethod, ctx: CallContext, e: unknown): number {
     const p = publicError(e);
-    if (ctx.cancellation.aborted && !(e instanceof Failure)) {
-      // The client went away (or its deadline passed) and the work was cancelled: not a server error.
+    if (ctx.cancellation.aborted && (!(e instanceof Failure) || ctx.cancellation.deadlinePassed)) {
+      // The client went away or its deadline passed, and the work was cancelled: not a server error.
       this.logger.debug({ requestId: ctx.requestId, rpc: op.method.name, protocol: ctx.protocol }, "call cancelled");
     } else if (isUnexpected(e)) {
       this.logger.error(
@@ -127,4 +128,9 @@ export class CallPipeline {
 function describeViolation(path: ReadonlyArray<{ kind: string; name?: string; localName?: string }>, message: string) {
   const names = path.map((p) => ("name" in p && typeof p.name === "string" ? p.name : "")).filter((n) => n !== "");
   return names.length > 0 ? `${names.join(".")}: ${message}` : message;
+}
+
+/** What the domain threw because the call's deadline cancelled it is the deadline's failure, not ours. */
+function deadlinePassed(cause: unknown): Failure {
+  return new Failure("deadline_exceeded", { detail: DEADLINE_PASSED, cause });
 }

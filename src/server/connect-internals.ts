@@ -9,7 +9,7 @@
  * so an upgrade that breaks one fails a test with its name.
  *
  * Assumptions:
- * 1. The gRPC status trailer helpers (`setTrailerStatus`, `parseTimeout`) and
+ * 1. The gRPC status trailer helper (`setTrailerStatus`) and
  *    the gRPC-Web trailer frame helpers (`trailerFlag`, `trailerParse`,
  *    `trailerSerialize`, `encodeEnvelope`) keep their shapes.
  * 2. The Connect protocol's error body helpers (`errorFromJsonBytes`,
@@ -23,6 +23,11 @@
  *    serialization, not on the router options) decodes every JSON request body
  *    before connect-es parses it, and a ConnectError it throws reaches the
  *    client as it is (`withJsonBodyCheck`).
+ * 6. A compressed request message that does not decompress is answered
+ *    INTERNAL or INVALID_ARGUMENT "decompression failed", and one whose
+ *    compressed flag is set with no encoding agreed INTERNAL "received
+ *    compressed envelope, but do not know how to decompress"
+ *    (`isUndecompressableMessageError`).
  */
 import type { JsonReadOptions, JsonWriteOptions } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
@@ -35,7 +40,7 @@ export {
   type UniversalServerResponse,
 } from "@connectrpc/connect/protocol";
 export { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-export { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+export { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 export { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 
 /** Assumption 3: connect-es's own answer to a request message that is not valid protobuf. */
@@ -46,6 +51,12 @@ export function isUndecodableMessageError(code: Code, message: string): boolean 
 /** Assumption 4: connect-es's own answer to a request message over `readMaxBytes`. */
 export function isOversizeMessageError(code: Code, message: string): boolean {
   return code === Code.ResourceExhausted && message.includes("larger than configured readMaxBytes");
+}
+
+/** Assumption 6: connect-es's own answer to a compressed request message it cannot decompress. */
+export function isUndecompressableMessageError(code: Code, message: string): boolean {
+  if (code !== Code.Internal && code !== Code.InvalidArgument) return false;
+  return message === "decompression failed" || message.startsWith("received compressed envelope, but do not know");
 }
 
 type JsonOptions = Partial<JsonReadOptions & JsonWriteOptions>;

@@ -15,17 +15,16 @@
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Failure } from "../services/failure.js";
-import { CallCancellation } from "./call-cancellation.js";
+import { CallCancellation, DEADLINE_PASSED } from "./call-cancellation.js";
 import type { CallPipeline } from "./call-pipeline.js";
-import { parseTimeout, setTrailerStatus } from "./connect-internals.js";
+import { grpcTimeoutMs } from "./call-deadline.js";
+import { setTrailerStatus } from "./connect-internals.js";
 import { toConnectError } from "./error-table.js";
 import { encodeGrpcMessage } from "./grpc-status-trailer.js";
 import { firstHeader, requestIdFrom } from "./node-http.js";
 import { rpcPath, type ServedMethod } from "./served-methods.js";
 
 const GRPC_CONTENT_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
-/** Longest deadline a client may ask for, as connect-es allows by default. */
-const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 export interface GrpcFastPathOptions {
   readonly methods: readonly ServedMethod[];
@@ -51,13 +50,13 @@ export class GrpcFastPath {
 
     const requestId = requestIdFrom(headers["x-request-id"]);
     const call = new Call(stream, requestId);
-    const timeout = parseTimeout(firstHeader(headers["grpc-timeout"]) ?? null, MAX_TIMEOUT_MS);
-    if (timeout.error !== undefined) {
+    const timeoutMs = grpcTimeoutMs(firstHeader(headers["grpc-timeout"]));
+    if (timeoutMs === null) {
       call.fail(new Failure("invalid", { detail: "grpc-timeout is malformed" }));
       stream.resume();
       return true;
     }
-    if (timeout.timeoutMs !== undefined) call.deadline(timeout.timeoutMs);
+    if (timeoutMs !== undefined) call.deadline(timeoutMs);
 
     const chunks: Buffer[] = [];
     let size = 0;
@@ -129,8 +128,8 @@ class Call {
 
   deadline(ms: number): void {
     this.timer = setTimeout(() => {
-      this.fail(new Failure("deadline_exceeded", { detail: "the call's deadline (grpc-timeout) passed" }));
-      this.cancellation.abort();
+      this.fail(new Failure("deadline_exceeded", { detail: DEADLINE_PASSED }));
+      this.cancellation.abort("deadline");
     }, ms);
   }
 

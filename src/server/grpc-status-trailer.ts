@@ -8,10 +8,13 @@
  *    would read `%2C` for a comma. Re-encoding per the spec is understood by
  *    every client (decodeURIComponent and decodeURI both undo it).
  * 2. connect-es's own answers to a bad request body: a message that is not
- *    valid protobuf (INTERNAL "parse binary: …") and one over the size limit
- *    (RESOURCE_EXHAUSTED "message size … is larger than configured
- *    readMaxBytes …"). The contract says INVALID_ARGUMENT with the 611
- *    message for both, so they are rewritten through the error table.
+ *    valid protobuf (INTERNAL "parse binary: …"), one that does not
+ *    decompress (INTERNAL "decompression failed", or a compressed flag with
+ *    no encoding) and one over the size limit (RESOURCE_EXHAUSTED "message
+ *    size … is larger than configured readMaxBytes …"). The contract says
+ *    INVALID_ARGUMENT with the 611 message for all of them, so they are
+ *    rewritten through the error table (connect-internals.ts states what
+ *    connect-es says).
  *
  * gRPC-Web carries the same trailer in the last frame of the body, and the
  * Connect protocol carries the error as a JSON body: the same two rewrites
@@ -29,6 +32,7 @@ import {
   errorFromJsonBytes,
   errorToJsonBytes,
   isOversizeMessageError,
+  isUndecompressableMessageError,
   isUndecodableMessageError,
   readAllBytes,
   setTrailerStatus,
@@ -43,6 +47,9 @@ import { toConnectError } from "./error-table.js";
 function tableErrorFor(code: Code, message: string): ConnectError | undefined {
   if (isUndecodableMessageError(code, message)) {
     return toConnectError(new Failure("invalid", { detail: "the request message is not valid protobuf" }));
+  }
+  if (isUndecompressableMessageError(code, message)) {
+    return toConnectError(new Failure("invalid", { detail: "the request message could not be decompressed" }));
   }
   if (isOversizeMessageError(code, message)) {
     return toConnectError(new Failure("invalid", { detail: "the request message is over the size limit" }));

@@ -25,9 +25,15 @@ import type { Logger } from "../log.js";
 import type { Caller } from "../services/ports.js";
 import { cancellationOf } from "./call-cancellation.js";
 import type { CallContext, CallPipeline } from "./call-pipeline.js";
-import { type UniversalHandler, withJsonBodyCheck } from "./connect-internals.js";
+import { dropUnarmableDeadline } from "./call-deadline.js";
+import { type UniversalHandler, type UniversalServerResponse, withJsonBodyCheck } from "./connect-internals.js";
 import { toConnectError } from "./error-table.js";
-import { normalizeAtEnd, normalizeConnectError, normalizeGrpcWebAtEnd } from "./grpc-status-trailer.js";
+import {
+  normalizeAtEnd,
+  normalizeConnectError,
+  normalizeGrpcWebAtEnd,
+  type StatusListener,
+} from "./grpc-status-trailer.js";
 import { decodeUtf8, parseJsonRequest } from "./json-request.js";
 import type { NodeRequest, NodeResponse } from "./node-http.js";
 import type { ServedMethod } from "./served-methods.js";
@@ -158,33 +164,42 @@ export class RpcRouter {
     // Counted when the response is done (connect-node's universalResponseToNodeResponse
     // waits for an "end" event that a Node response never emits, so its promise is no signal).
     res.once("close", () => {
-      if (op !== undefined && progress.gatePassed && !progress.ran) {
-        this.options.pipeline.countUnrun(op, protocol, status, started);
+      if (progress.ran) return; // the call pipeline counted and logged it
+      if (status === Code.Internal) {
+        // connect-es answered INTERNAL by itself: only ever our bug (client errors map to the table).
+        this.options.logger.error({ rpc: handler.method.name, protocol, path }, "rpc answered INTERNAL");
       }
+      if (op !== undefined && progress.gatePassed) this.options.pipeline.countUnrun(op, protocol, status, started);
     });
+    // A deadline longer than a timer can hold means none (call-deadline.ts).
+    dropUnarmableDeadline(req.headers);
     const uReq = universalRequestFromNodeRequest(req, res, undefined, createContextValues().set(PROGRESS, progress));
     handler(uReq)
-      .then(async (uRes) => {
-        const body = uRes.body;
-        if (protocol === "grpc-web") {
-          if (body !== undefined && Symbol.asyncIterator in body) {
-            return universalResponseToNodeResponse({ ...uRes, body: normalizeGrpcWebAtEnd(body, onStatus) }, res);
-          }
-        } else if (protocol === "grpc") {
-          if (uRes.trailer !== undefined && body !== undefined && Symbol.asyncIterator in body) {
-            return universalResponseToNodeResponse(
-              { ...uRes, body: normalizeAtEnd(body, uRes.trailer, onStatus) },
-              res,
-            );
-          }
-        } else {
-          return universalResponseToNodeResponse(await normalizeConnectError(uRes, onStatus), res);
-        }
-        return universalResponseToNodeResponse(uRes, res);
-      })
+      .then((uRes) => respond(uRes, protocol, onStatus, res))
       .catch((reason: unknown) => {
         if (ConnectError.from(reason).code === Code.Aborted || ConnectError.from(reason).code === Code.Canceled) return;
         this.options.logger.warn({ err: reason, rpc: handler.method.name }, "writing the rpc response failed");
       });
   }
+}
+
+/** Writes connect-es's response, its status rewritten to follow the error table on the way out. */
+async function respond(
+  uRes: UniversalServerResponse,
+  protocol: CallContext["protocol"],
+  onStatus: StatusListener,
+  res: NodeResponse,
+): Promise<void> {
+  const body = uRes.body;
+  const iterable = body !== undefined && Symbol.asyncIterator in body;
+  if (protocol === "grpc-web" && iterable) {
+    return universalResponseToNodeResponse({ ...uRes, body: normalizeGrpcWebAtEnd(body, onStatus) }, res);
+  }
+  if (protocol === "grpc" && iterable && uRes.trailer !== undefined) {
+    return universalResponseToNodeResponse({ ...uRes, body: normalizeAtEnd(body, uRes.trailer, onStatus) }, res);
+  }
+  if (protocol === "connect") {
+    return universalResponseToNodeResponse(await normalizeConnectError(uRes, onStatus), res);
+  }
+  return universalResponseToNodeResponse(uRes, res);
 }

@@ -3,10 +3,11 @@
  * connect-es internals, so an upgrade that breaks one fails here by name.
  */
 import http from "node:http";
+import { gzipSync } from "node:zlib";
 import type { AddressInfo } from "node:net";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { MuteRequestSchema, PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
@@ -18,7 +19,7 @@ import {
   errorToJsonBytes,
   isOversizeMessageError,
   isUndecodableMessageError,
-  parseTimeout,
+  isUndecompressableMessageError,
   readAllBytes,
   setTrailerStatus,
   trailerFlag,
@@ -35,7 +36,7 @@ afterEach(async () => {
 
 /** A real connect-node server on port 0 serving `routes`; resolves its base URL. */
 async function serve(routes: (router: ConnectRouter) => void, readMaxBytes = 1024): Promise<string> {
-  const s = http.createServer(connectNodeAdapter({ routes, readMaxBytes }));
+  const s = http.createServer(connectNodeAdapter({ routes, readMaxBytes, acceptCompression: [compressionGzip] }));
   server = s;
   await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
   return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
@@ -55,14 +56,6 @@ describe("connect-es internals boardline relies on", () => {
     expect(trailer.get("grpc-status")).toBe(String(Code.InvalidArgument));
     expect(trailer.get("grpc-message")).toBe(encodeURIComponent("a, b: c"));
     expect(trailer.get("grpc-status-details-bin")).not.toBeNull();
-  });
-
-  it("1b: parseTimeout reads grpc-timeout, and flags malformed and over-long values", () => {
-    expect(parseTimeout(null, 1000)).toEqual({});
-    expect(parseTimeout("250m", 2 ** 31 - 1).timeoutMs).toBe(250);
-    expect(parseTimeout("2S", 2 ** 31 - 1).timeoutMs).toBe(2000);
-    expect(parseTimeout("1x", 1000).error).toBeInstanceOf(ConnectError);
-    expect(parseTimeout("2S", 1000).error).toBeInstanceOf(ConnectError);
   });
 
   it("1c: a gRPC-Web trailer frame is flag 0x80 + length + what trailerSerialize writes", () => {
@@ -141,5 +134,31 @@ describe("connect-es internals boardline relies on", () => {
     const refused = await connectError(await post('{"uid":"refuse"}'));
     expect(refused).toEqual({ code: "invalid_argument", message: "refused by the check" });
     expect(seen).toEqual(['{"uid":"u1","mute":true}', '{"uid":"refuse"}']);
+  });
+
+  it("6: a message that does not decompress, or is flagged compressed with no encoding, is 'decompression failed' / 'received compressed envelope…'", async () => {
+    const base = await serve(echoMute);
+    const message = toBinary(MuteRequestSchema, create(MuteRequestSchema, { uid: "u", passphrase: "p", mute: true }));
+    const gz = gzipSync(message);
+    const truncated = await fetch(`${base}/channel.v1.PstnService/Mute`, {
+      method: "POST",
+      headers: { "content-type": "application/proto", "content-encoding": "gzip" },
+      body: gz.subarray(0, gz.length - 6),
+    });
+    const err = await connectError(truncated);
+    expect(isUndecompressableMessageError(Code.Internal, err.message)).toBe(true);
+    expect(err.code).toBe("internal");
+
+    const flagged = Buffer.concat([Buffer.from([1, 0, 0, 0, message.length]), message]);
+    const web = await fetch(`${base}/channel.v1.PstnService/Mute`, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+proto" },
+      body: flagged,
+    });
+    const body = new Uint8Array(await web.arrayBuffer());
+    const trailer = trailerParse(body.subarray(5));
+    expect(trailer.get("grpc-status")).toBe(String(Code.Internal));
+    const text = decodeURIComponent(trailer.get("grpc-message") ?? "");
+    expect(isUndecompressableMessageError(Code.Internal, text)).toBe(true);
   });
 });
