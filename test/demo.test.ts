@@ -10,6 +10,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ensureBuilt, ROOT } from "./harness/build-dist.js";
+import { ROUTES, RPC_PATHS } from "./harness/routes.js";
+import { sleep } from "./harness/sleep.js";
 
 const MAIN = join(ROOT, "dist", "src", "main.js");
 /** Netless task uuids are 32 hex digits (dashes tolerated). */
@@ -58,9 +60,9 @@ describe("demo mode", () => {
     proc.stdout?.setEncoding("utf8").on("data", (d: string) => (stdout += d));
     const deadline = Date.now() + 15_000;
     // The banner ends with the buf curl command's URL line.
-    while (!/\/channel\.v1\.PstnService\/Mute\n/.test(stdout)) {
+    while (!stdout.includes(`${RPC_PATHS.mute}\n`)) {
       if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`no banner; output so far:\n${stdout}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await sleep(50);
     }
     const start = stdout.indexOf("boardline demo is listening on");
     banner = stdout.slice(start);
@@ -80,7 +82,7 @@ describe("demo mode", () => {
   });
 
   test("the printed mute curl answers 200 with the documented body", async () => {
-    const [muteCurl] = printedCommands(banner, "curl ").filter((c) => c.includes("/v1/channel/pstn/mute"));
+    const [muteCurl] = printedCommands(banner, "curl ").filter((c) => c.includes(ROUTES.mute));
     expect(muteCurl).toBeDefined();
     const out = await paste(`${muteCurl} -w '\\n%{http_code}'`);
     const [body, status] = out.split("\n");
@@ -89,7 +91,7 @@ describe("demo mode", () => {
   });
 
   test("the printed fileconvert curl answers 200 with a task from the simulator", async () => {
-    const [convertCurl] = printedCommands(banner, "curl ").filter((c) => c.includes("/v1/whiteboard/fileconvert"));
+    const [convertCurl] = printedCommands(banner, "curl ").filter((c) => c.includes(ROUTES.convert));
     expect(convertCurl).toBeDefined();
     const out = await paste(`${convertCurl} -w '\\n%{http_code}'`);
     const [body, status] = out.split("\n");

@@ -12,7 +12,7 @@
  * 1. The gRPC status trailer helper (`setTrailerStatus`) and
  *    the gRPC-Web trailer frame helpers (`trailerFlag`, `trailerParse`,
  *    `trailerSerialize`, `encodeEnvelope`) keep their shapes.
- * 2. The Connect protocol's error body helpers (`errorFromJsonBytes`,
+ * 2. The Connect protocol's error body helpers (`errorFromJson`, `errorFromJsonBytes`,
  *    `errorToJsonBytes`, `codeToHttpStatus`) keep their shapes.
  * 3. A request message that is not valid protobuf is answered INTERNAL with a
  *    message starting "parse binary" (`isUndecodableMessageError`).
@@ -39,7 +39,12 @@ export {
   type UniversalHandler,
   type UniversalServerResponse,
 } from "@connectrpc/connect/protocol";
-export { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+export {
+  codeToHttpStatus,
+  errorFromJson,
+  errorFromJsonBytes,
+  errorToJsonBytes,
+} from "@connectrpc/connect/protocol-connect";
 export { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 export { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 

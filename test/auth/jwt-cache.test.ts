@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import { expect, test } from "vitest";
 import { JwtAuthenticator, mintToken, VERIFIED_CACHE_SIZE } from "../../src/auth/jwt.js";
 import { Failure } from "../../src/services/failure.js";
+import { sleep } from "../harness/sleep.js";
 
 const secret = new Uint8Array(randomBytes(32));
 const auth = () =>
@@ -22,7 +23,7 @@ test("a cached token stops working at its exp", async () => {
   expect(await a.authenticate(`Bearer ${token}`)).toEqual({ project: "p", subject: "s" });
   expect(await a.authenticate(`Bearer ${token}`)).toEqual({ project: "p", subject: "s" });
   // exp has one-second resolution: wait past it.
-  await new Promise((r) => setTimeout(r, 2100));
+  await sleep(2100);
   await expect(a.authenticate(`Bearer ${token}`)).rejects.toSatisfy(
     (e) => e instanceof Failure && e.kind === "unauthenticated",
   );

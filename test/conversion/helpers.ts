@@ -1,27 +1,5 @@
 import { createHook } from "node:async_hooks";
-import { Writable } from "node:stream";
-import type { Logger } from "../../src/log.js";
-import { createLogger } from "../../src/log.js";
 import { Failure, type FailureKind } from "../../src/services/failure.js";
-
-/** A real pino logger whose lines the test can read. */
-export function capturingLogger(): { logger: Logger; lines: () => Record<string, unknown>[]; text: () => string } {
-  const chunks: string[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      chunks.push(chunk.toString("utf8"));
-      done();
-    },
-  });
-  const logger = createLogger("debug", sink);
-  const text = (): string => chunks.join("");
-  const lines = (): Record<string, unknown>[] =>
-    text()
-      .split("\n")
-      .filter((line) => line !== "")
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
-  return { logger, lines, text };
-}
 
 /** The Failure a promise rejects with (fails the test when it resolves or throws something else). */
 export async function failureOf(promise: Promise<unknown>): Promise<Failure> {
@@ -38,6 +16,7 @@ export async function failureKindOf(promise: Promise<unknown>): Promise<FailureK
   return (await failureOf(promise)).kind;
 }
 
+/** Re-exported for the suites of this folder that import it from here. */
 export { eventually } from "../harness/eventually.js";
 
 /**

@@ -14,7 +14,10 @@ import {
 import { silentLogger } from "../../src/log.js";
 import type { FailureKind } from "../../src/services/failure.js";
 import type { ConversionRequest } from "../../src/services/ports.js";
-import { capturingLogger, eventually, failureKindOf, failureOf, trackTimersAndSockets } from "./helpers.js";
+import { capturingLogger } from "../harness/capturing-logger.js";
+import { eventually } from "../harness/eventually.js";
+import { sleep } from "../harness/sleep.js";
+import { failureKindOf, failureOf, trackTimersAndSockets } from "./helpers.js";
 
 const SDK_TOKEN = "NETLESSSDK_simulator-test-token";
 const KEY = { accessKey: "sim-ak", secretKey: "sim-secret-key-for-tests" };
@@ -312,7 +315,7 @@ describe("getTask", () => {
     const deadline = Date.now() + 5_000;
     while (last.status !== "Finished" && Date.now() < deadline) {
       if (seen.at(-1) !== last.status) seen.push(last.status);
-      await new Promise((resolve) => setTimeout(resolve, 15));
+      await sleep(15);
       last = await client.getTask(uuid, "static", KEY, "us-sv");
     }
     seen.push(last.status);

@@ -11,8 +11,10 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
 import { ConvertFileRequestSchema, WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
-import { eventually } from "../conversion/helpers.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { eventually } from "../harness/eventually.js";
+import { postJson } from "../harness/http.js";
+import { RPC_PATHS, ROUTES } from "../harness/routes.js";
 import { convertRequest } from "./helpers-rpc.js";
 
 /** The backend sleeps this long; far longer than any wait below. */
@@ -55,12 +57,7 @@ async function expectUpstreamCancelled(cancel: () => void): Promise<void> {
 
 test("JSON: the client closing its connection cancels the backend request", async () => {
   const client = new AbortController();
-  const answer = fetch(`${bl.url}/v1/whiteboard/fileconvert`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-    signal: client.signal,
-  }).catch((e: unknown) => e);
+  const answer = postJson(bl, ROUTES.convert, body, { token, signal: client.signal }).catch((e: unknown) => e);
   await expectUpstreamCancelled(() => client.abort());
   expect(await answer).toBeInstanceOf(Error);
 });
@@ -71,7 +68,7 @@ function grpcConvert(client: grpc.Client, options: grpc.CallOptions) {
   metadata.set("authorization", `Bearer ${token}`);
   const outcome: { status?: grpc.status } = {};
   const call = client.makeUnaryRequest(
-    "/whiteboard.v1.WhiteboardService/ConvertFile",
+    RPC_PATHS.convert,
     (x: Buffer) => x,
     (x: Buffer) => x,
     Buffer.from(toBinary(ConvertFileRequestSchema, convertRequest(body))),

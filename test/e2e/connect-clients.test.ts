@@ -7,14 +7,15 @@
  */
 import type { JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { errorFromJson } from "@connectrpc/connect/protocol-connect";
-import { trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { type ErrorCase, errorCases, GRPC, jsonMessage } from "./helpers-cases.js";
-import { expectError, expectNoLeak, INVALID_PREFIX, post } from "./helpers-contract.js";
+import { parseBody, postJson } from "../harness/http.js";
+import { ROUTES, RPC_PATHS } from "../harness/routes.js";
+import { expectError, expectNoLeak, INVALID_PREFIX } from "./helpers-contract.js";
 import { bearer, clients, convertRequest, muteRequest, PROTOCOLS, transport } from "./helpers-rpc.js";
+import { errorFromJson, trailerParse } from "../../src/server/connect-internals.js";
 
 const TIMEOUT_MS = 250;
 
@@ -82,16 +83,14 @@ describe("the Connect protocol on the wire", () => {
 
   test("every error case: HTTP status, code name and message of the Connect JSON error", async () => {
     for (const k of cases) {
-      const path = k.op === "mute" ? "/channel.v1.PstnService/Mute" : "/whiteboard.v1.WhiteboardService/ConvertFile";
       if (k.fault !== undefined) bl.simulator.setFault(k.fault);
-      const res = await fetch(`${bl.url}${path}`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "connect-protocol-version": "1", ...bearer(k.authorization) },
-        body: JSON.stringify(k.body),
+      const res = await postJson(bl, RPC_PATHS[k.op], k.body, {
+        ...(k.authorization === undefined ? { token: null } : { authorization: k.authorization }),
+        headers: { "connect-protocol-version": "1" },
       });
       bl.simulator.clearFaults();
       const [status, codeName] = HTTP_OF[k.grpc] as [number, string];
-      const body = (await res.json()) as { code: string; message: string; details?: unknown[] };
+      const body = parseBody<{ code: string; message: string; details?: unknown[] }>(res);
       expect({ name: k.name, status: res.status, code: body.code, message: body.message }).toEqual({
         name: k.name,
         status,
@@ -111,12 +110,6 @@ describe("the Connect protocol on the wire", () => {
  * instead of the 611 message with an ErrorInfo.
  */
 describe("request bodies connect-es cannot decode", () => {
-  const PATH = {
-    mute: "/channel.v1.PstnService/Mute",
-    convert: "/whiteboard.v1.WhiteboardService/ConvertFile",
-  } as const;
-  const ROUTE = { mute: "/v1/channel/pstn/mute", convert: "/v1/whiteboard/fileconvert" } as const;
-
   async function raw(path: string, contentType: string, body: string | Uint8Array, auth = true) {
     const res = await fetch(`${bl.url}${path}`, {
       method: "POST",
@@ -160,27 +153,27 @@ describe("request bodies connect-es cannot decode", () => {
       '{"resource_url": "https://a.example/b.pdf", "passphrase": "p", "conversion_type": "static", "conversion_scale": "big"}',
     ],
   ])("Connect JSON, %s: the JSON route's 611 message", async (_name, op, text) => {
-    const json = await post(bl, ROUTE[op], text);
+    const json = await postJson(bl, ROUTES[op], text);
     const message = expectError(json, 400, 611);
-    expectConnectError(await raw(PATH[op], "application/json", text), 400, "invalid_argument", message, 611);
+    expectConnectError(await raw(RPC_PATHS[op], "application/json", text), 400, "invalid_argument", message, 611);
   });
 
   test("Connect JSON, invalid UTF-8: the JSON route's 611 message", async () => {
     const bytes = new Uint8Array([0x7b, 0x22, 0x75, 0x69, 0x64, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]);
-    const message = expectError(await post(bl, ROUTE.mute, bytes), 400, 611);
-    expectConnectError(await raw(PATH.mute, "application/json", bytes), 400, "invalid_argument", message, 611);
+    const message = expectError(await postJson(bl, ROUTES.mute, bytes), 400, 611);
+    expectConnectError(await raw(RPC_PATHS.mute, "application/json", bytes), 400, "invalid_argument", message, 611);
   });
 
   test("Connect JSON without a token and with a bad body: 401 first", async () => {
-    const r = await raw(PATH.mute, "application/json", "[]", false);
-    const json = await post(bl, ROUTE.mute, "[]", { token: null });
+    const r = await raw(RPC_PATHS.mute, "application/json", "[]", false);
+    const json = await postJson(bl, ROUTES.mute, "[]", { token: null });
     expectConnectError(r, 401, "unauthenticated", expectError(json, 401, 401), 401);
   });
 
   test.each(["mute", "convert"] as const)(
     "Connect binary, not protobuf (%s): 400 invalid_argument with the 611 message",
     async (op) => {
-      const r = await raw(PATH[op], "application/proto", new Uint8Array([0x0f, 0x01]));
+      const r = await raw(RPC_PATHS[op], "application/proto", new Uint8Array([0x0f, 0x01]));
       expectConnectError(
         r,
         400,
@@ -195,7 +188,7 @@ describe("request bodies connect-es cannot decode", () => {
     "gRPC-Web, not protobuf (%s): INVALID_ARGUMENT with the 611 message",
     async (op) => {
       const frame = new Uint8Array([0, 0, 0, 0, 2, 0x0f, 0x01]);
-      const r = await raw(PATH[op], "application/grpc-web+proto", frame);
+      const r = await raw(RPC_PATHS[op], "application/grpc-web+proto", frame);
       expect(r.status).toBe(200);
       const trailer = grpcWebTrailer(r.bytes);
       expect(trailer.get("grpc-status")).toBe(String(GRPC.INVALID_ARGUMENT));
@@ -208,10 +201,10 @@ describe("request bodies connect-es cannot decode", () => {
 
   test("gRPC-Web JSON, wrong type: the JSON route's 611 message", async () => {
     const text = '{"uid": 5, "passphrase": "p", "mute": true}';
-    const message = expectError(await post(bl, ROUTE.mute, text), 400, 611);
+    const message = expectError(await postJson(bl, ROUTES.mute, text), 400, 611);
     const data = new TextEncoder().encode(text);
     const frame = new Uint8Array([0, 0, 0, 0, data.length, ...data]);
-    const r = await raw(PATH.mute, "application/grpc-web+json", frame);
+    const r = await raw(RPC_PATHS.mute, "application/grpc-web+json", frame);
     const trailer = grpcWebTrailer(r.bytes);
     expect(trailer.get("grpc-status")).toBe(String(GRPC.INVALID_ARGUMENT));
     expect(decodeURIComponent(trailer.get("grpc-message") ?? "")).toBe(message);

@@ -20,7 +20,10 @@ import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { startRedisServer } from "../harness/redis-server.js";
 import { type ErrorCase, errorCases, GRPC, jsonMessage } from "./helpers-cases.js";
-import { expectError, INVALID_PREFIX, muteBody, MUTE_PATH, type Op, post } from "./helpers-contract.js";
+import { postJson } from "../harness/http.js";
+import { muteBody } from "../harness/request-bodies.js";
+import { type Op, ROUTES, RPC_PATHS } from "../harness/routes.js";
+import { expectError, INVALID_PREFIX } from "./helpers-contract.js";
 import { convertRequest, muteRequest } from "./helpers-rpc.js";
 
 const TIMEOUT_MS = 300;
@@ -39,9 +42,9 @@ afterAll(async () => {
 });
 
 const METHODS = {
-  mute: { path: "/channel.v1.PstnService/Mute", input: MuteRequestSchema, output: MuteResponseSchema },
+  mute: { path: RPC_PATHS.mute, input: MuteRequestSchema, output: MuteResponseSchema },
   convert: {
-    path: "/whiteboard.v1.WhiteboardService/ConvertFile",
+    path: RPC_PATHS.convert,
     input: ConvertFileRequestSchema,
     output: ConvertFileResponseSchema,
   },
@@ -87,27 +90,19 @@ function callOn<I, O extends DescMessage>(
   });
 }
 
+/** grpc-js's serializer for request messages of `schema`. */
+function encoder<D extends DescMessage>(schema: D): (input: MessageShape<D>) => Buffer {
+  return (input) => Buffer.from(toBinary(schema, input));
+}
+
 function callMute(body: Record<string, unknown>, authorization: string | undefined, on: grpc.Client = client) {
   const m = METHODS.mute;
-  return call(
-    m.path,
-    (i: MessageShape<typeof m.input>) => Buffer.from(toBinary(m.input, i)),
-    m.output,
-    muteRequest(body),
-    authorization,
-    on,
-  );
+  return call(m.path, encoder(m.input), m.output, muteRequest(body), authorization, on);
 }
 
 function callConvert(body: Record<string, unknown>, authorization: string | undefined) {
   const m = METHODS.convert;
-  return call(
-    m.path,
-    (i: MessageShape<typeof m.input>) => Buffer.from(toBinary(m.input, i)),
-    m.output,
-    convertRequest(body),
-    authorization,
-  );
+  return call(m.path, encoder(m.input), m.output, convertRequest(body), authorization);
 }
 
 function callOp(op: Op, body: Record<string, unknown>, authorization: string | undefined): Promise<Outcome<unknown>> {
@@ -280,12 +275,12 @@ describe("rows that need a server of their own", () => {
       const token = await limited.token(limited.world.project, "guesser");
       for (let i = 0; i < 2; i++) {
         expectError(
-          await post(limited, MUTE_PATH, muteBody(limited, { passphrase: `guess ${i}` }), { token }),
+          await postJson(limited, ROUTES.mute, muteBody(limited, { passphrase: `guess ${i}` }), { token }),
           403,
           403,
         );
       }
-      const json = await post(limited, MUTE_PATH, muteBody(limited), { token });
+      const json = await postJson(limited, ROUTES.mute, muteBody(limited), { token });
       const message = expectError(json, 429, 429);
       const { error } = await callMute(muteBody(limited), `Bearer ${token}`, c);
       expect(error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
@@ -307,7 +302,7 @@ describe("rows that need a server of their own", () => {
     const c = new grpc.Client(new URL(down.url).host, grpc.credentials.createInsecure());
     try {
       redis.kill("SIGKILL");
-      const message = expectError(await post(down, MUTE_PATH, muteBody(down)), 503, 503);
+      const message = expectError(await postJson(down, ROUTES.mute, muteBody(down)), 503, 503);
       const { error } = await callMute(muteBody(down), `Bearer ${await down.token()}`, c);
       expect(error?.code).toBe(grpc.status.UNAVAILABLE);
       expect(error?.details).toBe(message);

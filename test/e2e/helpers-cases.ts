@@ -1,15 +1,18 @@
 /**
  * The error cases the RPC suites replay: each one is a request that can be
  * expressed as a protobuf message (so as JSON too), the fault the conversion
- * backend should show, and the row of the §2 table it must land on. A suite
- * sends it to the JSON route first, and then expects the RPC to carry the very
- * same message text.
+ * backend should show, and the row of the error table (docs/architecture.md,
+ * "Error table") it must land on. A suite sends it to the JSON route first,
+ * and then expects the RPC to carry the very same message text.
  */
 import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
 import type { SimulatorFault } from "../../src/conversion/simulator/index.js";
 import type { Boardline } from "../harness/boardline.js";
-import { convertBody, expectError, muteBody, type Op, PATHS, post, signToken } from "./helpers-contract.js";
+import { postJson } from "../harness/http.js";
+import { convertBody, muteBody } from "../harness/request-bodies.js";
+import { type Op, ROUTES } from "../harness/routes.js";
+import { expectError, signToken } from "./helpers-contract.js";
 
 /** gRPC status codes (the same numbers as connect-es's `Code`). */
 export const GRPC = {
@@ -262,9 +265,9 @@ export async function errorCases(bl: Boardline, timeoutMs: number): Promise<Erro
 /** Runs the case on its JSON route; checks the row and returns the message. */
 export async function jsonMessage(bl: Boardline, k: ErrorCase): Promise<string> {
   if (k.fault !== undefined) bl.simulator.setFault(k.fault);
-  const res = await post(
+  const res = await postJson(
     bl,
-    PATHS[k.op],
+    ROUTES[k.op],
     k.body,
     k.authorization === undefined ? { token: null } : { authorization: k.authorization },
   );

@@ -1,50 +1,31 @@
 /**
- * The error table (docs/architecture.md) on both JSON routes, over fetch against a
+ * The error table (docs/architecture.md, "Error table") on both JSON routes, over fetch against a
  * real server (Redis store, conversion simulator). Every failure is checked
  * for the HTTP status, the exact body shape, the code and the message, and
  * that it changed nothing: every key under the server's prefix reads the same
  * afterwards and the conversion backend saw no request unless it had to.
  */
-import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { SimulatorFault } from "../../src/conversion/simulator/index.js";
 import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { type HttpAnswer, type PostOptions, postJson, postJsonH2, requestH2 } from "../harness/http.js";
+import { conversionKeys, redisSnapshot } from "../harness/redis-state.js";
 import { startRedisServer } from "../harness/redis-server.js";
-import {
-  CONVERT_PATH,
-  convertBody,
-  conversionKeys,
-  expectError,
-  type HttpAnswer,
-  INVALID_PREFIX,
-  MUTE_PATH,
-  muteBody,
-  type Op,
-  PATHS,
-  type PostOptions,
-  post,
-  postH2,
-  rawRedis,
-  requestH2,
-  snapshot,
-  unauthenticatedCases,
-  without,
-} from "./helpers-contract.js";
+import { convertBody, muteBody } from "../harness/request-bodies.js";
+import { type Op, OPS, ROUTES } from "../harness/routes.js";
+import { expectError, INVALID_PREFIX, unauthenticatedCases, without } from "./helpers-contract.js";
 
 const MAX_BODY_BYTES = 4096;
 const TIMEOUT_MS = 400;
 
 let bl: Boardline;
-let redis: Redis;
 beforeAll(async () => {
   bl = await startBoardline({ maxBodyBytes: MAX_BODY_BYTES, conversionTimeoutMs: TIMEOUT_MS });
-  redis = rawRedis();
   // Some state to be left alone by every failure below.
-  expect((await post(bl, MUTE_PATH, muteBody(bl, { uid: "seeded", mute: true }))).status).toBe(200);
+  expect((await postJson(bl, ROUTES.mute, muteBody(bl, { uid: "seeded", mute: true }))).status).toBe(200);
 });
 afterAll(async () => {
-  redis?.disconnect();
   await bl?.close();
 });
 afterEach(() => {
@@ -57,19 +38,18 @@ afterEach(() => {
  * was expected.
  */
 async function failing(path: string, body: unknown, o: PostOptions & { backend?: number } = {}): Promise<HttpAnswer> {
-  const before = await snapshot(redis, bl);
+  const before = await redisSnapshot(bl);
   const backendBefore = bl.simulator.requests().length;
-  const res = await post(bl, path, body, o);
-  expect(await snapshot(redis, bl)).toEqual(before);
+  const res = await postJson(bl, path, body, o);
+  expect(await redisSnapshot(bl)).toEqual(before);
   expect(bl.simulator.requests().length - backendBefore).toBe(o.backend ?? 0);
   return res;
 }
 
-const ops: Op[] = ["mute", "convert"];
 const bodyOf = (op: Op, over: Record<string, unknown> = {}) =>
   op === "mute" ? muteBody(bl, over) : convertBody(bl, over);
 
-describe.each(ops)("%s: bodies that are not a JSON object → 400/611", (op) => {
+describe.each(OPS)("%s: bodies that are not a JSON object → 400/611", (op) => {
   test.each([
     ["not JSON", '{"uid": '],
     ["empty body", ""],
@@ -81,12 +61,12 @@ describe.each(ops)("%s: bodies that are not a JSON object → 400/611", (op) => 
     ["JSON true", "true"],
     ["trailing garbage", '{"uid":"u"} x'],
   ])("%s", async (_name, text) => {
-    expectError(await failing(PATHS[op], text), 400, 611);
+    expectError(await failing(ROUTES[op], text), 400, 611);
   });
 
   test("invalid UTF-8", async () => {
     const bytes = new Uint8Array([0x7b, 0x22, 0x75, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]);
-    expectError(await failing(PATHS[op], bytes), 400, 611);
+    expectError(await failing(ROUTES[op], bytes), 400, 611);
   });
 });
 
@@ -100,7 +80,7 @@ describe("mute: wrong types and field rules → 400/611", () => {
     ["mute a number", { mute: 1 }],
     ["mute an object", { mute: {} }],
   ])("%s", async (_name, over) => {
-    const message = expectError(await failing(MUTE_PATH, muteBody(bl, over)), 400, 611);
+    const message = expectError(await failing(ROUTES.mute, muteBody(bl, over)), 400, 611);
     expect(message).toMatch(new RegExp(`^${INVALID_PREFIX}: ${Object.keys(over)[0]}: `));
   });
 
@@ -121,20 +101,20 @@ describe("mute: wrong types and field rules → 400/611", () => {
   ])("%s", async (name, over) => {
     // JSON.stringify leaves out the undefined ones: a missing field.
     const body = muteBody(bl, over);
-    const message = expectError(await failing(MUTE_PATH, body), 400, 611);
+    const message = expectError(await failing(ROUTES.mute, body), 400, 611);
     const field = name.split(" ")[0] as string;
     expect(message).toMatch(new RegExp(`^${INVALID_PREFIX}: ${field}: `));
   });
 
   test("mute missing → 611 and nothing written (it never silently unmutes)", async () => {
     // "seeded" is muted; a body without `mute` must not touch it.
-    const message = expectError(await failing(MUTE_PATH, without(muteBody(bl, { uid: "seeded" }), "mute")), 400, 611);
+    const message = expectError(await failing(ROUTES.mute, without(muteBody(bl, { uid: "seeded" }), "mute")), 400, 611);
     expect(message).toMatch(new RegExp(`^${INVALID_PREFIX}: mute: `));
     expect(await bl.store.getMuteState(bl.world.project, bl.world.channel)).toMatchObject({ seeded: true });
   });
 
   test("unknown fields do not rescue an invalid body", async () => {
-    expectError(await failing(MUTE_PATH, { extra: 1, passphrase: bl.world.hostPassphrase, mute: true }), 400, 611);
+    expectError(await failing(ROUTES.mute, { extra: 1, passphrase: bl.world.hostPassphrase, mute: true }), 400, 611);
   });
 });
 
@@ -148,7 +128,7 @@ describe("fileconvert: wrong types and field rules → 400/611", () => {
     ["conversion_scale an object", { conversion_scale: {} }],
     ["conversion_scale a bool", { conversion_scale: true }],
   ])("%s", async (_name, over) => {
-    const message = expectError(await failing(CONVERT_PATH, convertBody(bl, over)), 400, 611);
+    const message = expectError(await failing(ROUTES.convert, convertBody(bl, over)), 400, 611);
     expect(message).toMatch(new RegExp(`^${INVALID_PREFIX}: ${Object.keys(over)[0]}: `));
   });
 
@@ -178,7 +158,7 @@ describe("fileconvert: wrong types and field rules → 400/611", () => {
     ["conversion_scale Infinity", { conversion_scale: "Infinity" }],
   ])("%s", async (name, over) => {
     const body = convertBody(bl, over);
-    const message = expectError(await failing(CONVERT_PATH, body), 400, 611);
+    const message = expectError(await failing(ROUTES.convert, body), 400, 611);
     const field = name.split(" ")[0] as string;
     expect(message).toMatch(new RegExp(`^${INVALID_PREFIX}: ${field}: `));
   });
@@ -186,14 +166,14 @@ describe("fileconvert: wrong types and field rules → 400/611", () => {
   test("the URL rule is checked before authorization (bare project, unknown passphrase)", async () => {
     const token = await bl.token(bl.world.bareProject);
     const body = convertBody(bl, { resource_url: "ftp://x/y", passphrase: "nobody knows" });
-    expectError(await failing(CONVERT_PATH, body, { token }), 400, 611);
+    expectError(await failing(ROUTES.convert, body, { token }), 400, 611);
   });
 });
 
-describe.each(ops)("%s: transport checks", (op) => {
+describe.each(OPS)("%s: transport checks", (op) => {
   test("413 over MAX_BODY_BYTES (declared length)", async () => {
     const body = JSON.stringify(bodyOf(op, { pad: "x".repeat(MAX_BODY_BYTES) }));
-    const res = await failing(PATHS[op], body);
+    const res = await failing(ROUTES[op], body);
     const message = expectError(res, 413, 611);
     expect(message.startsWith(`${INVALID_PREFIX}: `)).toBe(true);
   });
@@ -210,22 +190,22 @@ describe.each(ops)("%s: transport checks", (op) => {
         }
       },
     });
-    const before = await snapshot(redis, bl);
-    const res = await fetch(`${bl.url}${PATHS[op]}`, {
+    const before = await redisSnapshot(bl);
+    const res = await fetch(`${bl.url}${ROUTES[op]}`, {
       method: "POST",
       headers: { authorization: `Bearer ${await bl.token()}`, "content-type": "application/json" },
       body: stream,
       duplex: "half",
     } as RequestInit);
     expectError({ status: res.status, headers: res.headers, text: await res.text() }, 413, 611);
-    expect(await snapshot(redis, bl)).toEqual(before);
+    expect(await redisSnapshot(bl)).toEqual(before);
   });
 
   test("exactly MAX_BODY_BYTES is not too large", async () => {
     const base = JSON.stringify(bodyOf(op, { uid: "at-limit", pad: "" }));
     const body = base.replace('"pad":""', `"pad":"${"x".repeat(MAX_BODY_BYTES - base.length)}"`);
     expect(Buffer.byteLength(body)).toBe(MAX_BODY_BYTES);
-    const res = await post(bl, PATHS[op], body);
+    const res = await postJson(bl, ROUTES[op], body);
     expect(res.status, res.text).toBe(200);
   });
 
@@ -238,26 +218,26 @@ describe.each(ops)("%s: transport checks", (op) => {
     ["application/json-patch+json", "application/json-patch+json"],
     ["application/grpc", "application/grpc"],
   ])("415 for Content-Type %s", async (_name, contentType) => {
-    const res = await failing(PATHS[op], JSON.stringify(bodyOf(op)), { contentType });
+    const res = await failing(ROUTES[op], JSON.stringify(bodyOf(op)), { contentType });
     const message = expectError(res, 415, 611);
     expect(message.startsWith(`${INVALID_PREFIX}: `)).toBe(true);
   });
 
   test("application/json with a charset is accepted", async () => {
-    const res = await post(bl, PATHS[op], bodyOf(op, { uid: "charset" }), {
+    const res = await postJson(bl, ROUTES[op], bodyOf(op, { uid: "charset" }), {
       contentType: "application/json; charset=utf-8",
     });
     expect(res.status, res.text).toBe(200);
   });
 
   test.each(["GET", "PUT", "DELETE", "PATCH"])("405 with Allow: POST for %s", async (method) => {
-    const res = await failing(PATHS[op], bodyOf(op), { method });
+    const res = await failing(ROUTES[op], bodyOf(op), { method });
     expectError(res, 405, 405);
     expect(res.headers.get("allow")).toBe("POST");
   });
 
   test("404 for a path below the route", async () => {
-    expectError(await failing(`${PATHS[op]}/extra`, bodyOf(op)), 404, 404);
+    expectError(await failing(`${ROUTES[op]}/extra`, bodyOf(op)), 404, 404);
   });
 });
 
@@ -268,11 +248,11 @@ test.each(["/v1/channel/pstn/unmute", "/v1/whiteboard/FileConvert", "/v2/channel
   },
 );
 
-describe.each(ops)("%s: 401", (op) => {
+describe.each(OPS)("%s: 401", (op) => {
   test("every kind of bad Authorization → 401 with WWW-Authenticate: Bearer", async () => {
     for (const c of await unauthenticatedCases(bl)) {
       const o: PostOptions = c.authorization === undefined ? { token: null } : { authorization: c.authorization };
-      const res = await failing(PATHS[op], bodyOf(op), o);
+      const res = await failing(ROUTES[op], bodyOf(op), o);
       expectError(res, 401, 401);
       expect(res.headers.get("www-authenticate"), c.name).toMatch(/^Bearer( |$)/);
     }
@@ -280,7 +260,7 @@ describe.each(ops)("%s: 401", (op) => {
 
   test("authentication comes first: no token and an invalid body → 401", async () => {
     for (const body of ["not json", "[]", JSON.stringify({ uid: "" })]) {
-      const res = await failing(PATHS[op], body, { token: null });
+      const res = await failing(ROUTES[op], body, { token: null });
       expectError(res, 401, 401);
       expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
     }
@@ -288,7 +268,7 @@ describe.each(ops)("%s: 401", (op) => {
 
   test("a token of an unknown project is authenticated but authorizes nothing", async () => {
     const token = await bl.token("proj-nobody");
-    const res = await failing(PATHS[op], bodyOf(op), { token });
+    const res = await failing(ROUTES[op], bodyOf(op), { token });
     expectError(res, 403, 403);
   });
 });
@@ -300,18 +280,18 @@ describe("mute: 403", () => {
     ["another project's host passphrase", () => bl.world.otherHostPassphrase],
     ["the host passphrase with different case", () => bl.world.hostPassphrase.toUpperCase()],
   ])("%s", async (_name, passphrase) => {
-    const res = await failing(MUTE_PATH, muteBody(bl, { passphrase: passphrase(), uid: "seeded", mute: false }));
+    const res = await failing(ROUTES.mute, muteBody(bl, { passphrase: passphrase(), uid: "seeded", mute: false }));
     expectError(res, 403, 403);
     expect(res.headers.get("www-authenticate")).toBeNull();
   });
 
   test("all refusals read the same (an unknown passphrase is not told apart)", async () => {
-    const a = JSON.parse((await post(bl, MUTE_PATH, muteBody(bl, { passphrase: "nope" }))).text) as unknown;
+    const a = JSON.parse((await postJson(bl, ROUTES.mute, muteBody(bl, { passphrase: "nope" }))).text) as unknown;
     const b = JSON.parse(
-      (await post(bl, MUTE_PATH, muteBody(bl, { passphrase: bl.world.otherHostPassphrase }))).text,
+      (await postJson(bl, ROUTES.mute, muteBody(bl, { passphrase: bl.world.otherHostPassphrase }))).text,
     ) as unknown;
     const c = JSON.parse(
-      (await post(bl, MUTE_PATH, muteBody(bl, { passphrase: bl.world.attendeePassphrase }))).text,
+      (await postJson(bl, ROUTES.mute, muteBody(bl, { passphrase: bl.world.attendeePassphrase }))).text,
     ) as unknown;
     expect(a).toEqual(b);
     expect(a).toEqual(c);
@@ -321,7 +301,7 @@ describe("mute: 403", () => {
 describe("fileconvert: 403 and 404", () => {
   test("403 when the whiteboard is not set up for the caller's project", async () => {
     const token = await bl.token(bl.world.bareProject);
-    const res = await failing(CONVERT_PATH, convertBody(bl, { passphrase: bl.world.bareHostPassphrase }), { token });
+    const res = await failing(ROUTES.convert, convertBody(bl, { passphrase: bl.world.bareHostPassphrase }), { token });
     expectError(res, 403, 403);
   });
 
@@ -329,13 +309,13 @@ describe("fileconvert: 403 and 404", () => {
     ["an unknown passphrase", () => "no such passphrase"],
     ["another project's passphrase", () => bl.world.otherHostPassphrase],
   ])("404 for %s", async (_name, passphrase) => {
-    const res = await failing(CONVERT_PATH, convertBody(bl, { passphrase: passphrase() }));
+    const res = await failing(ROUTES.convert, convertBody(bl, { passphrase: passphrase() }));
     expectError(res, 404, 404);
   });
 
   test("another project's token cannot use this project's passphrase", async () => {
     const token = await bl.token(bl.world.otherProject);
-    const res = await failing(CONVERT_PATH, convertBody(bl, { passphrase: bl.world.hostPassphrase }), { token });
+    const res = await failing(ROUTES.convert, convertBody(bl, { passphrase: bl.world.hostPassphrase }), { token });
     expectError(res, 404, 404);
   });
 });
@@ -354,22 +334,22 @@ describe("fileconvert: the conversion backend fails", () => {
   ];
   test.each(cases)("%s", async (_name, fault, http, code) => {
     bl.simulator.setFault(fault);
-    const before = await snapshot(redis, bl);
-    const res = await failing(CONVERT_PATH, convertBody(bl), { backend: 1 });
+    const before = await redisSnapshot(bl);
+    const res = await failing(ROUTES.convert, convertBody(bl), { backend: 1 });
     expectError(res, http, code);
-    expect(conversionKeys(await snapshot(redis, bl), bl)).toEqual(conversionKeys(before, bl));
+    expect(conversionKeys(await redisSnapshot(bl), bl)).toEqual(conversionKeys(before, bl));
   });
 
   test("500 says nothing but 'internal server error'", async () => {
     bl.simulator.setFault({ kind: "garbage", times: 1 });
-    expectError(await failing(CONVERT_PATH, convertBody(bl), { backend: 1 }), 500, 500, "internal server error");
+    expectError(await failing(ROUTES.convert, convertBody(bl), { backend: 1 }), 500, 500, "internal server error");
   });
 
   test("an unreachable backend → 503", async () => {
     const down = await startBoardline({ conversionTimeoutMs: TIMEOUT_MS });
     try {
       await down.simulator.close();
-      const res = await post(down, CONVERT_PATH, convertBody(down));
+      const res = await postJson(down, ROUTES.convert, convertBody(down));
       expectError(res, 503, 503);
       expect(await down.store.getMuteState(down.world.project, down.world.channel)).toEqual({});
     } finally {
@@ -383,8 +363,8 @@ test("Redis down → 503 on both routes, without Redis text", async () => {
   const down = await startBoardline({ redisUrl: server.url });
   try {
     server.kill("SIGKILL");
-    for (const op of ops) {
-      const res = await post(down, PATHS[op], op === "mute" ? muteBody(down) : convertBody(down));
+    for (const op of OPS) {
+      const res = await postJson(down, ROUTES[op], op === "mute" ? muteBody(down) : convertBody(down));
       expectError(res, 503, 503);
     }
   } finally {
@@ -396,12 +376,12 @@ test("Redis down → 503 on both routes, without Redis text", async () => {
 });
 
 test("mute: validation comes before authorization (bad uid, unknown passphrase → 611)", async () => {
-  const res = await failing(MUTE_PATH, muteBody(bl, { uid: "", passphrase: "nobody knows" }));
+  const res = await failing(ROUTES.mute, muteBody(bl, { uid: "", passphrase: "nobody knows" }));
   expectError(res, 400, 611);
 });
 
 describe("429: too many wrong passphrases (with the guessing limit on)", () => {
-  test.each(ops)("%s", async (op) => {
+  test.each(OPS)("%s", async (op) => {
     const limited = await startBoardline({
       guard: (store) => new MissLimitGuard(store, { attempts: 3, windowSeconds: 60 }),
     });
@@ -412,61 +392,61 @@ describe("429: too many wrong passphrases (with the guessing limit on)", () => {
       const refused = op === "mute" ? [403, 403] : [404, 404];
       for (let i = 0; i < 3; i++) {
         expectError(
-          await post(limited, PATHS[op], body({ passphrase: `guess ${i}` }), { token }),
+          await postJson(limited, ROUTES[op], body({ passphrase: `guess ${i}` }), { token }),
           refused[0] as number,
           refused[1] as number,
         );
       }
-      const before = await snapshot(redis, limited);
+      const before = await redisSnapshot(limited);
       // Locked out: even the right passphrase is refused now, and nothing happens.
       for (const passphrase of ["guess 4", limited.world.hostPassphrase]) {
-        const res = await post(limited, PATHS[op], body({ passphrase }), { token });
+        const res = await postJson(limited, ROUTES[op], body({ passphrase }), { token });
         expectError(res, 429, 429);
         expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
         expect(Number(res.headers.get("retry-after"))).toBeLessThanOrEqual(60);
       }
-      expect(conversionKeys(await snapshot(redis, limited), limited)).toEqual(conversionKeys(before, limited));
+      expect(conversionKeys(await redisSnapshot(limited), limited)).toEqual(conversionKeys(before, limited));
       expect(await limited.store.getMuteState(limited.world.project, limited.world.channel)).toEqual({});
       // Another caller of the same project is not locked out.
       const other = await limited.token(limited.world.project, "someone else");
-      expect((await post(limited, PATHS[op], body({}), { token: other })).status).toBe(200);
+      expect((await postJson(limited, ROUTES[op], body({}), { token: other })).status).toBe(200);
     } finally {
       await limited.close();
     }
   });
 });
 
-describe.each(ops)("%s over HTTP/2 (h2c, prior knowledge)", (op) => {
+describe.each(OPS)("%s over HTTP/2 (h2c, prior knowledge)", (op) => {
   test("401 with WWW-Authenticate", async () => {
-    const before = await snapshot(redis, bl);
-    const res = await postH2(bl, PATHS[op], bodyOf(op), { token: null });
+    const before = await redisSnapshot(bl);
+    const res = await postJsonH2(bl, ROUTES[op], bodyOf(op), { token: null });
     expectError(res, 401, 401);
     expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
-    expect(await snapshot(redis, bl)).toEqual(before);
+    expect(await redisSnapshot(bl)).toEqual(before);
   });
 
   test("611 for an invalid body", async () => {
-    expectError(await postH2(bl, PATHS[op], "[1,2]"), 400, 611);
-    expectError(await postH2(bl, PATHS[op], bodyOf(op, { passphrase: "" })), 400, 611);
+    expectError(await postJsonH2(bl, ROUTES[op], "[1,2]"), 400, 611);
+    expectError(await postJsonH2(bl, ROUTES[op], bodyOf(op, { passphrase: "" })), 400, 611);
   });
 
   test("413 over MAX_BODY_BYTES", async () => {
-    const before = await snapshot(redis, bl);
-    const res = await postH2(bl, PATHS[op], bodyOf(op, { pad: "x".repeat(MAX_BODY_BYTES * 4) }));
+    const before = await redisSnapshot(bl);
+    const res = await postJsonH2(bl, ROUTES[op], bodyOf(op, { pad: "x".repeat(MAX_BODY_BYTES * 4) }));
     expectError(res, 413, 611);
-    expect(await snapshot(redis, bl)).toEqual(before);
+    expect(await redisSnapshot(bl)).toEqual(before);
   });
 
   test("415, 405 and 404", async () => {
-    expectError(await postH2(bl, PATHS[op], bodyOf(op), { contentType: "text/plain" }), 415, 611);
-    const res = await requestH2(bl, PATHS[op], { method: "GET" });
+    expectError(await postJsonH2(bl, ROUTES[op], bodyOf(op), { contentType: "text/plain" }), 415, 611);
+    const res = await requestH2(bl.url, ROUTES[op], { method: "GET" });
     expectError(res, 405, 405);
     expect(res.headers.get("allow")).toBe("POST");
-    expectError(await postH2(bl, `${PATHS[op]}x`, bodyOf(op)), 404, 404);
+    expectError(await postJsonH2(bl, `${ROUTES[op]}x`, bodyOf(op)), 404, 404);
   });
 
   test("403/404 for a passphrase of another project", async () => {
-    const res = await postH2(bl, PATHS[op], bodyOf(op, { passphrase: bl.world.otherHostPassphrase }));
+    const res = await postJsonH2(bl, ROUTES[op], bodyOf(op, { passphrase: bl.world.otherHostPassphrase }));
     if (op === "mute") expectError(res, 403, 403);
     else expectError(res, 404, 404);
   });

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { parseBody, postJson } from "../harness/http.js";
+import { muteBody } from "../harness/request-bodies.js";
+import { ROUTES } from "../harness/routes.js";
 
 let bl: Boardline;
 beforeAll(async () => {
@@ -10,13 +13,9 @@ afterAll(async () => {
 });
 
 test("a JSON mute is stored with its event", async () => {
-  const res = await fetch(`${bl.url}/v1/channel/pstn/mute`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${await bl.token()}`, "content-type": "application/json" },
-    body: JSON.stringify({ uid: "u-1", passphrase: bl.world.hostPassphrase, mute: false }),
-  });
+  const res = await postJson(bl, ROUTES.mute, muteBody(bl, { mute: false }));
   expect(res.status).toBe(200);
-  expect(await res.json()).toEqual({ uid: "u-1", mute: false });
+  expect(parseBody(res)).toEqual({ uid: "u-1", mute: false });
   expect(await bl.store.getMuteState(bl.world.project, bl.world.channel)).toEqual({ "u-1": false });
   const events = await bl.store.getMuteEvents(bl.world.project, bl.world.channel);
   expect(events).toHaveLength(1);

@@ -9,18 +9,10 @@
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
-import {
-  CONVERT_PATH,
-  conversionKey,
-  convertBody,
-  eventsKey,
-  MUTE_PATH,
-  muteBody,
-  muteKey,
-  post,
-  postH2,
-  rawRedis,
-} from "./helpers-contract.js";
+import { postJson, postJsonH2 } from "../harness/http.js";
+import { conversionKey, eventsKey, muteKey, rawRedis } from "../harness/redis-state.js";
+import { convertBody, muteBody } from "../harness/request-bodies.js";
+import { ROUTES } from "../harness/routes.js";
 import { clients, convertRequest, muteRequest, PROTOCOLS, type ProtocolName, transport } from "./helpers-rpc.js";
 
 const SEVEN_DAYS = 7 * 24 * 60 * 60;
@@ -29,7 +21,7 @@ let bl: Boardline;
 let redis: Redis;
 beforeAll(async () => {
   bl = await startBoardline();
-  redis = rawRedis();
+  redis = rawRedis(bl);
 });
 afterAll(async () => {
   redis?.disconnect();
@@ -49,7 +41,7 @@ async function mute(
   token: string,
 ): Promise<{ uid: string; mute: boolean }> {
   if (protocol === "json" || protocol === "json h2") {
-    const res = await (protocol === "json" ? post : postH2)(bl, MUTE_PATH, body, { token });
+    const res = await (protocol === "json" ? postJson : postJsonH2)(bl, ROUTES.mute, body, { token });
     expect(res.status, res.text).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^application\/json/);
     const json = JSON.parse(res.text) as Record<string, unknown>;
@@ -70,7 +62,7 @@ async function convert(
   token: string,
 ): Promise<{ task_uuid: string; status: string }> {
   if (protocol === "json" || protocol === "json h2") {
-    const res = await (protocol === "json" ? post : postH2)(bl, CONVERT_PATH, body, { token });
+    const res = await (protocol === "json" ? postJson : postJsonH2)(bl, ROUTES.convert, body, { token });
     expect(res.status, res.text).toBe(200);
     const json = JSON.parse(res.text) as Record<string, unknown>;
     expect(Object.keys(json).sort()).toEqual(["status", "task_uuid"]);
@@ -206,7 +198,7 @@ describe("JSON routes: inputs that must be accepted", () => {
     const body = convertBody(bl, over);
     if (body["passphrase"] === "attendee") body["passphrase"] = bl.world.attendeePassphrase;
     if (body["resource_url"] === "long") body["resource_url"] = `https://docs.example.com/${"a".repeat(2048 - 25)}`;
-    const res = await post(bl, CONVERT_PATH, body);
+    const res = await postJson(bl, ROUTES.convert, body);
     expect(res.status, `${name}: ${res.text}`).toBe(200);
     const sent = lastBackendBody();
     expect(sent["preview"]).toBe(false);
@@ -227,7 +219,7 @@ describe("JSON routes: inputs that must be accepted", () => {
     ["mute: false", { uid: "unmuted", mute: false }],
   ])("mute: %s", async (_name, over) => {
     const body = muteBody(bl, over);
-    const res = await post(bl, MUTE_PATH, body);
+    const res = await postJson(bl, ROUTES.mute, body);
     expect(res.status, res.text).toBe(200);
     expect(JSON.parse(res.text)).toEqual({ uid: body["uid"], mute: body["mute"] });
     expect(await redis.hget(muteKey(bl), body["uid"] as string)).toBe(body["mute"] ? "1" : "0");
@@ -236,13 +228,13 @@ describe("JSON routes: inputs that must be accepted", () => {
   test("mute: a host passphrase of 256 characters", async () => {
     const passphrase = "ü".repeat(256);
     await bl.store.createChannel({ project: bl.world.project, channel: "long-pass", hostPassphrase: passphrase });
-    const res = await post(bl, MUTE_PATH, { uid: "x", passphrase, mute: true });
+    const res = await postJson(bl, ROUTES.mute, { uid: "x", passphrase, mute: true });
     expect(res.status, res.text).toBe(200);
     expect(await redis.hget(muteKey(bl, bl.world.project, "long-pass"), "x")).toBe("1");
   });
 
   test("a query string on the route is ignored", async () => {
-    const res = await post(bl, `${MUTE_PATH}?x=1`, muteBody(bl, { uid: "with-query" }));
+    const res = await postJson(bl, `${ROUTES.mute}?x=1`, muteBody(bl, { uid: "with-query" }));
     expect(res.status, res.text).toBe(200);
   });
 });

@@ -9,6 +9,9 @@ import { expect, test } from "vitest";
 import { WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import type { SimulatorFault } from "../../src/conversion/simulator/index.js";
 import { startBoardline } from "../harness/boardline.js";
+import { parseBody, postJson } from "../harness/http.js";
+import { ROUTES } from "../harness/routes.js";
+import { sleep } from "../harness/sleep.js";
 
 const TIMEOUT_MS = 300;
 
@@ -42,14 +45,10 @@ test("every backend fault is answered as documented, in time, and leaves nothing
       bl.simulator.clearFaults();
       bl.simulator.setFault(c.fault);
       let started = performance.now();
-      const res = await fetch(`${bl.url}/v1/whiteboard/fileconvert`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
+      const res = await postJson(bl, ROUTES.convert, body, { token });
       const elapsed = performance.now() - started;
       expect(res.status, JSON.stringify(c.fault)).toBe(c.http);
-      expect(await res.json()).toEqual({ error: { code: c.code, message: expect.any(String) } });
+      expect(parseBody(res)).toEqual({ error: { code: c.code, message: expect.any(String) } });
       expect(elapsed, JSON.stringify(c.fault)).toBeLessThan(TIMEOUT_MS + 400);
 
       started = performance.now();
@@ -73,7 +72,7 @@ test("every backend fault is answered as documented, in time, and leaves nothing
     await bl.close();
   }
   // Give closed sockets a moment to report it, then compare with before the server existed.
-  await new Promise((r) => setTimeout(r, 200));
+  await sleep(200);
   const after = handles();
   for (const kind of ["TCPSocketWrap", "TCPServerWrap", "Timeout"]) {
     expect(after[kind] ?? 0, `${kind} left behind`).toBeLessThanOrEqual(before[kind] ?? 0);

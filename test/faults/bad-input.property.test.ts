@@ -6,10 +6,11 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import fc from "fast-check";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
-import { redisUrl } from "../harness/redis-url.js";
+import { postJson } from "../harness/http.js";
+import { redisSnapshot } from "../harness/redis-state.js";
+import { OPS, ROUTES, RPC_PATHS } from "../harness/routes.js";
 
 let bl: Boardline;
 let token: string;
@@ -25,23 +26,8 @@ afterAll(async () => {
   await bl.close();
 });
 
-/** Every key under the test's prefix with its value, to prove nothing changed. */
-async function snapshot(): Promise<Record<string, unknown>> {
-  const r = new Redis(redisUrl());
-  try {
-    const keys = (await r.keys(`${bl.prefix}*`)).sort();
-    const out: Record<string, unknown> = {};
-    for (const k of keys) {
-      const type = await r.type(k);
-      out[k] = type === "hash" ? await r.hgetall(k) : type === "stream" ? await r.xrange(k, "-", "+") : await r.get(k);
-    }
-    return out;
-  } finally {
-    r.disconnect();
-  }
-}
-
-const ROUTES = ["/v1/channel/pstn/mute", "/v1/whiteboard/fileconvert"] as const;
+/** Both JSON routes. */
+const JSON_ROUTES = OPS.map((op) => ROUTES[op]);
 const FIELDS = [
   "uid",
   "passphrase",
@@ -103,7 +89,7 @@ function safeStringify(v: unknown): string {
 }
 
 test("random JSON-route bodies: always a documented 4xx, never a 5xx", async () => {
-  const before = await snapshot();
+  const before = await redisSnapshot(bl);
   const contentTypes = [
     "application/json",
     "application/json; charset=utf-8",
@@ -112,50 +98,50 @@ test("random JSON-route bodies: always a documented 4xx, never a 5xx", async () 
     "application/x-www-form-urlencoded",
   ];
   await fc.assert(
-    fc.asyncProperty(fc.constantFrom(...ROUTES), body, fc.constantFrom(...contentTypes), async (route, bytes, ct) => {
-      const headers: Record<string, string> = { authorization: `Bearer ${token}` };
-      if (ct !== "") headers["content-type"] = ct;
-      const res = await fetch(`${bl.url}${route}`, { method: "POST", headers, body: bytes });
-      const text = await res.text();
-      expect(res.status, text).toBeGreaterThanOrEqual(400);
-      expect(res.status, text).toBeLessThan(500);
-      const parsed = JSON.parse(text) as { error: { code: number; message: string } };
-      expect(Object.keys(parsed)).toEqual(["error"]);
-      expect(Object.keys(parsed.error).sort()).toEqual(["code", "message"]);
-      expect([611, 403, 404]).toContain(parsed.error.code);
-    }),
+    fc.asyncProperty(
+      fc.constantFrom(...JSON_ROUTES),
+      body,
+      fc.constantFrom(...contentTypes),
+      async (route, bytes, ct) => {
+        const res = await postJson(bl, route, bytes, { token, contentType: ct === "" ? null : ct });
+        const text = res.text;
+        expect(res.status, text).toBeGreaterThanOrEqual(400);
+        expect(res.status, text).toBeLessThan(500);
+        const parsed = JSON.parse(text) as { error: { code: number; message: string } };
+        expect(Object.keys(parsed)).toEqual(["error"]);
+        expect(Object.keys(parsed.error).sort()).toEqual(["code", "message"]);
+        expect([611, 403, 404]).toContain(parsed.error.code);
+      },
+    ),
     { numRuns: 300 },
   );
-  expect(await snapshot()).toEqual(before);
+  expect(await redisSnapshot(bl)).toEqual(before);
 }, 60_000);
 
 test("huge and truncated bodies: 413 or 400, and the server keeps serving", async () => {
-  const before = await snapshot();
+  const before = await redisSnapshot(bl);
   const big = new Uint8Array(10 * 1024 * 1024).fill(0x61);
-  for (const route of ROUTES) {
+  for (const route of JSON_ROUTES) {
     const res = await fetch(`${bl.url}${route}`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: big,
     }).catch((e: unknown) => e);
     // The server may close the connection before reading everything; an answer, if any, is 413.
+    // (fetch itself: the status counts even when the body can no longer be read.)
     if (res instanceof Response) expect(res.status).toBe(413);
     // Truncated: Content-Length promises more than is sent, then the client gives up.
-    const truncated = await fetch(`${bl.url}${route}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: '{"uid":"a","pass',
-    });
+    const truncated = await postJson(bl, route, '{"uid":"a","pass', { token });
     expect(truncated.status).toBe(400);
   }
   const health = await fetch(`${bl.url}/healthz`);
   expect(health.status).toBe(200);
-  expect(await snapshot()).toEqual(before);
+  expect(await redisSnapshot(bl)).toEqual(before);
 }, 30_000);
 
 test("random gRPC request messages: never INTERNAL or UNKNOWN", async () => {
-  const before = await snapshot();
-  const methods = ["/channel.v1.PstnService/Mute", "/whiteboard.v1.WhiteboardService/ConvertFile"];
+  const before = await redisSnapshot(bl);
+  const methods = OPS.map((op) => RPC_PATHS[op]);
   await fc.assert(
     fc.asyncProperty(fc.constantFrom(...methods), fc.uint8Array({ maxLength: 300 }), async (path, bytes) => {
       const md = new grpc.Metadata();
@@ -175,5 +161,5 @@ test("random gRPC request messages: never INTERNAL or UNKNOWN", async () => {
     }),
     { numRuns: 200 },
   );
-  expect(await snapshot()).toEqual(before);
+  expect(await redisSnapshot(bl)).toEqual(before);
 }, 60_000);

@@ -7,10 +7,14 @@
  * - the service recovers by itself within 2 s of the restart;
  * - every mute answered 200 is in Redis afterwards (zero acknowledged writes lost).
  */
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { parseBody, postJson } from "../harness/http.js";
 import { type RedisServerHandle, startRedisServer } from "../harness/redis-server.js";
+import { eventsKey, muteKey, rawRedis } from "../harness/redis-state.js";
+import { muteBody } from "../harness/request-bodies.js";
+import { ROUTES } from "../harness/routes.js";
+import { sleep } from "../harness/sleep.js";
 
 let redis: RedisServerHandle;
 let bl: Boardline;
@@ -32,8 +36,6 @@ interface Outcome {
   body: unknown;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 test("killing Redis under load loses no acknowledged mute, answers fast, and recovers", async () => {
   const token = await bl.token();
   const outcomes: Outcome[] = [];
@@ -51,14 +53,12 @@ test("killing Redis under load loses no acknowledged mute, answers fast, and rec
       let status = 0;
       let body: unknown;
       try {
-        const res = await fetch(`${bl.url}/v1/channel/pstn/mute`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-          body: JSON.stringify({ uid, passphrase: bl.world.hostPassphrase, mute: n % 2 === 0 }),
+        const res = await postJson(bl, ROUTES.mute, muteBody(bl, { uid, mute: n % 2 === 0 }), {
+          token,
           signal: AbortSignal.timeout(5000),
         });
         status = res.status;
-        body = await res.json();
+        body = parseBody(res);
       } catch (e) {
         body = String(e);
       }
@@ -102,12 +102,12 @@ test("killing Redis under load loses no acknowledged mute, answers fast, and rec
   expect(late.length).toBeGreaterThan(0);
   expect(late.filter((o) => o.status !== 200)).toEqual([]);
   // Zero acknowledged writes lost.
-  const raw = new Redis(redis.url);
+  const raw = rawRedis(bl);
   try {
-    const stored = await raw.hgetall(`${bl.prefix}chan:{${bl.world.project}/${bl.world.channel}}:pstn-mute`);
+    const stored = await raw.hgetall(muteKey(bl));
     const lost = ok.filter((o) => stored[o.uid] === undefined);
     expect(lost.map((o) => o.uid)).toEqual([]);
-    const events = await raw.xlen(`${bl.prefix}chan:{${bl.world.project}/${bl.world.channel}}:pstn-events`);
+    const events = await raw.xlen(eventsKey(bl));
     expect(events).toBeGreaterThanOrEqual(ok.length);
   } finally {
     raw.disconnect();

@@ -7,7 +7,6 @@
  * timer all answered INTERNAL (or were refused) on some protocols.
  */
 import http2 from "node:http2";
-import { PassThrough } from "node:stream";
 import { gzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
@@ -16,19 +15,17 @@ import { MuteRequestSchema } from "../../gen/channel/v1/pstn_pb.js";
 import { ConvertFileRequestSchema } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import { INVALID_REQUEST_MESSAGE } from "../../src/server/error-table.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { capturingLogger } from "../harness/capturing-logger.js";
+import { RPC_PATHS } from "../harness/routes.js";
 
-const MUTE = "/channel.v1.PstnService/Mute";
-const CONVERT = "/whiteboard.v1.WhiteboardService/ConvertFile";
+const MUTE = RPC_PATHS.mute;
+const CONVERT = RPC_PATHS.convert;
 
 let bl: Boardline;
 let token: string;
-const logLines: Array<{ level: number; msg: string }> = [];
+const log = capturingLogger();
 beforeAll(async () => {
-  const logStream = new PassThrough();
-  logStream.on("data", (chunk: Buffer) => {
-    for (const line of chunk.toString("utf8").split("\n")) if (line.trim() !== "") logLines.push(JSON.parse(line));
-  });
-  bl = await startBoardline({ store: "memory", conversionTimeoutMs: 10_000, logStream });
+  bl = await startBoardline({ store: "memory", conversionTimeoutMs: 10_000, logger: log.logger });
   token = await bl.token();
 });
 afterAll(async () => {
@@ -265,5 +262,6 @@ describe("a deadline longer than a timer can hold is no deadline", () => {
 });
 
 test("none of these client mistakes was logged as a server error", () => {
-  expect(logLines.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([]);
+  const errors = log.lines().filter((l) => typeof l.level === "number" && l.level >= 50);
+  expect(errors.map((l) => l.msg)).toEqual([]);
 });

@@ -6,15 +6,18 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import http2 from "node:http2";
 import net from "node:net";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { mintToken } from "../../src/auth/jwt.js";
 import { type ConversionSimulator, startConversionSimulator } from "../../src/conversion/simulator/index.js";
 import { silentLogger } from "../../src/log.js";
 import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
+import { JSON_HEADERS, parseBody, postJson } from "../harness/http.js";
+import { h2, h2connect } from "../harness/http-clients.js";
 import { type MainProcess, startMainProcess } from "../harness/main-process.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "../harness/redis-url.js";
+import { ROUTES } from "../harness/routes.js";
+import { sleep } from "../harness/sleep.js";
 
 const secret = "sigterm-test-secret-0123456789abcdef";
 const prefix = uniquePrefix("sigterm");
@@ -55,8 +58,8 @@ async function startProcess(): Promise<MainProcess> {
 }
 
 test("SIGTERM lets accepted requests finish, refuses new connections and exits 0", async () => {
-  const { port, proc } = await startProcess();
-  const base = `http://127.0.0.1:${port}`;
+  const started = await startProcess();
+  const { port, proc } = started;
   const token = await mintToken({
     secret: new TextEncoder().encode(secret),
     project: "p",
@@ -68,44 +71,27 @@ test("SIGTERM lets accepted requests finish, refuses new connections and exits 0
     passphrase: "guest pass",
     conversion_type: "dynamic",
   });
-  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
   sim.setFault({ kind: "slow", delayMs: 1000 });
 
   // In flight over HTTP/1.1 …
   const h1 = Array.from({ length: 5 }, () =>
-    fetch(`${base}/v1/whiteboard/fileconvert`, { method: "POST", headers, body }).then(async (r) => ({
+    postJson(started, ROUTES.convert, body, { token }).then((r) => ({
       status: r.status,
-      body: (await r.json()) as { task_uuid?: string },
+      body: parseBody<{ task_uuid?: string }>(r),
     })),
   );
   // … and over one HTTP/2 session.
-  const session = http2.connect(base);
+  const session = await h2connect(started.url);
   const goaway = once(session, "goaway");
-  const h2 = Array.from(
-    { length: 5 },
-    () =>
-      new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = session.request({ ":method": "POST", ":path": "/v1/whiteboard/fileconvert", ...headers });
-        let status = 0;
-        let text = "";
-        req.on("response", (h) => {
-          status = Number(h[":status"]);
-        });
-        req.on("data", (d) => {
-          text += String(d);
-        });
-        req.on("end", () => resolve({ status, body: text }));
-        req.on("error", reject);
-        req.end(body);
-      }),
-  );
+  const headers = { authorization: `Bearer ${token}`, ...JSON_HEADERS };
+  const h2s = Array.from({ length: 5 }, () => h2(session, ROUTES.convert, { method: "POST", headers, body }));
   // Let all ten reach the (slow) backend, then ask the process to stop.
-  for (let i = 0; i < 100 && sim.requests().length < 10; i++) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; i < 100 && sim.requests().length < 10; i++) await sleep(20);
   expect(sim.requests().length).toBe(10);
   const sentAt = Date.now();
   proc.kill("SIGTERM");
   const exited = once(proc, "exit");
-  await new Promise((r) => setTimeout(r, 200));
+  await sleep(200);
 
   // New connections are refused while the accepted requests finish.
   const refused = await new Promise<boolean>((resolve) => {
@@ -119,7 +105,7 @@ test("SIGTERM lets accepted requests finish, refuses new connections and exits 0
   expect(refused).toBe(true);
 
   const answers1 = await Promise.all(h1);
-  const answers2 = await Promise.all(h2);
+  const answers2 = await Promise.all(h2s);
   for (const a of answers1) expect(a.status).toBe(200);
   for (const a of answers1) expect(a.body.task_uuid).toMatch(/^[A-Za-z0-9_-]+$/);
   for (const a of answers2) expect(a.status).toBe(200);

@@ -2,13 +2,14 @@
  * Starts a real boardline server on loopback port 0 for a test file: Redis
  * store (shared test Redis, a key prefix of the file's own) or the in-memory
  * store, the conversion simulator, an HS256 secret, and a seeded world of two
- * projects. Everything it starts, `close()` stops.
+ * projects. Everything it starts, `close()` stops. `startTwin` adds a second
+ * instance of the same service (same store, secret and backend simulator).
  */
 import { randomBytes } from "node:crypto";
 import { JwtAuthenticator, mintToken } from "../../src/auth/jwt.js";
 import { NetlessConversionClient } from "../../src/conversion/netless-client.js";
 import { type ConversionSimulator, startConversionSimulator } from "../../src/conversion/simulator/index.js";
-import { createLogger, type Logger, silentLogger } from "../../src/log.js";
+import { type Logger, silentLogger } from "../../src/log.js";
 import { type Server, startService } from "../../src/compose.js";
 import type { PassphraseGuard } from "../../src/services/passphrase-guard.js";
 import type { AdminStore, Authenticator } from "../../src/services/ports.js";
@@ -41,12 +42,14 @@ export interface Boardline {
   readonly store: AdminStore;
   /** The Redis key prefix ("memory" store: the prefix it was given). */
   readonly prefix: string;
+  /** The Redis URL of the store ("" for the "memory" store). */
+  readonly redisUrl: string;
   readonly simulator: ConversionSimulator;
   readonly backend: NetlessConversionClient;
   readonly secret: Uint8Array;
   readonly world: World;
-  /** A valid token for `world.project` (or the given project/subject). */
-  token(project?: string, subject?: string): Promise<string>;
+  /** A valid token for `world.project` (or the given project/subject), for 600 s unless told. */
+  token(project?: string, subject?: string, ttlSeconds?: number): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -60,8 +63,6 @@ export interface BoardlineOptions {
   readonly conversionTimeoutMs?: number;
   readonly guard?: (store: AdminStore) => PassphraseGuard;
   readonly logger?: Logger;
-  /** Log to this stream (pino JSON lines) instead of nowhere. */
-  readonly logStream?: NodeJS.WritableStream;
   readonly headersTimeoutMs?: number;
   /** Replaces the HS256 authenticator (e.g. a JWKS one for attack tests). */
   readonly authenticator?: Authenticator;
@@ -76,20 +77,100 @@ export interface BoardlineOptions {
   readonly seed?: boolean;
 }
 
+/** The options that set up one instance (a server and its backend client), for `startTwin`. */
+export type InstanceOptions = Omit<BoardlineOptions, "store" | "redisUrl" | "prefix" | "secret" | "seed">;
+
 export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardline> {
-  const logger = o.logger ?? (o.logStream === undefined ? silentLogger() : createLogger("debug", o.logStream));
+  const logger = o.logger ?? silentLogger();
   const prefix = o.prefix ?? uniquePrefix("bl-test");
   const url = o.redisUrl ?? (o.store === "memory" ? "" : redisUrl());
-  let store: AdminStore;
-  if (o.store === "memory") {
-    store = new MemoryStore({ keyPrefix: prefix });
-  } else {
-    const redis: RedisStore = createRedisStore({ mode: "single", url }, { keyPrefix: prefix, logger });
-    await redis.waitUntilReady();
-    store = redis;
-  }
+  const store = await openStore(o.store === "memory" ? undefined : url, prefix, logger);
+  const world = newWorld();
+  if (o.seed !== false) await seedWorld(store, world);
+  const simulator = await startConversionSimulator({
+    credentials: { sdkTokens: [world.sdkToken], keys: [{ accessKey: world.accessKey, secretKey: world.secretKey }] },
+    progressMs: 50,
+  });
+  const secret = o.secret ?? new Uint8Array(randomBytes(32));
+  const shared: Shared = { store, prefix, redisUrl: url, simulator, secret, world };
+  const instance = await startInstance(shared, o, logger);
+  return {
+    ...shared,
+    ...instance,
+    token: (project = world.project, subject = "tester", ttlSeconds = 600) =>
+      mintToken({ secret, project, subject, ttlSeconds }),
+    async close() {
+      await instance.close();
+      await simulator.close();
+      await store.close();
+      if (o.store !== "memory") await deleteKeysWithPrefix(url, prefix);
+    },
+  };
+}
+
+/**
+ * A second instance of `of`'s service, as another replica behind a load
+ * balancer: the same store (so the same Redis and prefix), secret, world and
+ * conversion simulator, with a server and a backend client of its own, set up
+ * by `o` as `startBoardline` would. Its `close()` stops only those two.
+ */
+export async function startTwin(of: Boardline, o: InstanceOptions = {}): Promise<Boardline> {
+  const instance = await startInstance(of, o, o.logger ?? silentLogger());
+  return { ...of, ...instance };
+}
+
+/** What the instances of one service share. */
+type Shared = Pick<Boardline, "store" | "prefix" | "redisUrl" | "simulator" | "secret" | "world">;
+type Instance = Pick<Boardline, "url" | "port" | "server" | "backend" | "close">;
+
+async function startInstance(shared: Shared, o: InstanceOptions, logger: Logger): Promise<Instance> {
+  const backend = new NetlessConversionClient({
+    baseUrl: shared.simulator.url,
+    timeoutMs: o.conversionTimeoutMs ?? 2000,
+    logger,
+  });
+  const server = await startService({
+    host: "127.0.0.1",
+    port: 0,
+    ...(o.tls === undefined ? {} : { tls: o.tls }),
+    ...(o.headersTimeoutMs === undefined ? {} : { headersTimeoutMs: o.headersTimeoutMs }),
+    store: shared.store,
+    authenticator:
+      o.authenticator ??
+      new JwtAuthenticator({
+        key: { kind: "secret", secret: shared.secret },
+        algorithms: ["HS256"],
+        projectClaim: "project_id",
+      }),
+    backend,
+    ...(o.guard === undefined ? {} : { guard: o.guard(shared.store) }),
+    logger,
+    maxBodyBytes: o.maxBodyBytes ?? 64 * 1024,
+    corsOrigins: o.corsOrigins ?? [],
+  });
+  return {
+    url: server.url,
+    port: server.port,
+    server,
+    backend,
+    async close() {
+      await server.shutdown(1000);
+      backend.close();
+    },
+  };
+}
+
+/** The Redis store at `url` (the in-memory store when there is none). */
+async function openStore(url: string | undefined, prefix: string, logger: Logger): Promise<AdminStore> {
+  if (url === undefined) return new MemoryStore({ keyPrefix: prefix });
+  const redis: RedisStore = createRedisStore({ mode: "single", url }, { keyPrefix: prefix, logger });
+  await redis.waitUntilReady();
+  return redis;
+}
+
+function newWorld(): World {
   const word = () => randomBytes(6).toString("hex");
-  const world: World = {
+  return {
     project: `proj-a-${word()}`,
     channel: `chan-a-${word()}`,
     hostPassphrase: `host a ${word()}`,
@@ -102,52 +183,6 @@ export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardlin
     accessKey: `ak-${word()}`,
     secretKey: randomBytes(24).toString("base64url"),
     sdkToken: `NETLESSSDK_test-${word()}`,
-  };
-  if (o.seed !== false) await seedWorld(store, world);
-
-  const simulator = await startConversionSimulator({
-    credentials: { sdkTokens: [world.sdkToken], keys: [{ accessKey: world.accessKey, secretKey: world.secretKey }] },
-    progressMs: 50,
-  });
-  const backend = new NetlessConversionClient({
-    baseUrl: simulator.url,
-    timeoutMs: o.conversionTimeoutMs ?? 2000,
-    logger,
-  });
-  const secret = o.secret ?? new Uint8Array(randomBytes(32));
-  const server = await startService({
-    host: "127.0.0.1",
-    port: 0,
-    ...(o.tls === undefined ? {} : { tls: o.tls }),
-    ...(o.headersTimeoutMs === undefined ? {} : { headersTimeoutMs: o.headersTimeoutMs }),
-    store,
-    authenticator:
-      o.authenticator ??
-      new JwtAuthenticator({ key: { kind: "secret", secret }, algorithms: ["HS256"], projectClaim: "project_id" }),
-    backend,
-    ...(o.guard === undefined ? {} : { guard: o.guard(store) }),
-    logger,
-    maxBodyBytes: o.maxBodyBytes ?? 64 * 1024,
-    corsOrigins: o.corsOrigins ?? [],
-  });
-  return {
-    url: server.url,
-    port: server.port,
-    server,
-    store,
-    prefix,
-    simulator,
-    backend,
-    secret,
-    world,
-    token: (project = world.project, subject = "tester") => mintToken({ secret, project, subject, ttlSeconds: 600 }),
-    async close() {
-      await server.shutdown(1000);
-      backend.close();
-      await simulator.close();
-      await store.close();
-      if (o.store !== "memory") await deleteKeysWithPrefix(url, prefix);
-    },
   };
 }
 

@@ -10,6 +10,7 @@ import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { sleep } from "./sleep.js";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const LOCK = join(ROOT, "dist", ".build-lock");
@@ -72,6 +73,6 @@ async function acquire(): Promise<void> {
     } catch {
       // gone in between: try again
     }
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
   }
 }

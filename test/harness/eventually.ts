@@ -1,4 +1,5 @@
 /** Polling for a condition that another process, socket or timer will make true. */
+import { sleep } from "./sleep.js";
 
 /** Polls until `check` holds (it may be async), or fails after `timeoutMs` naming `what`. */
 export async function eventually(
@@ -9,6 +10,6 @@ export async function eventually(
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await sleep(10);
   }
 }

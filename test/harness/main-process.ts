@@ -7,6 +7,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { ROOT } from "./build-dist.js";
 
 export interface MainProcess {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
   readonly port: number;
   readonly proc: ChildProcess;
 }
@@ -38,5 +40,5 @@ export async function startMainProcess(env: Record<string, string>): Promise<Mai
     });
     proc.once("exit", () => reject(new Error(`exited early: ${out}`)));
   });
-  return { port, proc };
+  return { url: `http://127.0.0.1:${port}`, port, proc };
 }

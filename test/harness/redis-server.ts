@@ -11,6 +11,7 @@ import { createConnection, createServer } from "node:net";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { sleep } from "./sleep.js";
 
 export interface RedisServerHandle {
   /** `redis://127.0.0.1:<port>` */
@@ -195,8 +196,4 @@ export async function freePort(): Promise<number> {
   await once(server, "close");
   if (address === null || typeof address === "string") throw new Error("no TCP address");
   return address.port;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

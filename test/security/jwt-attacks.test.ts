@@ -13,6 +13,9 @@ import { exportJWK, SignJWT, type JWK } from "jose";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { JwtAuthenticator } from "../../src/auth/jwt.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { parseBody, postJson } from "../harness/http.js";
+import { muteBody } from "../harness/request-bodies.js";
+import { ROUTES } from "../harness/routes.js";
 
 const b64 = (v: unknown) => Buffer.from(typeof v === "string" ? v : JSON.stringify(v)).toString("base64url");
 const now = () => Math.floor(Date.now() / 1000);
@@ -58,19 +61,11 @@ afterAll(async () => {
   await new Promise((r) => trap.close(r));
 });
 
+/** A mute with this Authorization header (none when undefined). */
 async function mute(bl: Boardline, authorization: string | undefined) {
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  if (authorization !== undefined) headers.authorization = authorization;
-  const res = await fetch(`${bl.url}/v1/channel/pstn/mute`, {
-    method: "POST",
-    headers,
-    body: JSON.stringify({ uid: "victim", passphrase: bl.world.hostPassphrase, mute: true }),
-  });
-  return {
-    status: res.status,
-    body: (await res.json()) as unknown,
-    wwwAuthenticate: res.headers.get("www-authenticate"),
-  };
+  const auth = authorization === undefined ? { token: null } : { authorization };
+  const res = await postJson(bl, ROUTES.mute, muteBody(bl, { uid: "victim" }), auth);
+  return { status: res.status, body: parseBody(res), wwwAuthenticate: res.headers.get("www-authenticate") };
 }
 
 async function expectRejected(bl: Boardline, token: string) {

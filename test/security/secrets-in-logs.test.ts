@@ -3,55 +3,40 @@
  * debug logging captured, then searches the logs for every secret used:
  * bearer tokens, passphrases, the JWT secret, SDK tokens and secret keys.
  */
-import { Writable } from "node:stream";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { capturingLogger } from "../harness/capturing-logger.js";
+import { postJson } from "../harness/http.js";
+import { convertBody, muteBody } from "../harness/request-bodies.js";
+import { ROUTES } from "../harness/routes.js";
 
-const lines: string[] = [];
-const sink = new Writable({
-  write(chunk, _enc, done) {
-    lines.push(String(chunk));
-    done();
-  },
-});
+const log = capturingLogger();
 let bl: Boardline;
 
 beforeAll(async () => {
-  bl = await startBoardline({ logStream: sink, conversionTimeoutMs: 300 });
+  bl = await startBoardline({ logger: log.logger, conversionTimeoutMs: 300 });
 });
 afterAll(async () => {
   await bl.close();
 });
 
-async function call(path: string, token: string, body: unknown) {
-  const res = await fetch(`${bl.url}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  await res.arrayBuffer();
-  return res.status;
+/** Posts `body` with `token`; the answer's status. */
+async function call(path: string, token: string, body: unknown): Promise<number> {
+  return (await postJson(bl, path, body, { token })).status;
 }
 
 test("no secret reaches the logs", async () => {
   const w = bl.world;
   const tokenA = await bl.token(w.project, "alice");
   const tokenB = await bl.token(w.otherProject, "bob");
-  const convert = (passphrase: string) => ({
-    resource_url: "https://example.com/x.pdf",
-    passphrase,
-    conversion_type: "static",
-  });
+  const mute = (passphrase: string) => muteBody(bl, { uid: "1", passphrase });
+  const convert = (passphrase: string) => convertBody(bl, { passphrase });
   const statuses: number[] = [];
-  statuses.push(await call("/v1/channel/pstn/mute", tokenA, { uid: "1", passphrase: w.hostPassphrase, mute: true }));
-  statuses.push(
-    await call("/v1/channel/pstn/mute", tokenA, { uid: "1", passphrase: w.otherHostPassphrase, mute: true }),
-  );
-  statuses.push(
-    await call("/v1/channel/pstn/mute", `${tokenA}x`, { uid: "1", passphrase: w.hostPassphrase, mute: true }),
-  );
-  statuses.push(await call("/v1/whiteboard/fileconvert", tokenA, convert(w.attendeePassphrase)));
-  statuses.push(await call("/v1/whiteboard/fileconvert", tokenB, convert(w.otherHostPassphrase)));
+  statuses.push(await call(ROUTES.mute, tokenA, mute(w.hostPassphrase)));
+  statuses.push(await call(ROUTES.mute, tokenA, mute(w.otherHostPassphrase)));
+  statuses.push(await call(ROUTES.mute, `${tokenA}x`, mute(w.hostPassphrase)));
+  statuses.push(await call(ROUTES.convert, tokenA, convert(w.attendeePassphrase)));
+  statuses.push(await call(ROUTES.convert, tokenB, convert(w.otherHostPassphrase)));
   for (const fault of [
     { kind: "status", status: 401 },
     { kind: "status", status: 403 },
@@ -62,14 +47,14 @@ test("no secret reaches the logs", async () => {
   ] as const) {
     bl.simulator.clearFaults();
     bl.simulator.setFault(fault);
-    statuses.push(await call("/v1/whiteboard/fileconvert", tokenA, convert(w.hostPassphrase)));
-    statuses.push(await call("/v1/whiteboard/fileconvert", tokenB, convert(w.otherHostPassphrase)));
+    statuses.push(await call(ROUTES.convert, tokenA, convert(w.hostPassphrase)));
+    statuses.push(await call(ROUTES.convert, tokenB, convert(w.otherHostPassphrase)));
   }
   bl.simulator.clearFaults();
   expect(statuses.slice(0, 5)).toEqual([200, 403, 401, 200, 200]);
   expect(statuses.slice(5)).toEqual([500, 500, 500, 500, 503, 503, 500, 500, 503, 503, 504, 504]);
 
-  const logs = lines.join("");
+  const logs = log.text();
   // The test can fail: the faults above must have been logged.
   expect(logs).toContain("refused our whiteboard credentials");
   expect(logs).toContain("timed out");

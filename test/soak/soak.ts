@@ -1,6 +1,7 @@
 /**
  * `npm run soak`: a longer mixed load with faults, against a real server on
- * loopback, a durable redis-server of its own and the conversion simulator.
+ * loopback (started by test/harness/boardline.ts, as the suites start theirs),
+ * a durable redis-server of its own and the conversion simulator.
  * Every 20 s Redis is SIGKILLed for 2 s; every 15 s the conversion backend is
  * slow or failing for 3 s. At the end it prints requests, errors by kind,
  * latency, and the acknowledged mutes missing from Redis (must be 0; exit 1
@@ -8,56 +9,26 @@
  *
  * SOAK_SECONDS (default 120) and SOAK_CONCURRENCY (default 16) tune it.
  */
-import { randomBytes } from "node:crypto";
-import { Redis } from "ioredis";
-import { JwtAuthenticator, mintToken } from "../../src/auth/jwt.js";
-import { NetlessConversionClient } from "../../src/conversion/netless-client.js";
-import { startConversionSimulator } from "../../src/conversion/simulator/index.js";
-import { silentLogger } from "../../src/log.js";
-import { startService } from "../../src/compose.js";
+import type { AdminStore } from "../../src/services/ports.js";
 import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
-import { createRedisStore } from "../../src/store/redis-store.js";
+import { startBoardline } from "../harness/boardline.js";
+import { postJson } from "../harness/http.js";
 import { startRedisServer } from "../harness/redis-server.js";
+import { muteKey, rawRedis } from "../harness/redis-state.js";
+import { convertBody, muteBody } from "../harness/request-bodies.js";
+import { ROUTES } from "../harness/routes.js";
+import { sleep } from "../harness/sleep.js";
 
 const seconds = Number(process.env.SOAK_SECONDS ?? 120);
 const concurrency = Number(process.env.SOAK_CONCURRENCY ?? 16);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function main() {
-  const logger = silentLogger();
   const redis = await startRedisServer({ durable: true });
-  const prefix = "soak:";
-  const store = createRedisStore({ mode: "single", url: redis.url }, { keyPrefix: prefix, logger });
-  await store.waitUntilReady();
-  const ak = "soak-ak";
-  const sk = randomBytes(24).toString("base64url");
-  await store.createChannel({
-    project: "soak",
-    channel: "room",
-    hostPassphrase: "soak host",
-    attendeePassphrase: "soak guest",
-  });
-  await store.setWhiteboard("soak", { region: "us-sv", credentials: { accessKey: ak, secretKey: sk } });
-  const sim = await startConversionSimulator({ credentials: { keys: [{ accessKey: ak, secretKey: sk }] } });
-  const backend = new NetlessConversionClient({ baseUrl: sim.url, timeoutMs: 1000, logger });
-  const secret = new Uint8Array(randomBytes(32));
-  const server = await startService({
-    host: "127.0.0.1",
-    port: 0,
-    store,
-    authenticator: new JwtAuthenticator({
-      key: { kind: "secret", secret },
-      algorithms: ["HS256"],
-      projectClaim: "project_id",
-    }),
-    backend,
-    guard: new MissLimitGuard(store, { attempts: 1_000_000, windowSeconds: 60 }),
-    logger,
-    maxBodyBytes: 65536,
-    corsOrigins: [],
-  });
-  const token = await mintToken({ secret, project: "soak", subject: "soak", ttlSeconds: seconds + 600 });
-  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+  // The guessing limit is on (its counters live in Redis too), high enough never to lock the soak out.
+  const guard = (store: AdminStore) => new MissLimitGuard(store, { attempts: 1_000_000, windowSeconds: 60 });
+  const bl = await startBoardline({ redisUrl: redis.url, prefix: "soak:", conversionTimeoutMs: 1000, guard });
+  const sim = bl.simulator;
+  const token = await bl.token(bl.world.project, "soak", seconds + 600);
 
   const byKind = new Map<string, number>();
   const latencies: number[] = [];
@@ -74,25 +45,14 @@ async function main() {
       const uid = `w${w}-${n}`;
       const [path, body, expected] =
         roll < 0.75
-          ? ["/v1/channel/pstn/mute", { uid, passphrase: "soak host", mute: n % 2 === 0 }, [200, 503]]
+          ? [ROUTES.mute, muteBody(bl, { uid, mute: n % 2 === 0 }), [200, 503]]
           : roll < 0.9
-            ? [
-                "/v1/whiteboard/fileconvert",
-                { resource_url: "https://example.com/deck.pdf", passphrase: "soak guest", conversion_type: "static" },
-                [200, 503, 504],
-              ]
-            : ["/v1/channel/pstn/mute", { uid, passphrase: "soak host" }, [400]];
+            ? [ROUTES.convert, convertBody(bl, { passphrase: bl.world.attendeePassphrase }), [200, 503, 504]]
+            : [ROUTES.mute, muteBody(bl, { uid, mute: undefined }), [400]];
       const start = performance.now();
       let status = 0;
       try {
-        const res = await fetch(`${server.url}${path}`, {
-          method: "POST",
-          headers,
-          body: JSON.stringify(body),
-          signal: AbortSignal.timeout(5000),
-        });
-        status = res.status;
-        await res.arrayBuffer();
+        status = (await postJson(bl, path, body, { token, signal: AbortSignal.timeout(5000) })).status;
       } catch {
         status = 0;
       }
@@ -100,7 +60,7 @@ async function main() {
       requests++;
       count(status === 0 ? "no answer" : String(status));
       if (!(expected as number[]).includes(status)) unexpected++;
-      if (status === 200 && path.endsWith("mute")) acknowledged.push(uid);
+      if (status === 200 && path === ROUTES.mute) acknowledged.push(uid);
       if (status === 503) await sleep(10);
     }
   };
@@ -128,18 +88,15 @@ async function main() {
   await Promise.all([...Array.from({ length: concurrency }, (_, w) => worker(w)), chaos()]);
   clearInterval(progress);
 
-  const raw = new Redis(redis.url);
-  const stored = await raw.hgetall(`${prefix}chan:{soak/room}:pstn-mute`);
+  const raw = rawRedis(bl);
+  const stored = await raw.hgetall(muteKey(bl));
   raw.disconnect();
   const lost = acknowledged.filter((uid) => stored[uid] === undefined).length;
   latencies.sort((a, b) => a - b);
   const pct = (p: number) =>
     (latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0).toFixed(1);
 
-  await server.shutdown(2000);
-  backend.close();
-  await sim.close();
-  await store.close();
+  await bl.close();
   await redis.stop();
 
   console.log(`soak: ${seconds} s, ${concurrency} clients`);

@@ -15,6 +15,7 @@ import {
   codeToHttpStatus,
   createAsyncIterable,
   encodeEnvelope,
+  errorFromJson,
   errorFromJsonBytes,
   errorToJsonBytes,
   isOversizeMessageError,
@@ -79,6 +80,8 @@ describe("connect-es internals boardline relies on", () => {
     const body = errorToJsonBytes(new ConnectError("bad", Code.InvalidArgument), {});
     const back = errorFromJsonBytes(body, undefined, new ConnectError("fallback", Code.Internal));
     expect([back.code, back.rawMessage]).toEqual([Code.InvalidArgument, "bad"]);
+    const fromJson = errorFromJson({ code: "not_found", message: "gone" }, undefined, new ConnectError("x"));
+    expect([fromJson.code, fromJson.rawMessage]).toEqual([Code.NotFound, "gone"]);
     expect(codeToHttpStatus(Code.InvalidArgument)).toBe(400);
     expect(codeToHttpStatus(Code.ResourceExhausted)).toBe(429);
   });

@@ -7,7 +7,9 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
-import { closeSession, h1, h2, h2connect, JSON_HEADERS } from "./helpers.js";
+import { JSON_HEADERS } from "../harness/http.js";
+import { closeSession, h1, h2, h2connect } from "../harness/http-clients.js";
+import { ROUTES, RPC_PATHS } from "../harness/routes.js";
 
 const ALLOWED = "https://app.example.com";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -35,7 +37,7 @@ const list = (v: string | string[] | undefined) =>
 
 describe("CORS", () => {
   test("an allowed origin: ACAO echo, Vary: Origin, exposed headers on the actual request", async () => {
-    const res = await h1(bl.url, "/v1/channel/pstn/mute", {
+    const res = await h1(bl.url, ROUTES.mute, {
       method: "POST",
       headers: { ...JSON_HEADERS, authorization: `Bearer ${token}`, origin: ALLOWED },
       body: muteBody(),
@@ -50,7 +52,7 @@ describe("CORS", () => {
   });
 
   test("an allowed origin on an error answer still gets the CORS headers (the browser must see the 401)", async () => {
-    const res = await h1(bl.url, "/v1/channel/pstn/mute", {
+    const res = await h1(bl.url, ROUTES.mute, {
       method: "POST",
       headers: { ...JSON_HEADERS, origin: ALLOWED },
       body: muteBody(),
@@ -66,7 +68,7 @@ describe("CORS", () => {
   });
 
   test("preflight: 204 with allow-methods, allow-headers and max-age", async () => {
-    const res = await h1(bl.url, "/v1/channel/pstn/mute", {
+    const res = await h1(bl.url, ROUTES.mute, {
       method: "OPTIONS",
       headers: {
         origin: ALLOWED,
@@ -88,7 +90,7 @@ describe("CORS", () => {
   test("preflight over HTTP/2", async () => {
     const session = await h2connect(bl.url);
     try {
-      const res = await h2(session, "/v1/whiteboard/fileconvert", {
+      const res = await h2(session, ROUTES.convert, {
         method: "OPTIONS",
         headers: {
           origin: ALLOWED,
@@ -105,14 +107,14 @@ describe("CORS", () => {
   });
 
   test("a disallowed origin gets no ACAO on actual requests or preflights", async () => {
-    const actual = await h1(bl.url, "/v1/channel/pstn/mute", {
+    const actual = await h1(bl.url, ROUTES.mute, {
       method: "POST",
       headers: { ...JSON_HEADERS, authorization: `Bearer ${token}`, origin: "https://evil.example" },
       body: muteBody(),
     });
     expect(actual.headers["access-control-allow-origin"]).toBeUndefined();
     expect(actual.headers["access-control-expose-headers"]).toBeUndefined();
-    const pre = await h1(bl.url, "/v1/channel/pstn/mute", {
+    const pre = await h1(bl.url, ROUTES.mute, {
       method: "OPTIONS",
       headers: { origin: "https://evil.example", "access-control-request-method": "POST" },
     });
@@ -135,7 +137,7 @@ describe("CORS", () => {
   });
 
   test("Connect from a browser origin: ACAO and the Connect/gRPC-Web headers exposed", async () => {
-    const res = await h1(bl.url, "/channel.v1.PstnService/Mute", {
+    const res = await h1(bl.url, RPC_PATHS.mute, {
       method: "POST",
       headers: {
         "content-type": "application/json",
@@ -154,7 +156,7 @@ describe("CORS", () => {
   });
 
   test("OPTIONS that is not a preflight is not answered as one", async () => {
-    const res = await h1(bl.url, "/v1/channel/pstn/mute", { method: "OPTIONS", headers: { origin: ALLOWED } });
+    const res = await h1(bl.url, ROUTES.mute, { method: "OPTIONS", headers: { origin: ALLOWED } });
     expect(res.status).toBe(405);
     expect(res.headers.allow).toBe("POST");
   });
@@ -164,7 +166,7 @@ describe("CORS", () => {
     expect(res.status).toBe(200);
     expect(["*", "https://whoever.example"]).toContain(res.headers["access-control-allow-origin"]);
     expect(res.headers["access-control-allow-credentials"]).toBeUndefined();
-    const pre = await h1(any.url, "/v1/channel/pstn/mute", {
+    const pre = await h1(any.url, ROUTES.mute, {
       method: "OPTIONS",
       headers: {
         origin: "https://whoever.example",
@@ -190,7 +192,7 @@ describe("CORS", () => {
 
 describe("X-Request-Id", () => {
   test("a valid id is echoed on a JSON success", async () => {
-    const res = await h1(bl.url, "/v1/channel/pstn/mute", {
+    const res = await h1(bl.url, ROUTES.mute, {
       method: "POST",
       headers: { ...JSON_HEADERS, authorization: `Bearer ${token}`, "x-request-id": "req-abc.123:xyz" },
       body: muteBody(),
@@ -200,7 +202,7 @@ describe("X-Request-Id", () => {
   });
 
   test("a valid id is echoed on a JSON error, a 404 and a preflight", async () => {
-    const err = await h1(bl.url, "/v1/channel/pstn/mute", {
+    const err = await h1(bl.url, ROUTES.mute, {
       method: "POST",
       headers: { ...JSON_HEADERS, "x-request-id": "e-1" },
       body: "{",
@@ -210,7 +212,7 @@ describe("X-Request-Id", () => {
     const missing = await h1(bl.url, "/nope", { headers: { "x-request-id": "e-2" } });
     expect(missing.status).toBe(404);
     expect(missing.headers["x-request-id"]).toBe("e-2");
-    const pre = await h1(bl.url, "/v1/channel/pstn/mute", {
+    const pre = await h1(bl.url, ROUTES.mute, {
       method: "OPTIONS",
       headers: { origin: ALLOWED, "access-control-request-method": "POST", "x-request-id": "e-3" },
     });
@@ -219,7 +221,7 @@ describe("X-Request-Id", () => {
 
   test("absent → a generated UUID, different per request", async () => {
     const a = await h1(bl.url, "/healthz");
-    const b = await h1(bl.url, "/v1/channel/pstn/mute", { method: "POST", headers: JSON_HEADERS, body: muteBody() });
+    const b = await h1(bl.url, ROUTES.mute, { method: "POST", headers: JSON_HEADERS, body: muteBody() });
     expect(a.headers["x-request-id"]).toMatch(UUID);
     expect(b.headers["x-request-id"]).toMatch(UUID);
     expect(a.headers["x-request-id"]).not.toBe(b.headers["x-request-id"]);

@@ -7,7 +7,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as Status } from "../../gen/grpc/health/v1/health_pb.js";
 import type { MemoryStore } from "../../src/store/memory-store.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
-import { closeSession, h1, h2, h2connect, JSON_HEADERS } from "./helpers.js";
+import { JSON_HEADERS } from "../harness/http.js";
+import { closeSession, h1, h2, h2connect } from "../harness/http-clients.js";
+import { ROUTES } from "../harness/routes.js";
 
 let bl: Boardline;
 beforeAll(async () => {
@@ -63,7 +65,7 @@ describe("plain HTTP endpoints", () => {
   });
 
   test("GET on a JSON route → 405 with Allow: POST", async () => {
-    const res = await h1(bl.url, "/v1/channel/pstn/mute");
+    const res = await h1(bl.url, ROUTES.mute);
     expect(res.status).toBe(405);
     expect(res.headers.allow).toBe("POST");
   });
@@ -83,7 +85,7 @@ describe("plain HTTP endpoints", () => {
 
   test("/metrics exposes boardline_calls_total after a call", async () => {
     const token = await bl.token();
-    const call = await h1(bl.url, "/v1/channel/pstn/mute", {
+    const call = await h1(bl.url, ROUTES.mute, {
       method: "POST",
       headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
       body: JSON.stringify({ uid: "metrics", passphrase: bl.world.hostPassphrase, mute: true }),

@@ -5,10 +5,13 @@
 import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
-import { closeSession, h1, h2, h2connect, JSON_HEADERS, parseResponses, raw, sleep } from "./helpers.js";
+import { JSON_HEADERS } from "../harness/http.js";
+import { closeSession, h1, h2, h2connect, parseResponses, raw } from "../harness/http-clients.js";
+import { ROUTES } from "../harness/routes.js";
+import { sleep } from "../harness/sleep.js";
 
 const MAX_BODY = 1024;
-/** The server's header limit (src/server/index.ts: 128 KiB, so huge tokens still get a 401). */
+/** The server's header limit (src/server/start-server.ts: 128 KiB, so huge tokens still get a 401). */
 const MAX_HEADER = 128 * 1024;
 const HEADERS_TIMEOUT = 500;
 /** How late the server may be in dropping a client past the headers deadline. */
@@ -37,7 +40,7 @@ describe("body limit", () => {
       pad: "x".repeat(MAX_BODY - base.length),
     });
     expect(Buffer.byteLength(body)).toBe(MAX_BODY);
-    const res = await h1(bl.url, "/v1/channel/pstn/mute", {
+    const res = await h1(bl.url, ROUTES.mute, {
       method: "POST",
       headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
       body,
@@ -49,7 +52,7 @@ describe("body limit", () => {
     const conn = await raw(bl.port);
     const body = bigBody();
     conn.socket.write(
-      `POST /v1/channel/pstn/mute HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+      `POST ${ROUTES.mute} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
     await conn.closed;
@@ -63,7 +66,7 @@ describe("body limit", () => {
   test("a huge declared Content-Length is refused without waiting for the body", async () => {
     const conn = await raw(bl.port);
     conn.socket.write(
-      `POST /v1/channel/pstn/mute HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+      `POST ${ROUTES.mute} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
         "Content-Length: 100000000\r\n\r\n{",
     );
     const ms = await conn.closed;
@@ -74,7 +77,7 @@ describe("body limit", () => {
   test("chunked body over the limit → 413, connection closed", async () => {
     const conn = await raw(bl.port);
     conn.socket.write(
-      `POST /v1/channel/pstn/mute HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+      `POST ${ROUTES.mute} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
         "Transfer-Encoding: chunked\r\n\r\n",
     );
     // Keep sending chunks: the server must answer and close, not wait for the end.
@@ -97,7 +100,7 @@ describe("body limit", () => {
   test("HTTP/2: body over the limit → 413, session stays usable", async () => {
     const session = await h2connect(bl.url);
     try {
-      const res = await h2(session, "/v1/channel/pstn/mute", {
+      const res = await h2(session, ROUTES.mute, {
         method: "POST",
         headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
         body: bigBody(),

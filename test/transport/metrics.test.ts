@@ -7,9 +7,9 @@
  */
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
-import { closeSession, h1, h2, h2connect } from "./helpers.js";
-
-const MUTE = "/channel.v1.PstnService/Mute";
+import { closeSession, h1, h2, h2connect } from "../harness/http-clients.js";
+import { RPC_PATHS } from "../harness/routes.js";
+import { sleep } from "../harness/sleep.js";
 
 let bl: Boardline;
 let token: string;
@@ -49,7 +49,7 @@ async function growth(series: ReadonlyArray<[string, string]>, send: () => Promi
   for (;;) {
     const grew = (await read()).map((n, i) => n - (before[i] ?? 0));
     if (grew.some((n) => n !== 0) || Date.now() > deadline) return grew;
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
 }
 
@@ -63,7 +63,7 @@ test("Connect: a body that does not decode is counted once, as 611", async () =>
       ["connect", "500"],
     ],
     async () => {
-      const res = await h1(bl.url, MUTE, {
+      const res = await h1(bl.url, RPC_PATHS.mute, {
         method: "POST",
         headers: { ...auth(), "content-type": "application/proto" },
         body: GARBAGE,
@@ -76,7 +76,7 @@ test("Connect: a body that does not decode is counted once, as 611", async () =>
 
 test("Connect JSON: a body that is not JSON is counted once, as 611", async () => {
   const grew = await growth([["connect", "611"]], async () => {
-    const res = await h1(bl.url, MUTE, {
+    const res = await h1(bl.url, RPC_PATHS.mute, {
       method: "POST",
       headers: { ...auth(), "content-type": "application/json" },
       body: "{nope",
@@ -89,7 +89,7 @@ test("Connect JSON: a body that is not JSON is counted once, as 611", async () =
 test("gRPC-Web: a message that does not decode is counted once, as 611", async () => {
   const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, GARBAGE.length]), GARBAGE]);
   const grew = await growth([["grpc-web", "611"]], async () => {
-    const res = await h1(bl.url, MUTE, {
+    const res = await h1(bl.url, RPC_PATHS.mute, {
       method: "POST",
       headers: { ...auth(), "content-type": "application/grpc-web+proto" },
       body: frame,
@@ -105,7 +105,7 @@ test("gRPC with the JSON codec (connect-es, not the fast path): counted once, as
   const session = await h2connect(bl.url);
   try {
     const grew = await growth([["grpc", "611"]], async () => {
-      const res = await h2(session, MUTE, {
+      const res = await h2(session, RPC_PATHS.mute, {
         method: "POST",
         headers: { ...auth(), "content-type": "application/grpc+json", te: "trailers" },
         body: frame,
@@ -127,21 +127,21 @@ test("calls the pipeline already counted are not counted again", async () => {
     ],
     async () => {
       // Success: counted by the pipeline.
-      const ok = await h1(bl.url, MUTE, {
+      const ok = await h1(bl.url, RPC_PATHS.mute, {
         method: "POST",
         headers: { ...auth(), "content-type": "application/json" },
         body: JSON.stringify({ uid: "m1", passphrase: bl.world.hostPassphrase, mute: true }),
       });
       expect(ok.status).toBe(200);
       // No token, undecodable body: refused at the gate, counted there, body never read.
-      const anon = await h1(bl.url, MUTE, {
+      const anon = await h1(bl.url, RPC_PATHS.mute, {
         method: "POST",
         headers: { "content-type": "application/proto" },
         body: GARBAGE,
       });
       expect(anon.status).toBe(401);
       // Decodes but breaks a proto rule: counted by the pipeline's validation.
-      const invalid = await h1(bl.url, MUTE, {
+      const invalid = await h1(bl.url, RPC_PATHS.mute, {
         method: "POST",
         headers: { ...auth(), "content-type": "application/json" },
         body: JSON.stringify({ uid: "", passphrase: bl.world.hostPassphrase, mute: true }),

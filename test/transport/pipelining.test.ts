@@ -6,7 +6,8 @@
  */
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
-import { parseResponses, raw } from "./helpers.js";
+import { parseResponses, raw } from "../harness/http-clients.js";
+import { ROUTES } from "../harness/routes.js";
 
 const MAX_BODY = 1024;
 
@@ -23,14 +24,14 @@ afterAll(async () => {
 function muteRequest(uid: string): string {
   const body = JSON.stringify({ uid, passphrase: bl.world.hostPassphrase, mute: true });
   return (
-    `POST /v1/channel/pstn/mute HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+    `POST ${ROUTES.mute} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
     `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
   );
 }
 
 const oversize = JSON.stringify({ uid: "big", passphrase: "p", mute: true, pad: "x".repeat(MAX_BODY) });
 const head = () =>
-  `POST /v1/channel/pstn/mute HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n`;
+  `POST ${ROUTES.mute} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n`;
 
 const refusedBodies: Array<[string, () => string]> = [
   [

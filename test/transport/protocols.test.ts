@@ -8,7 +8,10 @@ import { createConnectTransport, createGrpcTransport, Http2SessionManager } from
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
-import { closeSession, h1, h2, h2connect, JSON_HEADERS, parseResponses, raw } from "./helpers.js";
+import { JSON_HEADERS } from "../harness/http.js";
+import { closeSession, h1, h2, h2connect, parseResponses, raw } from "../harness/http-clients.js";
+import { ROUTES } from "../harness/routes.js";
+import { sleep } from "../harness/sleep.js";
 
 let bl: Boardline;
 let token: string;
@@ -24,7 +27,7 @@ const muteBody = (uid: string, mute = true) => JSON.stringify({ uid, passphrase:
 
 describe("JSON on one port", () => {
   test("over HTTP/1.1 (node:http)", async () => {
-    const res = await h1(bl.url, "/v1/channel/pstn/mute", {
+    const res = await h1(bl.url, ROUTES.mute, {
       method: "POST",
       headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
       body: muteBody("h1-user"),
@@ -37,7 +40,7 @@ describe("JSON on one port", () => {
   test("over HTTP/2 prior knowledge (node:http2)", async () => {
     const session = await h2connect(bl.url);
     try {
-      const res = await h2(session, "/v1/channel/pstn/mute", {
+      const res = await h2(session, ROUTES.mute, {
         method: "POST",
         headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
         body: muteBody("h2-user", false),
@@ -52,12 +55,12 @@ describe("JSON on one port", () => {
   });
 
   test("an error is a JSON error over both", async () => {
-    const a = await h1(bl.url, "/v1/channel/pstn/mute", { method: "POST", headers: JSON_HEADERS, body: muteBody("x") });
+    const a = await h1(bl.url, ROUTES.mute, { method: "POST", headers: JSON_HEADERS, body: muteBody("x") });
     expect(a.status).toBe(401);
     expect(JSON.parse(a.body)).toMatchObject({ error: { code: 401 } });
     const session = await h2connect(bl.url);
     try {
-      const b = await h2(session, "/v1/channel/pstn/mute", {
+      const b = await h2(session, ROUTES.mute, {
         method: "POST",
         headers: JSON_HEADERS,
         body: muteBody("x"),
@@ -111,7 +114,7 @@ describe("connection reuse", () => {
     try {
       const sockets = new Set<unknown>();
       for (let i = 0; i < 20; i++) {
-        const res = await h1(bl.url, "/v1/channel/pstn/mute", {
+        const res = await h1(bl.url, ROUTES.mute, {
           method: "POST",
           headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
           body: muteBody(`ka-${i}`),
@@ -132,7 +135,7 @@ describe("connection reuse", () => {
     try {
       const answers = await Promise.all(
         Array.from({ length: 50 }, (_, i) =>
-          h2(session, "/v1/channel/pstn/mute", {
+          h2(session, ROUTES.mute, {
             method: "POST",
             headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
             body: muteBody(`mux-${i}`, i % 2 === 0),
@@ -170,7 +173,7 @@ describe("connection reuse", () => {
     const conn = await raw(bl.port);
     const body = (uid: string) => muteBody(uid);
     const request = (uid: string, id: string) =>
-      `POST /v1/channel/pstn/mute HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+      `POST ${ROUTES.mute} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
       `X-Request-Id: ${id}\r\nContent-Length: ${Buffer.byteLength(body(uid))}\r\n\r\n${body(uid)}`;
     const healthz = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: third\r\nConnection: close\r\n\r\n";
     conn.socket.write(request("pipe-1", "first") + request("pipe-2", "second") + healthz);
@@ -187,11 +190,11 @@ describe("connection reuse", () => {
     const preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
     for (const byte of preface) {
       conn.socket.write(Buffer.from([byte]));
-      await new Promise((r) => setTimeout(r, 2));
+      await sleep(2);
     }
     // An empty SETTINGS frame: the server answers with its own SETTINGS (type 4).
     conn.socket.write(Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]));
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     const got = Buffer.from(conn.received(), "latin1");
     expect(got.length).toBeGreaterThanOrEqual(9);
     expect(got[3]).toBe(4);

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { ServerReflection as ReflectionV1 } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ReflectionV1alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { RPC_PATHS } from "../harness/routes.js";
 
 const BUF = resolve("node_modules/.bin/buf");
 
@@ -68,7 +69,7 @@ test("buf curl calls Mute with a Bearer token, schema from reflection", async ()
     `Authorization: Bearer ${token}`,
     "-d",
     JSON.stringify({ uid: "buf-curl", passphrase: bl.world.hostPassphrase, mute: true }),
-    `${bl.url}/channel.v1.PstnService/Mute`,
+    `${bl.url}${RPC_PATHS.mute}`,
   ]);
   expect(r.stderr).toBe("");
   expect(r.code).toBe(0);
@@ -84,7 +85,7 @@ test("buf curl with the Connect protocol (reflection over HTTP/2, the call too)"
     `Authorization: Bearer ${token}`,
     "-d",
     JSON.stringify({ uid: "buf-connect", passphrase: bl.world.hostPassphrase, mute: false }),
-    `${bl.url}/channel.v1.PstnService/Mute`,
+    `${bl.url}${RPC_PATHS.mute}`,
   ]);
   expect(r.code).toBe(0);
   // buf curl renders proto3 JSON without default values: `mute: false` is left out.
@@ -99,7 +100,7 @@ test("buf curl sees the error of a call without a token", async () => {
     "--http2-prior-knowledge",
     "-d",
     JSON.stringify({ uid: "x", passphrase: "p", mute: true }),
-    `${bl.url}/channel.v1.PstnService/Mute`,
+    `${bl.url}${RPC_PATHS.mute}`,
   ]);
   expect(r.code).not.toBe(0);
   expect(r.stdout + r.stderr).toMatch(/unauthenticated/i);

@@ -15,7 +15,10 @@ import { WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { eventually } from "../harness/eventually.js";
 import https from "node:https";
-import { type Answer, closeSession, h1, h2, h2connect, JSON_HEADERS, raw, selfSignedCertificate } from "./helpers.js";
+import { JSON_HEADERS } from "../harness/http.js";
+import { type Answer, closeSession, h1, h2, h2connect, raw } from "../harness/http-clients.js";
+import { ROUTES } from "../harness/routes.js";
+import { selfSignedCertificate } from "./self-signed-certificate.js";
 
 const SLOW_MS = 800;
 
@@ -68,9 +71,7 @@ test("in-flight requests finish, new connections are refused, h2 gets GOAWAY, sh
       finishedAt.push(performance.now());
       return v;
     });
-  const h1Calls = [0, 1].map(() =>
-    stamp(h1(b.url, "/v1/whiteboard/fileconvert", { method: "POST", headers, body: convertBody(b) })),
-  );
+  const h1Calls = [0, 1].map(() => stamp(h1(b.url, ROUTES.convert, { method: "POST", headers, body: convertBody(b) })));
   const session = await h2connect(b.url);
   let goawayAt: number | undefined;
   session.on("goaway", () => {
@@ -78,7 +79,7 @@ test("in-flight requests finish, new connections are refused, h2 gets GOAWAY, sh
   });
   session.on("error", () => {});
   const h2Calls = [0, 1].map(() =>
-    stamp(h2(session, "/v1/whiteboard/fileconvert", { method: "POST", headers, body: convertBody(b) })),
+    stamp(h2(session, ROUTES.convert, { method: "POST", headers, body: convertBody(b) })),
   );
   const sessionManager = new Http2SessionManager(b.url);
   const grpcCall = stamp(
@@ -135,13 +136,13 @@ test("a short grace period cuts stuck requests off and shutdown still resolves",
   const token = await b.token();
   b.simulator.setFault({ kind: "slow", delayMs: 8000 });
   const headers = { ...JSON_HEADERS, authorization: `Bearer ${token}` };
-  const h1Call = h1(b.url, "/v1/whiteboard/fileconvert", { method: "POST", headers, body: convertBody(b) }).then(
+  const h1Call = h1(b.url, ROUTES.convert, { method: "POST", headers, body: convertBody(b) }).then(
     (a) => a.status,
     (e: Error) => e.message,
   );
   const session = await h2connect(b.url);
   session.on("error", () => {});
-  const h2Call = h2(session, "/v1/whiteboard/fileconvert", { method: "POST", headers, body: convertBody(b) }).then(
+  const h2Call = h2(session, ROUTES.convert, { method: "POST", headers, body: convertBody(b) }).then(
     (a) => a.status,
     (e: Error) => e.message,
   );
@@ -207,7 +208,7 @@ test("a keep-alive HTTP/1.1 request arriving during the drain is answered with C
   b.simulator.setFault({ kind: "slow", delayMs: 600 });
   const headers = { ...JSON_HEADERS, authorization: `Bearer ${token}` };
   // Keep one request in flight so the drain lasts.
-  const inflight = h1(b.url, "/v1/whiteboard/fileconvert", { method: "POST", headers, body: convertBody(b) });
+  const inflight = h1(b.url, ROUTES.convert, { method: "POST", headers, body: convertBody(b) });
   // An established keep-alive connection, idle at the moment shutdown begins, then used again.
   const conn = await raw(b.port);
   conn.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -237,7 +238,7 @@ test("TLS: an in-flight h2 request finishes, an idle HTTP/1.1 keep-alive connect
   b.simulator.setFault({ kind: "slow", delayMs: 500 });
   const session = await h2connect(b.url, cert.cert);
   session.on("error", () => {});
-  const call = h2(session, "/v1/whiteboard/fileconvert", {
+  const call = h2(session, ROUTES.convert, {
     method: "POST",
     headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
     body: convertBody(b),

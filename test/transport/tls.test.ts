@@ -8,16 +8,11 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
-import {
-  type Certificate,
-  closeSession,
-  h1,
-  h2,
-  h2connect,
-  JSON_HEADERS,
-  raw,
-  selfSignedCertificate,
-} from "./helpers.js";
+import { JSON_HEADERS } from "../harness/http.js";
+import { closeSession, h1, h2, h2connect, raw } from "../harness/http-clients.js";
+import { ROUTES } from "../harness/routes.js";
+import { sleep } from "../harness/sleep.js";
+import { type Certificate, selfSignedCertificate } from "./self-signed-certificate.js";
 
 let bl: Boardline;
 let cert: Certificate;
@@ -42,7 +37,7 @@ test("ALPN h2: JSON route over node:http2", async () => {
   try {
     expect(session.alpnProtocol).toBe("h2");
     expect(session.encrypted).toBe(true);
-    const res = await h2(session, "/v1/channel/pstn/mute", {
+    const res = await h2(session, ROUTES.mute, {
       method: "POST",
       headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
       body: muteBody("tls-h2"),
@@ -57,7 +52,7 @@ test("ALPN h2: JSON route over node:http2", async () => {
 });
 
 test("ALPN http/1.1: JSON route over node:https", async () => {
-  const res = await h1(bl.url, "/v1/channel/pstn/mute", {
+  const res = await h1(bl.url, ROUTES.mute, {
     method: "POST",
     headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
     body: muteBody("tls-h1"),
@@ -102,15 +97,20 @@ test("a client that never starts the TLS handshake is dropped", async () => {
   expect(ms).toBeLessThan(500 + 1000);
 });
 
-test("a client that completes the handshake and sends nothing is dropped", async () => {
-  const started = performance.now();
-  const socket = tls.connect({
+/** A raw TLS connection to the server, offering only http/1.1 by ALPN. */
+function connectTls(): TLSSocket {
+  return tls.connect({
     host: "127.0.0.1",
     port: bl.port,
     ca: cert.cert,
     servername: "localhost",
     ALPNProtocols: ["http/1.1"],
   });
+}
+
+test("a client that completes the handshake and sends nothing is dropped", async () => {
+  const started = performance.now();
+  const socket = connectTls();
   let received = "";
   socket.on("data", (d: Buffer) => {
     received += d.toString("latin1");
@@ -125,13 +125,7 @@ test("a client that completes the handshake and sends nothing is dropped", async
 
 test("slowloris over TLS (HTTP/1.1): one header byte per 200 ms is dropped", async () => {
   const started = performance.now();
-  const socket = tls.connect({
-    host: "127.0.0.1",
-    port: bl.port,
-    ca: cert.cert,
-    servername: "localhost",
-    ALPNProtocols: ["http/1.1"],
-  });
+  const socket = connectTls();
   socket.on("error", () => {});
   socket.resume();
   let closed = false;
@@ -142,7 +136,7 @@ test("slowloris over TLS (HTTP/1.1): one header byte per 200 ms is dropped", asy
   for (const ch of `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ${"a".repeat(50)}\r\n\r\n`) {
     if (closed) break;
     socket.write(ch);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
   if (!closed) await new Promise<void>((resolve) => socket.once("close", () => resolve()));
   expect(performance.now() - started).toBeLessThan(500 + 1000);

@@ -1,15 +1,12 @@
 /**
- * Small real clients for the transport suite: node:http, node:http2, raw
- * sockets, and a throw-away self-signed certificate made with the openssl CLI.
+ * Small real clients, for tests that care how a request travels: node:http
+ * (or node:https), node:http2 sessions, and raw TCP sockets. To post JSON to a
+ * route and read the answer, use `postJson` (http.ts).
  */
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
 import https from "node:https";
 import net from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 
 export interface Answer {
   readonly status: number;
@@ -70,7 +67,7 @@ export function h1(url: string, path: string, o: H1Options = {}): Promise<Answer
 export function h2(
   session: http2.ClientHttp2Session,
   path: string,
-  o: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+  o: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array } = {},
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const stream = session.request({ ":method": o.method ?? "GET", ":path": path, ...o.headers });
@@ -151,49 +148,3 @@ export function parseResponses(text: string): { status: number; headers: Record<
   }
   return out;
 }
-
-export interface Certificate {
-  readonly cert: string;
-  readonly key: string;
-}
-
-/** A self-signed P-256 certificate for localhost and 127.0.0.1, valid one day. */
-export function selfSignedCertificate(): Certificate {
-  const dir = mkdtempSync(join(tmpdir(), "bl-tls-"));
-  try {
-    const keyFile = join(dir, "key.pem");
-    const certFile = join(dir, "cert.pem");
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=DNS:localhost,IP:127.0.0.1",
-        "-days",
-        "1",
-        "-keyout",
-        keyFile,
-        "-out",
-        certFile,
-      ],
-      { stdio: "ignore" },
-    );
-    return { cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-export const JSON_HEADERS = { "content-type": "application/json" } as const;
