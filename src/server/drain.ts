@@ -37,10 +37,9 @@ export class Drain {
     this.unrouted.delete(socket);
   }
 
-  session(session: http2.Http2Session, idleTimeoutMs: number): void {
+  session(session: http2.Http2Session): void {
     this.sessions.add(session);
     session.once("close", () => this.sessions.delete(session));
-    session.setTimeout(idleTimeoutMs, () => session.close());
     if (this.draining) session.close();
   }
 

@@ -5,9 +5,10 @@
  * HTTP/2 stream goes to `dispatch.stream` first, every request to
  * `dispatch.request` (dispatch.ts).
  *
- * The boring production details are on by default: a deadline for the first
- * bytes and for the request headers, a header size limit, and a graceful
- * shutdown (drain.ts).
+ * The boring production details are on by default: deadlines for the first
+ * bytes, the request headers, the whole request and (HTTP/2, h2-deadlines.ts)
+ * a client that will not take its answer or keeps an idle session; a header
+ * size limit; and a graceful shutdown (drain.ts).
  */
 import http from "node:http";
 import http2 from "node:http2";
@@ -18,6 +19,7 @@ import { sniff } from "./connection-sniffer.js";
 import type { Dispatch } from "./dispatch.js";
 import { Drain } from "./drain.js";
 import { inTurn } from "./h1-pipelining.js";
+import { guardSession, type H2Deadlines } from "./h2-deadlines.js";
 import type { NodeRequest, NodeResponse } from "./node-http.js";
 
 export interface ListenOptions {
@@ -28,6 +30,10 @@ export interface ListenOptions {
   readonly headersTimeoutMs?: number;
   /** Largest header block accepted, in bytes. */
   readonly maxHeaderBytes?: number;
+  /** Time for a client to send a whole request (headers and body). */
+  readonly requestTimeoutMs?: number;
+  /** HTTP/2: time for a client to take an answer once it is written. */
+  readonly responseTimeoutMs?: number;
   /** Connections with no request in flight for this long are closed. */
   readonly idleTimeoutMs?: number;
 }
@@ -41,15 +47,25 @@ export interface RunningServer {
 
 interface Limits {
   readonly headersTimeout: number;
+  readonly requestTimeout: number;
   readonly maxHeaderSize: number;
-  readonly idleTimeout: number;
+  readonly h2: H2Deadlines;
 }
 
 export async function listen(options: ListenOptions, dispatch: Dispatch): Promise<RunningServer> {
+  const headersTimeout = options.headersTimeoutMs ?? 10_000;
+  const requestTimeout = options.requestTimeoutMs ?? 30_000;
   const limits: Limits = {
-    headersTimeout: options.headersTimeoutMs ?? 10_000,
+    headersTimeout,
+    requestTimeout,
     maxHeaderSize: options.maxHeaderBytes ?? 16 * 1024,
-    idleTimeout: options.idleTimeoutMs ?? 60_000,
+    h2: {
+      headersMs: headersTimeout,
+      requestMs: requestTimeout,
+      responseMs: options.responseTimeoutMs ?? 10_000,
+      idleMs: options.idleTimeoutMs ?? 60_000,
+      goawayMs: 1_000,
+    },
   };
   const drain = new Drain();
   const onRequest = (req: NodeRequest, res: NodeResponse) => {
@@ -94,7 +110,7 @@ function h1Limits(l: Limits) {
   return {
     maxHeaderSize: l.maxHeaderSize,
     headersTimeout: l.headersTimeout,
-    requestTimeout: 5 * 60_000,
+    requestTimeout: l.requestTimeout,
     keepAliveTimeout: 5_000,
     // The timeouts are only as precise as this check.
     connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(l.headersTimeout / 4))),
@@ -124,7 +140,7 @@ function cleartextServers(
   // closeAllConnections() rely on — on "listening".
   h1.emit("listening");
   const h2 = http2.createServer(h2Options(l), onRequest as never);
-  h2.on("session", (s: http2.Http2Session) => drain.session(s, l.idleTimeout));
+  h2.on("session", (s: http2.ServerHttp2Session) => onSession(s, l, drain));
   streamsToDispatch(h2, drain, dispatch);
   const outer = net.createServer({ noDelay: true }, (socket) => {
     drain.socket(socket, true);
@@ -160,12 +176,17 @@ function secureServer(
   // no keep-alive timeout), not off the options: set them here.
   Object.assign(secure, h1Limits(l));
   secure.on("clientError", answerClientError);
-  secure.on("session", (s: http2.Http2Session) => drain.session(s, l.idleTimeout));
+  secure.on("session", (s: http2.ServerHttp2Session) => onSession(s, l, drain));
   streamsToDispatch(secure, drain, dispatch);
   secure.on("secureConnection", (s: Duplex) => drain.socket(s));
   // Node's secure HTTP/2 server has it (for its HTTP/1.1 fallback); @types/node 20 does not say so.
   const closeIdle = () => (secure as unknown as { closeIdleConnections(): void }).closeIdleConnections();
   return { outer: secure, closeIdle, closeAll: () => {} };
+}
+
+function onSession(session: http2.ServerHttp2Session, l: Limits, drain: Drain): void {
+  drain.session(session);
+  guardSession(session, l.h2);
 }
 
 /**

@@ -16,6 +16,7 @@ import type { AdminStore, Authenticator } from "../../src/services/ports.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
 import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "./redis-url.js";
+import type { ListenOptions } from "../../src/server/listener.js";
 
 export interface World {
   /** Project A: whiteboard set up (access/secret key signing), one channel. */
@@ -64,6 +65,8 @@ export interface BoardlineOptions {
   readonly guard?: (store: AdminStore) => PassphraseGuard;
   readonly logger?: Logger;
   readonly headersTimeoutMs?: number;
+  /** The other transport deadlines (src/server/listener.ts), when a test needs them short. */
+  readonly deadlines?: Pick<ListenOptions, "requestTimeoutMs" | "responseTimeoutMs" | "idleTimeoutMs">;
   /** Replaces the HS256 authenticator (e.g. a JWKS one for attack tests). */
   readonly authenticator?: Authenticator;
   /** Key prefix (default: a fresh `uniquePrefix`); e.g. to read records the CLI wrote. */
@@ -134,6 +137,7 @@ async function startInstance(shared: Shared, o: InstanceOptions, logger: Logger)
     port: 0,
     ...(o.tls === undefined ? {} : { tls: o.tls }),
     ...(o.headersTimeoutMs === undefined ? {} : { headersTimeoutMs: o.headersTimeoutMs }),
+    ...o.deadlines,
     store: shared.store,
     authenticator:
       o.authenticator ??

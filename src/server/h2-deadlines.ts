@@ -1,0 +1,80 @@
+/**
+ * Deadlines for HTTP/2 clients that never finish — what Node gives HTTP/1.1
+ * (headersTimeout, requestTimeout) and not HTTP/2, where a session lives as
+ * long as its client keeps sending bytes:
+ *
+ * - a new session must complete its first request's headers within
+ *   `headersMs` (a client trickling HEADERS never produces a stream);
+ * - a stream's request (headers and body) must be complete within
+ *   `requestMs` of its opening, else the stream is reset;
+ * - once the answer is written, the client must take it within `responseMs`
+ *   (one that advertises a zero window and never reads is reset);
+ * - a session with no open stream for `idleMs` gets GOAWAY — bytes alone do
+ *   not keep it alive, so headers trickled between requests are bounded too;
+ * - a session told to go away (idle here, or at shutdown) with nothing left
+ *   open is destroyed `goawayMs` later if its client keeps the socket open.
+ *
+ * One sweep per session (an unref'd interval) checks its streams, so a
+ * request pays for two Map operations, not for timers.
+ */
+import http2 from "node:http2";
+
+export interface H2Deadlines {
+  readonly headersMs: number;
+  readonly requestMs: number;
+  readonly responseMs: number;
+  readonly idleMs: number;
+  readonly goawayMs: number;
+}
+
+interface StreamTimes {
+  readonly openedAt: number;
+  answeredAt: number | undefined;
+}
+
+export function guardSession(session: http2.ServerHttp2Session, d: H2Deadlines): void {
+  const startedAt = performance.now();
+  const streams = new Map<http2.ServerHttp2Stream, StreamTimes>();
+  let everHadStream = false;
+  let idleSince = startedAt;
+  let goawaySince: number | undefined;
+  const tickMs = Math.max(20, Math.min(1_000, Math.floor(Math.min(d.headersMs, d.requestMs, d.responseMs) / 4)));
+
+  const sweep = () => {
+    const now = performance.now();
+    if (session.closed && goawaySince === undefined) goawaySince = now; // GOAWAY from elsewhere (shutdown)
+    for (const [stream, t] of streams) expireStream(stream, t, now, d);
+    if (streams.size > 0) return;
+    if (goawaySince !== undefined) {
+      if (now - goawaySince >= d.goawayMs) session.destroy();
+    } else if (!everHadStream && now - startedAt >= d.headersMs) {
+      session.destroy(); // the first request's headers never completed
+    } else if (now - idleSince >= d.idleMs) {
+      goawaySince = now;
+      session.close();
+    }
+  };
+  const timer = setInterval(sweep, tickMs);
+  timer.unref();
+  session.once("close", () => clearInterval(timer));
+  session.on("stream", (stream: http2.ServerHttp2Stream) => {
+    everHadStream = true;
+    streams.set(stream, { openedAt: performance.now(), answeredAt: undefined });
+    stream.once("close", () => {
+      streams.delete(stream);
+      if (streams.size === 0) idleSince = performance.now();
+    });
+  });
+}
+
+function expireStream(stream: http2.ServerHttp2Stream, t: StreamTimes, now: number, d: H2Deadlines): void {
+  if (stream.destroyed) return;
+  const requestDone = stream.state.remoteClose === 1;
+  if (!requestDone && now - t.openedAt >= d.requestMs) {
+    stream.close(http2.constants.NGHTTP2_CANCEL);
+    return;
+  }
+  if (!stream.writableEnded) return;
+  t.answeredAt ??= now;
+  if (now - t.answeredAt >= d.responseMs) stream.close(http2.constants.NGHTTP2_CANCEL);
+}
