@@ -2,7 +2,8 @@
  * The one pipeline every call goes through, whatever the protocol:
  * authenticate → read the request → validate it against the proto rules →
  * the domain call (which authorizes and acts). Metrics and the logging of
- * unexpected errors happen here too, so the JSON gateway and the RPC router
+ * unexpected errors happen here too (an outage of Redis or the backend is
+ * logged once by its adapter, not once per failed call), so the JSON gateway and the RPC router
  * only translate bytes in and out.
  */
 import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
@@ -106,10 +107,8 @@ export class CallPipeline {
         "request failed unexpectedly",
       );
     } else if (p.kind === "unavailable" || p.kind === "deadline_exceeded") {
-      this.logger.warn(
-        { err: (e as Failure).cause ?? e, requestId: ctx.requestId, rpc: op.method.name },
-        `request failed: ${p.kind}`,
-      );
+      // The adapter that failed logs the outage once (and its end); each call is counted in metrics.
+      this.logger.debug({ requestId: ctx.requestId, rpc: op.method.name, reason: p.message }, `call failed: ${p.kind}`);
     }
     return p.code;
   }
