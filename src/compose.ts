@@ -27,6 +27,8 @@ export interface ServiceOptions extends ListenOptions {
   readonly corsOrigins: readonly string[];
   /** Process-wide metrics (GC, memory) only for the real process, not for every test server. */
   readonly collectDefaultMetrics?: boolean;
+  /** `/metrics` on a port of its own (METRICS_PORT). */
+  readonly metricsPort?: number;
 }
 
 export function startService(o: ServiceOptions): Promise<Server> {

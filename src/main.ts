@@ -36,8 +36,12 @@ async function main(): Promise<void> {
     maxBodyBytes: config.maxBodyBytes,
     corsOrigins: config.corsOrigins,
     collectDefaultMetrics: true,
+    ...(config.metricsPort === undefined ? {} : { metricsPort: config.metricsPort }),
   });
-  logger.info({ url: server.url, demo: config.demo, store: config.redis?.mode ?? "memory" }, "boardline is listening");
+  logger.info(
+    { url: server.url, metricsPort: server.metricsPort, demo: config.demo, store: config.redis?.mode ?? "memory" },
+    "boardline is listening",
+  );
   if (seed !== undefined && key.kind === "secret") await announceDemo(config, server, store, seed, key.secret);
   stopOnSignals(config, logger, async () => {
     await server.shutdown(config.shutdownGraceMs);

@@ -21,6 +21,8 @@ export interface Config {
   readonly demo: boolean;
   readonly host: string;
   readonly port: number;
+  /** Where `/metrics` is served apart from `PORT`; undefined: on `PORT`. */
+  readonly metricsPort: number | undefined;
   readonly redis: RedisConfig | undefined;
   readonly redisKeyPrefix: string;
   readonly redisCommandTimeoutMs: number;
@@ -68,6 +70,7 @@ export function loadConfig(env: Env = process.env): Config {
     demo,
     host: demo && !isSet(env, "HOST") ? DEMO_HOST : readText(env, "HOST"),
     port: readInteger(env, "PORT"),
+    metricsPort: isSet(env, "METRICS_PORT") ? readInteger(env, "METRICS_PORT") : undefined,
     redis: redisSettings.redis,
     redisKeyPrefix: redisSettings.keyPrefix,
     redisCommandTimeoutMs: redisSettings.commandTimeoutMs,

@@ -93,6 +93,15 @@ export const VARIABLES = {
     max: 65535,
     meaning: "the one port for every protocol (0 = any free port)",
   },
+  METRICS_PORT: {
+    kind: "integer",
+    default: 0,
+    defaultNote: "— (`/metrics` on `PORT`)",
+    min: 0,
+    max: 65535,
+    meaning:
+      "serve `GET /metrics` (and `/healthz`, `/readyz`) on this port of `HOST` instead of on `PORT`, to keep it off the public port (0 = any free port)",
+  },
   HOST: {
     kind: "text",
     default: "0.0.0.0",

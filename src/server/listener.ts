@@ -6,7 +6,7 @@
  * `dispatch.request` (dispatch.ts).
  *
  * The boring production details are on by default: deadlines for the first
- * bytes, the request headers, the whole request and (HTTP/2, h2-deadlines.ts)
+ * bytes, the request headers, the whole request and (HTTP/2, h2-session-guard.ts)
  * a client that will not take its answer or keeps an idle session; a header
  * size limit; and a graceful shutdown (drain.ts).
  */
@@ -19,7 +19,7 @@ import { sniff } from "./connection-sniffer.js";
 import type { Dispatch } from "./dispatch.js";
 import { Drain } from "./drain.js";
 import { inTurn } from "./h1-pipelining.js";
-import { guardSession, type H2Deadlines } from "./h2-deadlines.js";
+import { guardSession, type H2Deadlines } from "./h2-session-guard.js";
 import type { NodeRequest, NodeResponse } from "./node-http.js";
 
 export interface ListenOptions {
@@ -65,12 +65,15 @@ export async function listen(options: ListenOptions, dispatch: Dispatch): Promis
       responseMs: options.responseTimeoutMs ?? 10_000,
       idleMs: options.idleTimeoutMs ?? 60_000,
       goawayMs: 1_000,
+      resetBurst: 100,
+      resetsPerSecond: 20,
     },
   };
   const drain = new Drain();
   const onRequest = (req: NodeRequest, res: NodeResponse) => {
     drain.request(req, res);
-    inTurn(req, res, () => dispatch.request(req, res));
+    if (req.httpVersionMajor === 1) inTurn(req, res, () => dispatch.request(req, res));
+    else afterPendingResets(req as http2.Http2ServerRequest, () => dispatch.request(req, res));
   };
   const servers =
     options.tls === undefined
@@ -182,6 +185,18 @@ function secureServer(
   // Node's secure HTTP/2 server has it (for its HTTP/1.1 fallback); @types/node 20 does not say so.
   const closeIdle = () => (secure as unknown as { closeIdleConnections(): void }).closeIdleConnections();
   return { outer: secure, closeIdle, closeAll: () => {} };
+}
+
+/**
+ * Runs an HTTP/2 request one turn later, and not at all when its stream is
+ * already gone: a client resetting streams as fast as it opens them (rapid
+ * reset) usually sends the RST_STREAM in the same packet as the HEADERS, so
+ * the reset stream costs the compatibility layer's objects, never a route.
+ */
+function afterPendingResets(req: http2.Http2ServerRequest, run: () => void): void {
+  setImmediate(() => {
+    if (!req.stream.closed && !req.stream.destroyed) run();
+  });
 }
 
 function onSession(session: http2.ServerHttp2Session, l: Limits, drain: Drain): void {

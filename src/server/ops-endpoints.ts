@@ -9,16 +9,18 @@ import type { Metrics } from "./metrics.js";
 import { type Answer, type NodeRequest, type NodeResponse, reply } from "./node-http.js";
 
 export interface OpsEndpointsOptions {
-  readonly metrics: Metrics;
+  /** Serve `/metrics` here; undefined when it is served on a port of its own. */
+  readonly metrics: Metrics | undefined;
   /** Resolves true when the store answers and the server is not draining. */
   readonly ready: () => Promise<boolean>;
   readonly logger: Logger;
 }
 
 export class OpsEndpoints {
-  private readonly answers: ReadonlyMap<string, () => Promise<Answer>>;
+  private readonly answers: Map<string, () => Promise<Answer>>;
 
   constructor(private readonly o: OpsEndpointsOptions) {
+    const metrics = o.metrics;
     this.answers = new Map<string, () => Promise<Answer>>([
       ["/healthz", async () => ({ status: 200, body: '{"status":"ok"}' })],
       [
@@ -28,14 +30,13 @@ export class OpsEndpoints {
             ? { status: 200, body: '{"status":"ready"}' }
             : { status: 503, body: '{"status":"unavailable","reason":"the store does not answer"}' },
       ],
-      [
-        "/metrics",
-        async () => {
-          const m = await o.metrics.render();
-          return { status: 200, body: m.body, contentType: m.contentType };
-        },
-      ],
     ]);
+    if (metrics !== undefined) {
+      this.answers.set("/metrics", async () => {
+        const m = await metrics.render();
+        return { status: 200, body: m.body, contentType: m.contentType };
+      });
+    }
   }
 
   has(path: string): boolean {

@@ -24,6 +24,7 @@ import { JsonGateway } from "./json-gateway.js";
 import { type ListenOptions, listen, type RunningServer } from "./listener.js";
 import { Metrics } from "./metrics.js";
 import { OpsEndpoints } from "./ops-endpoints.js";
+import { listenOps } from "./ops-listener.js";
 import { registerReflection } from "./reflection.js";
 import { RpcRouter } from "./rpc-router.js";
 import type { ServedMethod } from "./served-methods.js";
@@ -38,10 +39,14 @@ export interface ServerOptions extends ListenOptions {
   readonly corsOrigins: readonly string[];
   /** Process-wide metrics (GC, memory) only for the real process, not for every test server. */
   readonly collectDefaultMetrics?: boolean;
+  /** Serve `/metrics` (and `/healthz`, `/readyz`) on this port of `host` instead of the main one. */
+  readonly metricsPort?: number;
 }
 
 export interface Server extends RunningServer {
   readonly metrics: Metrics;
+  /** The port `/metrics` is served on (the main port unless `metricsPort` was given). */
+  readonly metricsPort: number;
 }
 
 export async function startServer(o: ServerOptions): Promise<Server> {
@@ -82,16 +87,21 @@ export async function startServer(o: ServerOptions): Promise<Server> {
     fastPath: new GrpcFastPath({ methods: o.methods, pipeline, maxBodyBytes: o.maxBodyBytes }),
     gateway: new JsonGateway(o.methods, pipeline, o.maxBodyBytes),
     rpc,
-    ops: new OpsEndpoints({ metrics, ready, logger: o.logger }),
+    ops: new OpsEndpoints({ metrics: o.metricsPort === undefined ? metrics : undefined, ready, logger: o.logger }),
     cors: new Cors(o.corsOrigins),
     logger: o.logger,
   });
   // 128 KiB of headers: room for a large (even hostile) bearer token to be
   // refused with a proper 401 rather than a bare 431.
   const running = await listen({ maxHeaderBytes: 128 * 1024, ...o }, dispatch);
+  const opsPort =
+    o.metricsPort === undefined
+      ? undefined
+      : await listenOps(o.host, o.metricsPort, new OpsEndpoints({ metrics, ready, logger: o.logger }));
   return {
     ...running,
     metrics,
+    metricsPort: opsPort?.port ?? running.port,
     async shutdown(graceMs: number) {
       draining.abort();
       const cutOff = setTimeout(() => cancelCalls.abort(), graceMs);
@@ -100,6 +110,7 @@ export async function startServer(o: ServerOptions): Promise<Server> {
       } finally {
         clearTimeout(cutOff);
         cancelCalls.abort();
+        await opsPort?.close();
       }
     },
   };

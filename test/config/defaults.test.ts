@@ -10,6 +10,7 @@ describe("defaults", () => {
       demo: false,
       host: "0.0.0.0",
       port: 8080,
+      metricsPort: undefined,
       redis: undefined,
       redisKeyPrefix: "bl:",
       redisCommandTimeoutMs: 1000,
@@ -30,6 +31,12 @@ describe("defaults", () => {
       guessLimit: { attempts: 10, windowSeconds: 60 },
       passphraseCacheMs: 1000,
     });
+  });
+
+  it("METRICS_PORT moves /metrics to a port of its own; unset, it stays on PORT", () => {
+    expect(loadConfig({ JWT_SECRET: SECRET, METRICS_PORT: "9100" }).metricsPort).toBe(9100);
+    expect(loadConfig({ JWT_SECRET: SECRET, METRICS_PORT: "0" }).metricsPort).toBe(0);
+    expect(loadConfig({ JWT_SECRET: SECRET }).metricsPort).toBeUndefined();
   });
 
   it("with nothing set: the demo, on 127.0.0.1, with the bundled simulator and a random secret", () => {

@@ -67,6 +67,8 @@ export interface BoardlineOptions {
   readonly headersTimeoutMs?: number;
   /** The other transport deadlines (src/server/listener.ts), when a test needs them short. */
   readonly deadlines?: Pick<ListenOptions, "requestTimeoutMs" | "responseTimeoutMs" | "idleTimeoutMs">;
+  /** Serve /metrics on a port of its own (0 = any free port). */
+  readonly metricsPort?: number;
   /** Replaces the HS256 authenticator (e.g. a JWKS one for attack tests). */
   readonly authenticator?: Authenticator;
   /** Key prefix (default: a fresh `uniquePrefix`); e.g. to read records the CLI wrote. */
@@ -138,6 +140,7 @@ async function startInstance(shared: Shared, o: InstanceOptions, logger: Logger)
     ...(o.tls === undefined ? {} : { tls: o.tls }),
     ...(o.headersTimeoutMs === undefined ? {} : { headersTimeoutMs: o.headersTimeoutMs }),
     ...o.deadlines,
+    ...(o.metricsPort === undefined ? {} : { metricsPort: o.metricsPort }),
     store: shared.store,
     authenticator:
       o.authenticator ??

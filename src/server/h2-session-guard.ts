@@ -1,5 +1,5 @@
 /**
- * Deadlines for HTTP/2 clients that never finish — what Node gives HTTP/1.1
+ * Deadlines and a reset limit for HTTP/2 clients — what Node gives HTTP/1.1
  * (headersTimeout, requestTimeout) and not HTTP/2, where a session lives as
  * long as its client keeps sending bytes:
  *
@@ -12,7 +12,10 @@
  * - a session with no open stream for `idleMs` gets GOAWAY — bytes alone do
  *   not keep it alive, so headers trickled between requests are bounded too;
  * - a session told to go away (idle here, or at shutdown) with nothing left
- *   open is destroyed `goawayMs` later if its client keeps the socket open.
+ *   open is destroyed `goawayMs` later if its client keeps the socket open;
+ * - a client may reset `resetBurst` streams at once and `resetsPerSecond`
+ *   after that; past it (rapid reset) the session ends with GOAWAY
+ *   ENHANCE_YOUR_CALM.
  *
  * One sweep per session (an unref'd interval) checks its streams, so a
  * request pays for two Map operations, not for timers.
@@ -25,7 +28,12 @@ export interface H2Deadlines {
   readonly responseMs: number;
   readonly idleMs: number;
   readonly goawayMs: number;
+  readonly resetBurst: number;
+  readonly resetsPerSecond: number;
 }
+
+/** Streams this server reset itself (a deadline), which do not count as the client's resets. */
+const ourResets = new WeakSet<http2.ServerHttp2Stream>();
 
 interface StreamTimes {
   readonly openedAt: number;
@@ -57,8 +65,12 @@ export function guardSession(session: http2.ServerHttp2Session, d: H2Deadlines):
   const timer = setInterval(sweep, tickMs);
   timer.unref();
   session.once("close", () => clearInterval(timer));
+  const resets = resetBucket(session, d);
   session.on("stream", (stream: http2.ServerHttp2Stream) => {
     everHadStream = true;
+    stream.once("aborted", () => {
+      if (!ourResets.has(stream)) resets();
+    });
     streams.set(stream, { openedAt: performance.now(), answeredAt: undefined });
     stream.once("close", () => {
       streams.delete(stream);
@@ -71,10 +83,30 @@ function expireStream(stream: http2.ServerHttp2Stream, t: StreamTimes, now: numb
   if (stream.destroyed) return;
   const requestDone = stream.state.remoteClose === 1;
   if (!requestDone && now - t.openedAt >= d.requestMs) {
-    stream.close(http2.constants.NGHTTP2_CANCEL);
+    reset(stream);
     return;
   }
   if (!stream.writableEnded) return;
   t.answeredAt ??= now;
-  if (now - t.answeredAt >= d.responseMs) stream.close(http2.constants.NGHTTP2_CANCEL);
+  if (now - t.answeredAt >= d.responseMs) reset(stream);
+}
+
+function reset(stream: http2.ServerHttp2Stream): void {
+  ourResets.add(stream);
+  stream.close(http2.constants.NGHTTP2_CANCEL);
+}
+
+/** Counts one client reset; ends the session once the client resets faster than allowed. */
+function resetBucket(session: http2.ServerHttp2Session, d: H2Deadlines): () => void {
+  let tokens = d.resetBurst;
+  let at = performance.now();
+  return () => {
+    const now = performance.now();
+    tokens = Math.min(d.resetBurst, tokens + ((now - at) * d.resetsPerSecond) / 1000) - 1;
+    at = now;
+    if (tokens >= 0 || session.destroyed || session.closed) return;
+    session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    session.close(); // no new streams; the GOAWAY goes out first
+    setTimeout(() => session.destroy(), 100).unref();
+  };
 }

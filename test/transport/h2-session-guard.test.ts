@@ -1,5 +1,5 @@
 /**
- * HTTP/2 clients that never finish are cut off (src/server/h2-deadlines.ts):
+ * HTTP/2 clients that never finish are cut off (src/server/h2-session-guard.ts):
  * headers trickled at the start of a session or between requests, a stream
  * whose body never comes, a client that advertises a zero window and never
  * reads its answer — and the session is then closed, not just sent GOAWAY.
@@ -133,6 +133,45 @@ describe("HTTP/2 deadlines", () => {
         expect((await h2(session, "/healthz")).status).toBe(200);
         await sleep(IDLE_MS / 3);
       }
+    } finally {
+      session.close();
+    }
+  });
+
+  test("a client resetting streams faster than allowed (rapid reset) gets GOAWAY ENHANCE_YOUR_CALM", async () => {
+    const token = await bl.token();
+    const session = await h2connect(bl.url);
+    const goaway = new Promise<number>((resolve) => session.once("goaway", (code: number) => resolve(code)));
+    const closed = new Promise<void>((resolve) => session.once("close", () => resolve()));
+    for (let i = 0; i < 300 && !session.destroyed && !session.closed; i++) {
+      const s = session.request({
+        ":method": "POST",
+        ":path": RPC_PATHS.mute,
+        "content-type": "application/proto",
+        authorization: `Bearer ${token}`,
+      });
+      s.on("error", () => {});
+      s.close(http2.constants.NGHTTP2_CANCEL);
+      if (i % 20 === 0) await sleep(1);
+    }
+    expect(await goaway).toBe(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    await closed;
+    // Other clients are served as before.
+    const other = await h2connect(bl.url);
+    expect((await h2(other, "/healthz")).status).toBe(200);
+    other.close();
+  });
+
+  test("a client that cancels a few calls keeps its session", async () => {
+    const session = await h2connect(bl.url);
+    try {
+      for (let i = 0; i < 30; i++) {
+        const s = session.request({ ":method": "POST", ":path": RPC_PATHS.mute, "content-type": "application/proto" });
+        s.on("error", () => {});
+        s.close(http2.constants.NGHTTP2_CANCEL);
+      }
+      await sleep(100);
+      expect((await h2(session, "/healthz")).status).toBe(200);
     } finally {
       session.close();
     }
