@@ -6,7 +6,8 @@
  *        │ no: Node's compatibility layer makes it a request
  *        ▼
  *   request (HTTP/1.1 or HTTP/2) ─► X-Request-Id, CORS (preflights end here)
- *        ├─ a JSON route (google.api.http)      ─► JSON gateway (json-gateway.ts)
+ *        ├─ a JSON route (google.api.http; json-routes.ts) ─► JSON gateway (json-gateway.ts),
+ *        │                                          or 405 for a known path with another method
  *        ├─ an RPC path (/pkg.Service/Method)   ─► connect-es: Connect, gRPC-Web, other gRPC,
  *        │                                          health, reflection (rpc-router.ts)
  *        ├─ /healthz, /readyz, /metrics         ─► ops-endpoints.ts
@@ -52,9 +53,11 @@ export function createDispatch(t: DispatchTargets): Dispatch {
       if (t.cors.apply(req, res)) return;
 
       const path = pathOf(req.url ?? "/");
-      const route = t.gateway.route(path);
-      if (route !== undefined) {
-        t.gateway.handle(route, req, res, requestId).catch((e: unknown) => {
+      const json = t.gateway.match(req.method ?? "GET", path);
+      if (json !== undefined && "allow" in json) {
+        reply(res, transportError({ kind: "method_not_allowed", allow: json.allow }));
+      } else if (json !== undefined) {
+        t.gateway.handle(json, req, res, requestId).catch((e: unknown) => {
           t.logger.error({ err: e, requestId }, "request failed unexpectedly");
           reply(res, toJsonError(e));
         });

@@ -1,84 +1,55 @@
 /**
- * The JSON routes, derived at start-up from the `google.api.http` annotations
- * in the protos — there is no second route table. Only the form the contract
- * uses is supported (`post: "/path"` with `body: "*"`, no path variables);
- * anything else in an annotation stops start-up.
- *
- * A request here: method → Content-Type → body size → (call pipeline: auth →
- * JSON → validation → domain call) → snake_case JSON, or the error table's
- * JSON body.
+ * The JSON routes (json-routes.ts reads them off the `google.api.http`
+ * annotations). A request here: Content-Type → body size (for a route with a
+ * body) → (call pipeline: auth → the request from the JSON body and the path
+ * variables → validation → domain call) → snake_case JSON, or the error
+ * table's JSON body.
  */
-import { getOption, hasOption, toJsonString } from "@bufbuild/protobuf";
-import { http } from "../../gen/google/api/annotations_pb.js";
+import { toJsonString } from "@bufbuild/protobuf";
 import { CallCancellation } from "./call-cancellation.js";
 import type { CallPipeline } from "./call-pipeline.js";
 import { toJsonError, transportError } from "./error-table.js";
-import { parseJsonRequest } from "./json-request.js";
+import { parseJsonRequest, requestFromPath } from "./json-request.js";
+import { JsonRouteTable, type RouteMatch } from "./json-routes.js";
 import { firstHeader, type NodeRequest, type NodeResponse, reply } from "./node-http.js";
 import { readBody } from "./read-body.js";
 import type { ServedMethod } from "./served-methods.js";
 
 const JSON_CONTENT_TYPE = /^application\/json\s*(;|$)/i;
 
-export interface JsonRoute {
-  readonly path: string;
-  readonly served: ServedMethod;
-}
-
-/** Reads the routes off the annotations. Throws on an annotation this gateway cannot honour. */
-function jsonRoutes(methods: readonly ServedMethod[]): Map<string, JsonRoute> {
-  const routes = new Map<string, JsonRoute>();
-  for (const served of methods) {
-    if (!hasOption(served.method, http)) continue;
-    const rule = getOption(served.method, http);
-    const where = `${served.method.parent.typeName}.${served.method.name}`;
-    if (rule.pattern.case !== "post" || rule.body !== "*" || rule.additionalBindings.length > 0) {
-      throw new Error(`${where}: only google.api.http { post: "…" body: "*" } is supported`);
-    }
-    const path = rule.pattern.value;
-    if (!/^\/[A-Za-z0-9/_.-]*$/.test(path)) throw new Error(`${where}: path variables are not supported: ${path}`);
-    if (routes.has(path)) throw new Error(`${where}: duplicate route ${path}`);
-    routes.set(path, { path, served });
-  }
-  return routes;
-}
+type BodyRead = { readonly kind: "ok"; readonly bytes: Uint8Array | undefined } | { readonly kind: "answered" };
 
 export class JsonGateway {
-  private readonly routes: Map<string, JsonRoute>;
+  private readonly routes: JsonRouteTable;
 
   constructor(
     methods: readonly ServedMethod[],
     private readonly pipeline: CallPipeline,
     private readonly maxBodyBytes: number,
   ) {
-    this.routes = jsonRoutes(methods);
+    this.routes = JsonRouteTable.fromAnnotations(methods);
   }
 
-  route(path: string): JsonRoute | undefined {
-    return this.routes.get(path);
+  /** The route for the request; `{ allow }` for a known path with another method; undefined: not a JSON route. */
+  match(method: string, path: string): ReturnType<JsonRouteTable["match"]> {
+    return this.routes.match(method, path);
   }
 
-  async handle(route: JsonRoute, req: NodeRequest, res: NodeResponse, requestId: string): Promise<void> {
-    if (req.method !== "POST") return reply(res, transportError({ kind: "method_not_allowed", allow: ["POST"] }));
-    if (!JSON_CONTENT_TYPE.test(req.headers["content-type"] ?? "")) {
-      return reply(res, transportError({ kind: "unsupported_media_type" }));
-    }
-    const body = await readBody(req, this.maxBodyBytes);
-    if (body.kind === "too-large") {
-      // Unread bytes may still be on the wire: do not reuse an HTTP/1.1 connection.
-      if (req.httpVersionMajor === 1) res.setHeader("connection", "close");
-      return reply(res, transportError({ kind: "body_too_large", limit: this.maxBodyBytes }));
-    }
-    if (body.kind === "aborted") return;
+  async handle(found: RouteMatch, req: NodeRequest, res: NodeResponse, requestId: string): Promise<void> {
+    const body = await this.readBody(found, req, res);
+    if (body.kind === "answered") return;
     const cancellation = new CallCancellation();
     const onClose = () => cancellation.abort();
     res.once("close", onClose);
-    const { method } = route.served;
+    const { method } = found.route.served;
     try {
       const output = await this.pipeline.run(
-        route.served,
+        found.route.served,
         { protocol: "json", authorization: firstHeader(req.headers.authorization), requestId, cancellation },
-        () => parseJsonRequest(method.input, body.bytes),
+        () =>
+          body.bytes === undefined
+            ? requestFromPath(method.input, found.params)
+            : parseJsonRequest(method.input, body.bytes, found.params),
       );
       reply(res, {
         status: 200,
@@ -89,5 +60,26 @@ export class JsonGateway {
     } finally {
       res.off("close", onClose);
     }
+  }
+
+  /** The JSON body of a route that has one (Content-Type and size checked); none for GET and DELETE. */
+  private async readBody(found: RouteMatch, req: NodeRequest, res: NodeResponse): Promise<BodyRead> {
+    if (!found.route.hasBody) {
+      req.resume(); // a body sent anyway is not read
+      return { kind: "ok", bytes: undefined };
+    }
+    if (!JSON_CONTENT_TYPE.test(req.headers["content-type"] ?? "")) {
+      reply(res, transportError({ kind: "unsupported_media_type" }));
+      return { kind: "answered" };
+    }
+    const body = await readBody(req, this.maxBodyBytes);
+    if (body.kind === "too-large") {
+      // Unread bytes may still be on the wire: do not reuse an HTTP/1.1 connection.
+      if (req.httpVersionMajor === 1) res.setHeader("connection", "close");
+      reply(res, transportError({ kind: "body_too_large", limit: this.maxBodyBytes }));
+      return { kind: "answered" };
+    }
+    if (body.kind === "aborted") return { kind: "answered" };
+    return { kind: "ok", bytes: body.bytes };
   }
 }

@@ -4,7 +4,7 @@
  * (Connect, gRPC-Web and gRPC with the JSON codec), so a body gets the same
  * 611 message whichever way it arrives.
  */
-import type { DescMessage, JsonValue, MessageShape } from "@bufbuild/protobuf";
+import type { DescMessage, JsonObject, JsonValue, MessageShape } from "@bufbuild/protobuf";
 import { fromJson } from "@bufbuild/protobuf";
 import { isFieldError } from "@bufbuild/protobuf/reflect";
 import { Failure } from "../services/failure.js";
@@ -20,8 +20,15 @@ export function decodeUtf8(bytes: Uint8Array): string {
   }
 }
 
-/** Throws `Failure("invalid")` naming what is wrong. Unknown fields are ignored. */
-export function parseJsonRequest<I extends DescMessage>(input: I, bytes: Uint8Array): MessageShape<I> {
+/**
+ * Throws `Failure("invalid")` naming what is wrong. Unknown fields are ignored.
+ * Path variables (`params`, from the route) take precedence over the body.
+ */
+export function parseJsonRequest<I extends DescMessage>(
+  input: I,
+  bytes: Uint8Array,
+  params: Readonly<Record<string, string>> = {},
+): MessageShape<I> {
   const text = decodeUtf8(bytes);
   let json: JsonValue;
   try {
@@ -32,6 +39,18 @@ export function parseJsonRequest<I extends DescMessage>(input: I, bytes: Uint8Ar
   if (json === null || typeof json !== "object" || Array.isArray(json)) {
     throw new Failure("invalid", { detail: "the body must be a JSON object" });
   }
+  return fromJsonObject(input, Object.keys(params).length === 0 ? json : { ...json, ...params });
+}
+
+/** The request of a route without a body (GET, DELETE): its path variables, as string fields. */
+export function requestFromPath<I extends DescMessage>(
+  input: I,
+  params: Readonly<Record<string, string>>,
+): MessageShape<I> {
+  return fromJsonObject(input, { ...params });
+}
+
+function fromJsonObject<I extends DescMessage>(input: I, json: JsonObject): MessageShape<I> {
   try {
     return fromJson(input, json, { ignoreUnknownFields: true });
   } catch (e) {

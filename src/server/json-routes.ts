@@ -1,0 +1,159 @@
+/**
+ * The JSON route table, read off the methods' `google.api.http` annotations —
+ * there is no second route table. What it supports is what the contract uses
+ * and nothing a reader could misread:
+ *
+ * - `get`, `post`, `put`, `patch`, `delete` (no `custom`, no additional bindings);
+ * - a path of literal segments (`[A-Za-z0-9._-]`, a custom verb like `:watch`
+ *   allowed at the end) and single-segment variables `{field}` naming a field
+ *   of the request message (no `{field=pattern}`);
+ * - `body: "*"` for a method with a body (POST, PUT, PATCH); none for GET and
+ *   DELETE, whose request comes from the path variables alone.
+ *
+ * Anything else in an annotation stops start-up with the method's name.
+ */
+import { getOption, hasOption } from "@bufbuild/protobuf";
+import { http } from "../../gen/google/api/annotations_pb.js";
+import type { HttpRule } from "../../gen/google/api/http_pb.js";
+import type { ServedMethod } from "./served-methods.js";
+
+export interface JsonRoute {
+  readonly httpMethod: string;
+  /** The annotation's path, e.g. `/v1/whiteboard/fileconvert/{task_uuid}`. */
+  readonly template: string;
+  readonly served: ServedMethod;
+  /** Whether the request message is the JSON body (else: the path variables). */
+  readonly hasBody: boolean;
+}
+
+/** A route found for a request, with its path variables (field name → decoded value). */
+export interface RouteMatch {
+  readonly route: JsonRoute;
+  readonly params: Readonly<Record<string, string>>;
+}
+
+type Segment = { readonly literal: string } | { readonly field: string };
+
+interface Compiled {
+  readonly route: JsonRoute;
+  readonly segments: readonly Segment[];
+}
+
+const LITERAL = /^[A-Za-z0-9._-]+(:[A-Za-z0-9._-]+)?$/;
+const VARIABLE = /^\{([a-z][a-z0-9_]*)\}$/;
+const WITH_BODY = new Set(["POST", "PUT", "PATCH"]);
+
+export class JsonRouteTable {
+  /** Paths without variables, looked up whole (every route of today's mute and convert). */
+  private readonly exact = new Map<string, Map<string, JsonRoute>>();
+  private readonly templated: Compiled[] = [];
+
+  /** The routes of the methods' `google.api.http` annotations. */
+  static fromAnnotations(methods: readonly ServedMethod[]): JsonRouteTable {
+    return new JsonRouteTable(
+      methods.filter((m) => hasOption(m.method, http)).map((m) => ({ served: m, rule: getOption(m.method, http) })),
+    );
+  }
+
+  constructor(rules: ReadonlyArray<{ readonly served: ServedMethod; readonly rule: HttpRule }>) {
+    for (const { served, rule } of rules) this.add(compile(served, rule));
+  }
+
+  /**
+   * The route for `method` and `path`; `{ allow }` when the path is known but
+   * not with that method; undefined for a path no route has.
+   */
+  match(method: string, path: string): RouteMatch | { readonly allow: readonly string[] } | undefined {
+    const byMethod = this.exact.get(path);
+    if (byMethod !== undefined) {
+      const route = byMethod.get(method);
+      return route === undefined ? { allow: [...byMethod.keys()] } : { route, params: {} };
+    }
+    const parts = path.split("/");
+    const allow: string[] = [];
+    for (const c of this.templated) {
+      const params = bind(c.segments, parts);
+      if (params === undefined) continue;
+      if (c.route.httpMethod === method) return { route: c.route, params };
+      allow.push(c.route.httpMethod);
+    }
+    return allow.length > 0 ? { allow } : undefined;
+  }
+
+  private add(c: Compiled): void {
+    const where = `${c.route.served.method.parent.typeName}.${c.route.served.method.name}`;
+    if (c.segments.every((s) => "literal" in s)) {
+      const byMethod = this.exact.get(c.route.template) ?? new Map<string, JsonRoute>();
+      if (byMethod.has(c.route.httpMethod)) throw new Error(`${where}: duplicate route ${c.route.template}`);
+      byMethod.set(c.route.httpMethod, c.route);
+      this.exact.set(c.route.template, byMethod);
+      return;
+    }
+    const clash = this.templated.find(
+      (o) => o.route.httpMethod === c.route.httpMethod && sameShape(o.segments, c.segments),
+    );
+    if (clash !== undefined) throw new Error(`${where}: duplicate route ${c.route.template}`);
+    this.templated.push(c);
+  }
+}
+
+function compile(served: ServedMethod, rule: HttpRule): Compiled {
+  const where = `${served.method.parent.typeName}.${served.method.name}`;
+  const { pattern } = rule;
+  if (pattern.case === undefined || pattern.case === "custom" || rule.additionalBindings.length > 0) {
+    throw new Error(`${where}: only get/post/put/patch/delete with one path is supported`);
+  }
+  const httpMethod = pattern.case.toUpperCase();
+  const hasBody = WITH_BODY.has(httpMethod);
+  if (rule.body !== (hasBody ? "*" : "")) {
+    throw new Error(`${where}: ${httpMethod} needs body: ${hasBody ? '"*"' : "none"} (got "${rule.body}")`);
+  }
+  const template = pattern.value;
+  if (!template.startsWith("/")) throw new Error(`${where}: the path must start with "/": ${template}`);
+  const segments = template
+    .slice(1)
+    .split("/")
+    .map((part): Segment => {
+      if (LITERAL.test(part)) return { literal: part };
+      const v = VARIABLE.exec(part);
+      if (v === null) throw new Error(`${where}: unsupported path segment "${part}"`);
+      const field = v[1] as string;
+      if (served.method.input.fields.find((f) => f.name === field) === undefined) {
+        throw new Error(`${where}: {${field}} is not a field of ${served.method.input.typeName}`);
+      }
+      return { field };
+    });
+  return { route: { httpMethod, template, served, hasBody }, segments };
+}
+
+/** The path variables when `parts` (the path split at "/", with its leading empty part) fits the segments. */
+function bind(segments: readonly Segment[], parts: readonly string[]): Record<string, string> | undefined {
+  if (parts.length !== segments.length + 1 || parts[0] !== "") return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < segments.length; i++) {
+    const s = segments[i] as Segment;
+    const part = parts[i + 1] as string;
+    if ("literal" in s) {
+      if (part !== s.literal) return undefined;
+      continue;
+    }
+    let value: string;
+    try {
+      value = decodeURIComponent(part);
+    } catch {
+      return undefined;
+    }
+    if (value === "") return undefined;
+    params[s.field] = value;
+  }
+  return params;
+}
+
+/** Two templates that match the same paths (literals equal, variables anywhere the other has one). */
+function sameShape(a: readonly Segment[], b: readonly Segment[]): boolean {
+  if (a.length !== b.length) return false;
+  return a.every((s, i) => {
+    const o = b[i] as Segment;
+    return "literal" in s ? "literal" in o && o.literal === s.literal : !("literal" in o);
+  });
+}
