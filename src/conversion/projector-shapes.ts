@@ -37,19 +37,13 @@ export function parseProjectorState(text: string): ConversionState | undefined {
   const { uuid, type, status, convertedPercentage, pageCount, prefix } = value;
   if (!isStatus(status)) return undefined;
   if ((uuid !== undefined && !isUuid(uuid)) || (type !== undefined && !isConversionType(type))) return undefined;
-  if (convertedPercentage !== undefined && !isFiniteNumber(convertedPercentage)) return undefined;
-  if (pageCount !== undefined && pageCount !== null && !isCount(pageCount)) return undefined;
-  const readPrefix = prefix === undefined || prefix === null || prefix === "" ? undefined : prefix;
+  if (!isAbsent(pageCount) && !isCount(pageCount)) return undefined;
+  const percent = readPercent(convertedPercentage, status);
+  const readPrefix = isAbsent(prefix) || prefix === "" ? undefined : prefix;
   if (readPrefix !== undefined && !isHttpUrl(readPrefix)) return undefined;
   const pages = readPages(value.images, value.previews);
   const failedReason = status === "Fail" ? describeError(value.errorCode, value.errorMessage) : undefined;
-  if (pages === undefined || failedReason === null) return undefined;
-  const percent =
-    convertedPercentage === undefined
-      ? status === "Finished"
-        ? 100
-        : 0
-      : Math.min(100, Math.max(0, convertedPercentage));
+  if (percent === undefined || pages === undefined || failedReason === null) return undefined;
   return {
     status,
     percent,
@@ -65,6 +59,13 @@ export function parseCancelAcknowledgement(text: string): { readonly success: bo
   const value = parseObject(text);
   if (value === undefined || value.status !== undefined || typeof value.success !== "boolean") return undefined;
   return { success: value.success };
+}
+
+/** `convertedPercentage` kept within 0–100 (when absent: 100 for a finished task, else 0); undefined when no number. */
+function readPercent(value: unknown, status: ConversionStatus): number | undefined {
+  if (isAbsent(value)) return status === "Finished" ? 100 : 0;
+  if (typeof value !== "number" || !Number.isFinite(value)) return undefined;
+  return Math.min(100, Math.max(0, value));
 }
 
 /** Static `images` and dynamic `previews`, merged by page number and sorted; undefined when malformed. */
@@ -100,20 +101,16 @@ function entries(map: unknown): [number | undefined, unknown][] {
 
 /** "message (error code)" from a failed task's fields; undefined when it has neither, null when malformed. */
 function describeError(code: unknown, message: unknown): string | undefined | null {
-  if (code !== undefined && typeof code !== "string" && typeof code !== "number") return null;
-  if (message !== undefined && typeof message !== "string") return null;
-  const codeText = code === undefined || code === "" ? undefined : `error ${String(code)}`;
-  const messageText = message === undefined || message === "" ? undefined : message;
+  if (!isAbsent(code) && typeof code !== "string" && typeof code !== "number") return null;
+  if (!isAbsent(message) && typeof message !== "string") return null;
+  const codeText = typeof code === "number" || (typeof code === "string" && code !== "") ? `error ${code}` : undefined;
+  const messageText = typeof message === "string" && message !== "" ? message : undefined;
   if (messageText !== undefined && codeText !== undefined) return `${messageText} (${codeText})`;
   return messageText ?? codeText;
 }
 
 function isStatus(value: unknown): value is ConversionStatus {
   return typeof value === "string" && (STATUSES as readonly string[]).includes(value);
-}
-
-function isFiniteNumber(value: unknown): value is number {
-  return typeof value === "number" && Number.isFinite(value);
 }
 
 function isAbsent(value: unknown): boolean {

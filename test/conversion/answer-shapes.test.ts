@@ -58,6 +58,14 @@ describe("parseProjectorState", () => {
     });
     expect(parseProjectorState(json({ status: "Converting", convertedPercentage: 140 }))?.percent).toBe(100);
     expect(parseProjectorState(json({ status: "Converting", convertedPercentage: -3 }))?.percent).toBe(0);
+    // null is as good as absent.
+    const nulls = { convertedPercentage: null, pageCount: null, prefix: null, images: null, errorCode: null };
+    expect(parseProjectorState(json({ status: "Fail", errorMessage: "x", ...nulls }))).toEqual({
+      status: "Fail",
+      percent: 0,
+      pages: [],
+      failedReason: "x",
+    });
   });
 
   it("says why a task failed from its error message and code, whichever it has", () => {
