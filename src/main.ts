@@ -94,12 +94,19 @@ async function conversionBackend(
   if (baseUrl === undefined) {
     simulator = await startConversionSimulator({
       credentials: { keys: seed === undefined ? [] : [{ accessKey: seed.accessKey, secretKey: seed.secretKey }] },
+      // A demo conversion takes about 3 s: Waiting, then 3 pages, then Finished.
+      progressMs: 750,
       logger,
     });
     baseUrl = simulator.url;
   }
   return {
-    backend: new NetlessConversionClient({ baseUrl, timeoutMs: config.conversionTimeoutMs, logger }),
+    backend: new NetlessConversionClient({
+      baseUrl,
+      timeoutMs: config.conversionTimeoutMs,
+      api: config.conversionApi,
+      logger,
+    }),
     simulator,
   };
 }

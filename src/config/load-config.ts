@@ -29,6 +29,8 @@ export interface Config {
   readonly jwt: JwtSettings;
   /** Undefined in demo mode without CONVERSION_API_BASE: the bundled simulator is used. */
   readonly conversionApiBase: string | undefined;
+  /** The Netless API new conversion tasks are created on. */
+  readonly conversionApi: "projector" | "legacy";
   readonly conversionTimeoutMs: number;
   readonly corsOrigins: readonly string[];
   readonly maxBodyBytes: number;
@@ -76,6 +78,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisCommandTimeoutMs: redisSettings.commandTimeoutMs,
     jwt,
     conversionApiBase: demo && !isSet(env, "CONVERSION_API_BASE") ? undefined : readHttpUrl(env, "CONVERSION_API_BASE"),
+    conversionApi: readChoice(env, "CONVERSION_API") === "legacy" ? "legacy" : "projector",
     conversionTimeoutMs: readInteger(env, "CONVERSION_TIMEOUT_MS"),
     corsOrigins: (readList(env, "CORS_ORIGINS") ?? []).map((origin) => origin.replace(/\/$/, "")),
     maxBodyBytes: readInteger(env, "MAX_BODY_BYTES"),

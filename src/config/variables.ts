@@ -75,6 +75,7 @@ export type Variable =
   | TextVariable;
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+const CONVERSION_APIS = ["projector", "legacy"];
 
 function isOrigin(value: string): boolean {
   try {
@@ -200,6 +201,13 @@ export const VARIABLES = {
     default: "https://api.netless.link",
     defaultNote: "`https://api.netless.link` (demo: the bundled simulator)",
     meaning: "Netless conversion API",
+  },
+  CONVERSION_API: {
+    kind: "choice",
+    default: "projector",
+    values: CONVERSION_APIS,
+    meaning:
+      "the Netless conversion API new tasks are created on: `projector` (`/v5/projector/tasks`) or `legacy` (`/v5/services/conversion/tasks`); a task is always asked about on the API that created it",
   },
   CONVERSION_TIMEOUT_MS: {
     kind: "integer",

@@ -12,7 +12,7 @@ import http from "node:http";
 import https from "node:https";
 
 export interface ExchangeRequest {
-  readonly method: "GET" | "POST";
+  readonly method: "GET" | "POST" | "DELETE";
   readonly url: URL;
   readonly headers: Readonly<Record<string, string>>;
   readonly body?: string;

@@ -1,29 +1,37 @@
 /**
- * The Netless (Agora Interactive Whiteboard) legacy file-conversion REST API:
+ * The Netless (Agora Interactive Whiteboard) file-conversion REST APIs:
  *
- *   POST {base}/v5/services/conversion/tasks           → 201 {uuid, type, status}
- *   GET  {base}/v5/services/conversion/tasks/{uuid}?type=static|dynamic
- *                                                      → 200 {uuid, type, status, failedReason?, progress?}
+ *   projector  POST   {base}/v5/projector/tasks          → 201 {uuid, type, status}
+ *              GET    {base}/v5/projector/tasks/{uuid}   → 200 the task (see projector-shapes.ts)
+ *              DELETE {base}/v5/projector/tasks/{uuid}   → 200 the task, Abort
+ *   legacy     POST   {base}/v5/services/conversion/tasks                         → 201 {uuid, type, status}
+ *              GET    {base}/v5/services/conversion/tasks/{uuid}?type=static|dynamic → 200 (see legacy-shapes.ts)
  *
- * Every call carries the project's SDK token (`token` header) and data-center
- * `region`. Backend trouble becomes a `Failure` of the kind the error table
- * expects; backend bodies never reach the caller and tokens never reach the logs.
+ * New tasks go to the API the client was made with; a task is asked about on
+ * the API that created it (`ConversionTaskRef.api`). Every call carries the
+ * project's SDK token and data-center region (netless-http.ts). Backend trouble
+ * becomes a `Failure` of the kind the error table expects (answer-failures.ts);
+ * backend bodies never reach the caller and tokens never reach the logs.
  */
 import type { Logger } from "../log.js";
 import { Failure } from "../services/failure.js";
 import type {
+  ConversionApi,
   ConversionBackend,
   ConversionRequest,
+  ConversionState,
   ConversionTask,
+  ConversionTaskRef,
   ConversionType,
   Region,
   WhiteboardCredentials,
 } from "../services/ports.js";
-import { type Agents, ExchangeTimeoutError, createAgents, exchange } from "./http-exchange.js";
-import { createSdkToken } from "./netless-token.js";
-import { type ConversionTaskStatus, parseCreatedTask, parseTaskStatus } from "./task-shapes.js";
+import { failureForAnswer, isTaskNotFound, unreadableAnswer } from "./answer-failures.js";
+import { type ConversionTaskStatus, legacyState, parseLegacyCreated, parseLegacyTask } from "./legacy-shapes.js";
+import { type NetlessAnswer, NetlessHttp, type Operation } from "./netless-http.js";
+import { parseCancelAcknowledgement, parseProjectorCreated, parseProjectorState } from "./projector-shapes.js";
 
-export type { ConversionTaskStatus } from "./task-shapes.js";
+export type { ConversionTaskStatus } from "./legacy-shapes.js";
 
 export interface NetlessConversionClientOptions {
   /** E.g. `https://api.netless.link`; a path prefix is kept. */
@@ -31,6 +39,8 @@ export interface NetlessConversionClientOptions {
   /** Deadline for one whole exchange, connect to last body byte. */
   readonly timeoutMs: number;
   readonly logger: Logger;
+  /** The API new tasks are created on. Default `projector`. */
+  readonly api?: ConversionApi;
   /**
    * Lifespan of the tokens signed from an access/secret key pair. Short, so a
    * leaked token is soon worthless, yet long enough to absorb clock skew
@@ -39,19 +49,25 @@ export interface NetlessConversionClientOptions {
   readonly tokenLifespanMs?: number;
 }
 
-const TASKS_PATH = "v5/services/conversion/tasks";
+const TASKS_PATHS: Readonly<Record<ConversionApi, string>> = {
+  projector: "v5/projector/tasks",
+  legacy: "v5/services/conversion/tasks",
+};
 const DEFAULT_TOKEN_LIFESPAN_MS = 5 * 60_000;
-/** A task's status can list one URL per converted page; leave room for big decks. */
-const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 
-type Operation = "create" | "query";
+/** The state of a task the backend does not know (or no longer knows: it keeps tasks for 7 days). */
+export const TASK_NOT_FOUND_STATE: ConversionState = {
+  status: "Fail",
+  percent: 0,
+  pages: [],
+  failedReason: "not found",
+};
 
 export class NetlessConversionClient implements ConversionBackend {
-  private readonly tasksUrl: URL;
-  private readonly timeoutMs: number;
+  private readonly tasksUrls: Readonly<Record<ConversionApi, URL>>;
+  private readonly api: ConversionApi;
   private readonly logger: Logger;
-  private readonly tokenLifespanMs: number;
-  private readonly agents: Agents = createAgents();
+  private readonly http: NetlessHttp;
 
   constructor(options: NetlessConversionClientOptions) {
     const base = new URL(options.baseUrl);
@@ -59,46 +75,69 @@ export class NetlessConversionClient implements ConversionBackend {
       throw new TypeError("the conversion backend URL must be http or https");
     }
     if (!base.pathname.endsWith("/")) base.pathname += "/";
-    this.tasksUrl = new URL(TASKS_PATH, base);
+    this.tasksUrls = { projector: new URL(TASKS_PATHS.projector, base), legacy: new URL(TASKS_PATHS.legacy, base) };
     if (!(Number.isFinite(options.timeoutMs) && options.timeoutMs > 0)) {
       throw new RangeError("timeoutMs must be a positive number");
     }
-    this.timeoutMs = options.timeoutMs;
+    this.api = options.api ?? "projector";
     this.logger = options.logger;
-    this.tokenLifespanMs = options.tokenLifespanMs ?? DEFAULT_TOKEN_LIFESPAN_MS;
+    this.http = new NetlessHttp({
+      timeoutMs: options.timeoutMs,
+      logger: options.logger,
+      tokenLifespanMs: options.tokenLifespanMs ?? DEFAULT_TOKEN_LIFESPAN_MS,
+    });
   }
 
   async createTask(request: ConversionRequest, signal?: AbortSignal): Promise<ConversionTask> {
-    const body: Record<string, unknown> = {
-      resource: request.resourceUrl,
-      type: request.type,
-      preview: false,
-    };
-    if (request.scale !== undefined) body.scale = request.scale;
-
-    const answer = await this.send(
+    const api = this.api;
+    const answer = await this.http.call(
       "create",
       {
         method: "POST",
-        url: this.tasksUrl,
-        headers: { ...this.headers(request.credentials, request.region), "content-type": "application/json" },
-        body: JSON.stringify(body),
+        url: this.tasksUrls[api],
+        body: JSON.stringify(api === "projector" ? projectorCreateBody(request) : legacyCreateBody(request)),
+        credentials: request.credentials,
+        region: request.region,
       },
-      request.credentials,
       signal,
     );
     if (answer.status !== 201 && answer.status !== 200) {
-      throw this.failureFor("create", answer.status, request.credentials);
+      throw failureForAnswer("create", answer, request.credentials, this.logger);
     }
-    const task = parseCreatedTask(answer.body);
-    if (task === undefined || task.type !== request.type) {
-      this.logger.error({ op: "create", status: answer.status }, "conversion backend sent an unreadable task");
-      throw new Failure("internal", { cause: new Error("unreadable answer from the conversion backend") });
+    const task = api === "projector" ? parseProjectorCreated(answer.body) : parseLegacyCreated(answer.body);
+    if (task === undefined || (task.type !== undefined && task.type !== request.type)) {
+      throw unreadableAnswer("create", answer.status, this.logger);
     }
-    return task;
+    return { uuid: task.uuid, type: request.type, status: task.status, api };
   }
 
-  /** The task's current status and progress (the backend's query route). */
+  async queryTask(ref: ConversionTaskRef, signal?: AbortSignal): Promise<ConversionState> {
+    const url = this.taskUrl(ref.api, ref.uuid);
+    if (ref.api === "legacy") url.searchParams.set("type", ref.type);
+    const answer = await this.http.call("query", { method: "GET", url, ...auth(ref) }, signal);
+    if (answer.status !== 200 && isTaskNotFound(answer)) return TASK_NOT_FOUND_STATE;
+    if (answer.status !== 200) throw failureForAnswer("query", answer, ref.credentials, this.logger);
+    return this.readState("query", ref, answer);
+  }
+
+  async cancelTask(ref: ConversionTaskRef, signal?: AbortSignal): Promise<ConversionState> {
+    if (ref.api === "legacy") {
+      throw new Failure("failed_precondition", { detail: "tasks of the legacy conversion API cannot be cancelled" });
+    }
+    const url = this.taskUrl(ref.api, ref.uuid);
+    const answer = await this.http.call("cancel", { method: "DELETE", url, ...auth(ref) }, signal);
+    if (answer.status !== 200 && isTaskNotFound(answer)) return TASK_NOT_FOUND_STATE;
+    if (answer.status !== 200) throw failureForAnswer("cancel", answer, ref.credentials, this.logger);
+    // The docs show `{taskId, success}` rather than the task: then ask for the task.
+    const acknowledgement = parseCancelAcknowledgement(answer.body);
+    if (acknowledgement?.success === true) return this.queryTask(ref, signal);
+    if (acknowledgement?.success === false) {
+      throw new Failure("failed_precondition", { detail: "the conversion backend would not cancel the task" });
+    }
+    return this.readState("cancel", ref, answer);
+  }
+
+  /** The legacy API's own answer for a task, as it gave it (404 → `not_found`). */
   async getTask(
     uuid: string,
     type: ConversionType,
@@ -106,126 +145,57 @@ export class NetlessConversionClient implements ConversionBackend {
     region: Region,
     signal?: AbortSignal,
   ): Promise<ConversionTaskStatus> {
-    const url = new URL(`${this.tasksUrl.pathname}/${encodeURIComponent(uuid)}`, this.tasksUrl);
+    const url = this.taskUrl("legacy", uuid);
     url.searchParams.set("type", type);
-    const answer = await this.send(
-      "query",
-      { method: "GET", url, headers: this.headers(credentials, region) },
-      credentials,
-      signal,
-    );
-    if (answer.status !== 200) {
-      throw this.failureFor("query", answer.status, credentials);
-    }
-    const task = parseTaskStatus(answer.body);
-    if (task === undefined) {
-      this.logger.error({ op: "query", status: answer.status }, "conversion backend sent an unreadable task");
-      throw new Failure("internal", { cause: new Error("unreadable answer from the conversion backend") });
-    }
+    const answer = await this.http.call("query", { method: "GET", url, credentials, region }, signal);
+    if (answer.status !== 200) throw failureForAnswer("query", answer, credentials, this.logger);
+    const task = parseLegacyTask(answer.body);
+    if (task === undefined) throw unreadableAnswer("query", answer.status, this.logger);
     return task;
   }
 
   /** Destroys pooled sockets; in-flight calls fail as `unavailable`. */
   close(): void {
-    this.agents.http.destroy();
-    this.agents.https.destroy();
+    this.http.close();
   }
 
-  private headers(credentials: WhiteboardCredentials, region: Region): Record<string, string> {
-    const token =
-      "sdkToken" in credentials
-        ? credentials.sdkToken
-        : createSdkToken({
-            accessKey: credentials.accessKey,
-            secretKey: credentials.secretKey,
-            role: "writer",
-            lifespanMs: this.tokenLifespanMs,
-          });
-    return { token, region, accept: "application/json", "user-agent": "boardline" };
+  private taskUrl(api: ConversionApi, uuid: string): URL {
+    const tasks = this.tasksUrls[api];
+    return new URL(`${tasks.pathname}/${encodeURIComponent(uuid)}`, tasks);
   }
 
-  /** Runs the exchange; turns transport trouble (never HTTP statuses) into failures. */
-  private async send(
-    op: Operation,
-    request: { method: "GET" | "POST"; url: URL; headers: Record<string, string>; body?: string },
-    credentials: WhiteboardCredentials,
-    signal: AbortSignal | undefined,
-  ): Promise<{ status: number; body: string }> {
-    const started = performance.now();
-    try {
-      const answer = await exchange(this.agents, {
-        ...request,
-        timeoutMs: this.timeoutMs,
-        maxBodyBytes: MAX_ANSWER_BYTES,
-        ...(signal === undefined ? {} : { signal }),
-      });
-      this.logger.debug(
-        { op, status: answer.status, ms: Math.round(performance.now() - started), credentials: kindOf(credentials) },
-        "conversion backend answered",
-      );
-      return answer;
-    } catch (error) {
-      // The caller gave up: hand back its own reason, as fetch does, so that
-      // cancellation is never mistaken for a backend failure.
-      if (signal?.aborted && error === signal.reason) throw error;
-      if (error instanceof ExchangeTimeoutError) {
-        this.logger.warn({ op, timeoutMs: this.timeoutMs }, "conversion backend timed out");
-        throw new Failure("deadline_exceeded", {
-          detail: "the conversion backend did not answer in time",
-          cause: error,
-        });
-      }
-      this.logger.warn({ op, err: describe(error) }, "conversion backend unreachable");
-      throw new Failure("unavailable", { detail: "the conversion backend is unavailable", cause: error });
+  /** A 200 answer about `ref`'s task, in our shape; `internal` when unreadable or about another task. */
+  private readState(op: Operation, ref: ConversionTaskRef, answer: NetlessAnswer): ConversionState {
+    let state: ConversionState | undefined;
+    if (ref.api === "projector") {
+      state = parseProjectorState(answer.body);
+    } else {
+      const task = parseLegacyTask(answer.body);
+      state = task === undefined || task.type !== ref.type ? undefined : legacyState(task);
     }
-  }
-
-  private failureFor(op: Operation, status: number, credentials: WhiteboardCredentials): Failure {
-    const cause = new Error(`conversion backend answered HTTP ${status}`);
-    if (status === 401 || status === 403) {
-      // Our stored credentials are wrong or lack the writer role: no caller can
-      // fix that, an operator must. Say which key, never the token or secret.
-      this.logger.error(
-        {
-          op,
-          status,
-          credentials: kindOf(credentials),
-          ...("accessKey" in credentials ? { accessKey: credentials.accessKey } : {}),
-        },
-        "conversion backend refused our whiteboard credentials; check the project's sdk_token or access_key/secret_key",
-      );
-      return new Failure("internal", { cause });
-    }
-    if (status >= 500 || status === 429) {
-      this.logger.warn({ op, status }, "conversion backend unavailable");
-      return new Failure("unavailable", { detail: "the conversion backend is unavailable", cause });
-    }
-    if (status === 400) {
-      this.logger.info({ op, status }, "conversion backend rejected the request");
-      return new Failure("invalid", {
-        // Appended to the 611 message after ": ", so it names the field first.
-        detail:
-          op === "create"
-            ? "resource_url was rejected by the conversion backend"
-            : "the task query was rejected by the conversion backend",
-        cause,
-      });
-    }
-    if (status === 404 && op === "query") {
-      return new Failure("not_found", { detail: "no such conversion task", cause });
-    }
-    this.logger.error({ op, status }, "conversion backend answered with an unexpected status");
-    return new Failure("internal", { cause });
+    if (state === undefined) throw unreadableAnswer(op, answer.status, this.logger);
+    return state;
   }
 }
 
-function kindOf(credentials: WhiteboardCredentials): "sdk_token" | "access_key" {
-  return "sdkToken" in credentials ? "sdk_token" : "access_key";
+/** `{resource, type, preview (dynamic), scale (static, when given), webhookEndpoint (when given)}`. */
+function projectorCreateBody(request: ConversionRequest): Record<string, unknown> {
+  return {
+    resource: request.resourceUrl,
+    type: request.type,
+    ...(request.type === "dynamic" ? { preview: true } : {}),
+    ...(request.type === "static" && request.scale !== undefined ? { scale: request.scale } : {}),
+    ...(request.webhookEndpoint === undefined ? {} : { webhookEndpoint: request.webhookEndpoint }),
+  };
 }
 
-/** Error name, message and code only: never a request object that could carry headers. */
-function describe(error: unknown): Record<string, unknown> {
-  if (!(error instanceof Error)) return { message: String(error) };
-  const code = (error as NodeJS.ErrnoException).code;
-  return { name: error.name, message: error.message, ...(code === undefined ? {} : { code }) };
+/** `{resource, type, preview: false, scale (when given)}`. */
+function legacyCreateBody(request: ConversionRequest): Record<string, unknown> {
+  const body: Record<string, unknown> = { resource: request.resourceUrl, type: request.type, preview: false };
+  if (request.scale !== undefined) body.scale = request.scale;
+  return body;
+}
+
+function auth(ref: ConversionTaskRef): Pick<ConversionTaskRef, "credentials" | "region"> {
+  return { credentials: ref.credentials, region: ref.region };
 }

@@ -57,6 +57,13 @@ const table: Record<FailureKind, Row> = {
     reason: "RATE_LIMITED",
     message: "too many requests, retry later",
   },
+  failed_precondition: {
+    grpc: Code.FailedPrecondition,
+    http: 409,
+    code: 409,
+    reason: "FAILED_PRECONDITION",
+    message: "the request cannot be carried out in the resource's current state",
+  },
   unavailable: {
     grpc: Code.Unavailable,
     http: 503,

@@ -12,6 +12,7 @@ export type FailureKind =
   | "permission_denied" // 403
   | "not_found" // 404
   | "rate_limited" // 429
+  | "failed_precondition" // 409: not possible in the resource's current state (e.g. cancelling a legacy conversion)
   | "unavailable" // 503: Redis or the conversion backend is down
   | "deadline_exceeded" // 504: the conversion backend timed out
   | "internal"; // 500
@@ -20,7 +21,7 @@ export class Failure extends Error {
   override readonly name = "Failure";
   readonly kind: FailureKind;
   readonly detail: string | undefined;
-  /** Seconds a rate-limited caller should wait (kind `rate_limited`). */
+  /** Seconds the caller should wait before trying again (`rate_limited`; `unavailable` when the backend is busy). */
   readonly retryAfterSeconds: number | undefined;
 
   constructor(kind: FailureKind, options: { detail?: string; cause?: unknown; retryAfterSeconds?: number } = {}) {

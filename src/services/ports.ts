@@ -119,6 +119,41 @@ export interface AdminStore extends Store {
   getConversion(uuid: string): Promise<ConversionTaskRecord | undefined>;
 }
 
+/** The backend's two conversion APIs; a task can only be asked about on the API that created it. */
+export type ConversionApi = "projector" | "legacy";
+export type ConversionStatus = "Waiting" | "Converting" | "Finished" | "Fail" | "Abort";
+export const TERMINAL_CONVERSION_STATUSES: readonly ConversionStatus[] = ["Finished", "Fail", "Abort"];
+
+/** One converted page: static pages have url/width/height; dynamic ones a preview_url (when previews exist). */
+export interface ConversionPage {
+  readonly page: number;
+  readonly url?: string;
+  readonly width?: number;
+  readonly height?: number;
+  readonly previewUrl?: string;
+}
+
+/** Where a task stands, in one shape for both APIs. */
+export interface ConversionState {
+  readonly status: ConversionStatus;
+  /** 0–100. */
+  readonly percent: number;
+  readonly pageCount?: number;
+  readonly pages: readonly ConversionPage[];
+  /** Dynamic conversions: where the converted files live (`https://…/dynamicConvert`). */
+  readonly prefix?: string;
+  readonly failedReason?: string;
+}
+
+/** What is needed to ask the backend about a task again. */
+export interface ConversionTaskRef {
+  readonly uuid: string;
+  readonly type: ConversionType;
+  readonly api: ConversionApi;
+  readonly region: Region;
+  readonly credentials: WhiteboardCredentials;
+}
+
 export interface ConversionRequest {
   readonly resourceUrl: string;
   readonly type: ConversionType;
@@ -126,6 +161,8 @@ export interface ConversionRequest {
   readonly scale?: number;
   readonly region: Region;
   readonly credentials: WhiteboardCredentials;
+  /** Where the backend reports the task's progress (projector API only; ignored on legacy). */
+  readonly webhookEndpoint?: string;
 }
 
 export interface ConversionTask {
@@ -133,14 +170,25 @@ export interface ConversionTask {
   readonly type: ConversionType;
   /** As the backend reports it: Waiting | Converting | Finished | Fail. */
   readonly status: string;
+  /** The API the task was created on, the only one that can be asked about it. */
+  readonly api: ConversionApi;
 }
 
 /** The Netless (Agora Interactive Whiteboard) file-conversion backend. */
 export interface ConversionBackend {
   /**
    * Starts a conversion task. Failures: backend 5xx or connection error →
-   * `unavailable`; time-out → `deadline_exceeded`; backend 400 → `invalid`;
-   * backend 401/403 or an unreadable answer → `internal`.
+   * `unavailable`; the backend over its capacity ("too many tasks", 429) →
+   * `unavailable` with `retryAfterSeconds`; time-out → `deadline_exceeded`;
+   * backend 400 → `invalid`; backend 401/403 or an unreadable answer → `internal`.
    */
   createTask(request: ConversionRequest, signal?: AbortSignal): Promise<ConversionTask>;
+  /**
+   * The task's state now. Failures as for `createTask` (a follower retries
+   * `unavailable` and `deadline_exceeded` later); a task the backend does not
+   * know is no failure but the state `Fail`, failedReason "not found".
+   */
+  queryTask(ref: ConversionTaskRef, signal?: AbortSignal): Promise<ConversionState>;
+  /** Projector: cancels at the backend and returns the state after (Abort). Legacy: `failed_precondition`. */
+  cancelTask(ref: ConversionTaskRef, signal?: AbortSignal): Promise<ConversionState>;
 }

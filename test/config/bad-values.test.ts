@@ -42,6 +42,8 @@ const cases: Array<[string, Record<string, string>, string | RegExp]> = [
   ["JWT_ALGORITHMS", { JWT_SECRET: SECRET, JWT_ALGORITHMS: "HS256,none" }, 'unsupported algorithm "none"'],
   ["CONVERSION_API_BASE", { CONVERSION_API_BASE: "api.netless.link" }, "must be an absolute http(s) URL"],
   ["CONVERSION_API_BASE", { CONVERSION_API_BASE: "ws://api.netless.link" }, "must be an http or https URL"],
+  ["CONVERSION_API", { CONVERSION_API: "v4" }, "must be one of projector, legacy"],
+  ["CONVERSION_API", { CONVERSION_API: "Projector" }, "must be one of projector, legacy"],
   ["CORS_ORIGINS", { CORS_ORIGINS: "https://app.example.com/path" }, "must list origins like"],
   ["CORS_ORIGINS", { CORS_ORIGINS: "app.example.com" }, '(got "app.example.com")'],
   ["TLS_CERT", { TLS_CERT: "/nonexistent/cert.pem", TLS_KEY: PEM }, "cannot be read (ENOENT)"],

@@ -22,6 +22,7 @@ describe("defaults", () => {
         projectClaim: "project_id",
       },
       conversionApiBase: "https://api.netless.link",
+      conversionApi: "projector",
       conversionTimeoutMs: 10_000,
       corsOrigins: [],
       maxBodyBytes: 65_536,
@@ -31,6 +32,13 @@ describe("defaults", () => {
       guessLimit: { attempts: 10, windowSeconds: 60 },
       passphraseCacheMs: 1000,
     });
+  });
+
+  it("CONVERSION_API picks the API new conversion tasks are created on (projector unless legacy)", () => {
+    expect(loadConfig({ JWT_SECRET: SECRET, CONVERSION_API: "legacy" }).conversionApi).toBe("legacy");
+    expect(loadConfig({ JWT_SECRET: SECRET, CONVERSION_API: "projector" }).conversionApi).toBe("projector");
+    expect(loadConfig({ JWT_SECRET: SECRET, CONVERSION_API: " " }).conversionApi).toBe("projector");
+    expect(loadConfig({}).conversionApi).toBe("projector");
   });
 
   it("METRICS_PORT moves /metrics to a port of its own; unset, it stays on PORT", () => {

@@ -49,6 +49,7 @@ beforeAll(async () => {
   client = new NetlessConversionClient({
     baseUrl: sim.url,
     timeoutMs: 2_000,
+    api: "legacy",
     logger: log.logger,
     tokenLifespanMs: 60_000,
   });
@@ -71,7 +72,12 @@ describe("createTask: what the backend receives", () => {
   it("posts resource, type and preview: false with the given SDK token and region (no scale)", async () => {
     const task = await client.createTask(withSdkToken);
 
-    expect(task).toEqual({ uuid: expect.stringMatching(/^[0-9a-f]{32}$/), type: "dynamic", status: "Waiting" });
+    expect(task).toEqual({
+      uuid: expect.stringMatching(/^[0-9a-f]{32}$/),
+      type: "dynamic",
+      status: "Waiting",
+      api: "legacy",
+    });
     const request = lastRequest();
     expect(request.method).toBe("POST");
     expect(request.path).toBe("/v5/services/conversion/tasks");
@@ -100,7 +106,12 @@ describe("createTask: what the backend receives", () => {
   });
 
   it("keeps a path prefix of the base URL and tolerates a trailing slash", async () => {
-    const prefixed = new NetlessConversionClient({ baseUrl: `${sim.url}/`, timeoutMs: 2_000, logger: silentLogger() });
+    const prefixed = new NetlessConversionClient({
+      baseUrl: `${sim.url}/`,
+      timeoutMs: 2_000,
+      api: "legacy",
+      logger: silentLogger(),
+    });
     try {
       await prefixed.createTask(withSdkToken);
       expect(lastRequest().path).toBe("/v5/services/conversion/tasks");

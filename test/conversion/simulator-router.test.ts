@@ -9,6 +9,7 @@ import { matchPath, matchRoute, type Route } from "../../src/conversion/simulato
 const route = (method: string, path: string): Route => ({
   method,
   path,
+  operation: "query",
   okStatus: 200,
   write: false,
   handle: () => errorAnswer(418, "unused"),

@@ -12,7 +12,7 @@ import { type ConversionSimulator, startConversionSimulator } from "../../src/co
 import { type Logger, silentLogger } from "../../src/log.js";
 import { type Server, startService } from "../../src/compose.js";
 import type { PassphraseGuard } from "../../src/services/passphrase-guard.js";
-import type { AdminStore, Authenticator } from "../../src/services/ports.js";
+import type { AdminStore, Authenticator, ConversionApi } from "../../src/services/ports.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
 import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "./redis-url.js";
@@ -62,6 +62,11 @@ export interface BoardlineOptions {
   readonly corsOrigins?: readonly string[];
   readonly tls?: { cert: string | Buffer; key: string | Buffer };
   readonly conversionTimeoutMs?: number;
+  /**
+   * The API the backend client creates tasks on. Default `legacy`: the suites
+   * that look at what reached the simulator were written against it.
+   */
+  readonly conversionApi?: ConversionApi;
   readonly guard?: (store: AdminStore) => PassphraseGuard;
   readonly logger?: Logger;
   readonly headersTimeoutMs?: number;
@@ -132,6 +137,7 @@ async function startInstance(shared: Shared, o: InstanceOptions, logger: Logger)
   const backend = new NetlessConversionClient({
     baseUrl: shared.simulator.url,
     timeoutMs: o.conversionTimeoutMs ?? 2000,
+    api: o.conversionApi ?? "legacy",
     logger,
   });
   const server = await startService({

@@ -1,20 +1,37 @@
 /**
  * Faults switched on at runtime: error statuses (with `retry-after` on 429),
- * slowness, garbage bodies and connection resets. A fault applies to the next
- * `times` requests that reach a route (404, 405 and 413 answers take none).
+ * slowness, garbage bodies, connection resets and the backend's "too many
+ * tasks" answer. A fault applies to the next `times` requests that reach a
+ * route (404, 405 and 413 answers take none), of one operation when it names one.
  */
 import type http from "node:http";
 import { errorAnswer, send } from "./http-io.js";
 
-/** A fault applies to the next `times` requests (every request when absent). */
-export type SimulatorFault =
-  | { readonly kind: "status"; readonly status: 400 | 401 | 403 | 429 | 500 | 502 | 503; readonly times?: number }
-  /** Waits before answering (then answers normally, or as another fault says). */
-  | { readonly kind: "slow"; readonly delayMs: number; readonly times?: number }
-  /** 201 (POST) or 200 (GET) with a body that is not JSON. */
-  | { readonly kind: "garbage"; readonly times?: number }
-  /** Resets the connection instead of answering. */
-  | { readonly kind: "reset"; readonly times?: number };
+/** What a route does; a fault can be aimed at one of them. */
+export type SimulatorOperation = "create" | "query" | "cancel";
+
+interface FaultAim {
+  /** The next `times` requests (every request when absent). */
+  readonly times?: number;
+  /** Only requests of this operation (every route's when absent). */
+  readonly operation?: SimulatorOperation;
+}
+
+export type SimulatorFault = FaultAim &
+  (
+    | { readonly kind: "status"; readonly status: 400 | 401 | 403 | 429 | 500 | 502 | 503 }
+    /** Waits before answering (then answers normally, or as another fault says). */
+    | { readonly kind: "slow"; readonly delayMs: number }
+    /** The route's success status with a body that is not what the API sends (by default not JSON). */
+    | { readonly kind: "garbage"; readonly body?: string }
+    /** Resets the connection instead of answering. */
+    | { readonly kind: "reset" }
+    /** 400 with the backend's "the number of tasks exceeds limit" error code, as when over capacity. */
+    | { readonly kind: "too-many-tasks" }
+  );
+
+/** The projector API's error code for "the number of tasks exceeds limit". */
+export const TOO_MANY_TASKS_ERROR_CODE = 2010203;
 
 interface ActiveFault {
   readonly fault: SimulatorFault;
@@ -26,25 +43,29 @@ export class FaultBoard {
   #active: ActiveFault[] = [];
   readonly #sleepers = new Set<() => void>();
 
-  /** Adds a fault; it replaces an active fault of the same kind. */
+  /** Adds a fault; it replaces an active fault of the same kind aimed at the same operation(s). */
   set(fault: SimulatorFault): void {
     const times = fault.times ?? Number.POSITIVE_INFINITY;
     if (!(times > 0)) throw new RangeError("times must be positive");
-    this.#active = [...this.#active.filter((active) => active.fault.kind !== fault.kind), { fault, remaining: times }];
+    const replaced = (active: ActiveFault) =>
+      active.fault.kind === fault.kind && active.fault.operation === fault.operation;
+    this.#active = [...this.#active.filter((active) => !replaced(active)), { fault, remaining: times }];
   }
 
   clear(): void {
     this.#active = [];
   }
 
-  /** Takes the faults for one request, counting them down. */
-  take(): SimulatorFault[] {
-    const taken = this.#active.map((active) => {
+  /** Takes the faults for one request of `operation`, counting them down; those aimed at it come first. */
+  take(operation: SimulatorOperation): SimulatorFault[] {
+    const taken: SimulatorFault[] = [];
+    for (const active of this.#active) {
+      if (active.fault.operation !== undefined && active.fault.operation !== operation) continue;
       active.remaining -= 1;
-      return active.fault;
-    });
+      taken.push(active.fault);
+    }
     this.#active = this.#active.filter((active) => active.remaining > 0);
-    return taken;
+    return [...taken.filter((f) => f.operation !== undefined), ...taken.filter((f) => f.operation === undefined)];
   }
 
   /** Sleeps `ms`, or less when the response closes first (client gone) or `wakeAll()` is called. */
@@ -70,9 +91,10 @@ export class FaultBoard {
 
 /**
  * Plays the faults taken for one request: sleeps for "slow" ones, then resets,
- * answers garbage (with `okStatus`, the status of the route's success) or
- * answers an error status. True when the request is done with (answered, reset,
- * or gone while sleeping); false when it goes on to be answered normally.
+ * answers garbage (with `okStatus`, the status of the route's success), "too
+ * many tasks", or an error status. True when the request is done with
+ * (answered, reset, or gone while sleeping); false when it goes on to be
+ * answered normally.
  */
 export async function playFaults(
   board: FaultBoard,
@@ -90,9 +112,15 @@ export async function playFaults(
     req.socket.resetAndDestroy();
     return true;
   }
-  if (faults.some((fault) => fault.kind === "garbage")) {
+  const garbage = faults.find((fault) => fault.kind === "garbage");
+  if (garbage !== undefined) {
     res.writeHead(okStatus, { "content-type": "application/json" });
-    res.end("<html>this is not JSON {");
+    res.end(garbage.body ?? "<html>this is not JSON {");
+    return true;
+  }
+  if (faults.some((fault) => fault.kind === "too-many-tasks")) {
+    const message = "the number of tasks exceeds limit";
+    send(res, { status: 400, body: { message, errorCode: TOO_MANY_TASKS_ERROR_CODE, errorMessage: message } });
     return true;
   }
   const statusFault = faults.find((fault) => fault.kind === "status");

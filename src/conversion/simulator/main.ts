@@ -7,6 +7,9 @@
  * printed, since the simulator is useless without one. (It is a simulator-only
  * credential; a token passed in is never echoed.) Optional: SIM_HOST (default
  * 127.0.0.1), SIM_PROGRESS_MS (default 500).
+ *
+ * It serves the projector and the legacy API; a resource whose URL path
+ * contains `fail` ends in Fail, one whose path contains `slow` takes minutes.
  */
 import { randomBytes } from "node:crypto";
 import { createLogger } from "../../log.js";

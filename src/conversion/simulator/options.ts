@@ -15,12 +15,19 @@ export interface SimulatorOptions {
   readonly host?: string;
   readonly port?: number;
   readonly credentials: SimulatorCredentials;
-  /** Duration of one progress step (Waiting, each page, …). Default 500 ms. */
+  /**
+   * Duration of one progress step (Waiting, each page, …): a task is Finished
+   * after (pageCount + 1) steps. Default 500 ms.
+   */
   readonly progressMs?: number;
   /** Pages of every simulated document. Default 3. */
   readonly pageCount?: number;
-  /** Resources whose conversion ends in `Fail`. Default: none. */
+  /** Resources whose conversion ends in `Fail`. Default: those whose URL path contains `fail`. */
   readonly failWhen?: (resource: string) => boolean;
+  /** Resources that convert slowly (a step of `slowProgressMs`). Default: those whose URL path contains `slow`. */
+  readonly slowWhen?: (resource: string) => boolean;
+  /** Duration of one progress step of a slow resource. Default one minute. */
+  readonly slowProgressMs?: number;
   /** Clock for token expiry and task progress. Default `Date.now`. */
   readonly now?: () => number;
   readonly logger?: Logger;
@@ -30,22 +37,38 @@ export interface SimulatorOptions {
 export interface SimulatorSettings {
   readonly now: () => number;
   readonly progressMs: number;
+  readonly slowProgressMs: number;
   readonly pageCount: number;
   readonly failWhen: (resource: string) => boolean;
+  readonly slowWhen: (resource: string) => boolean;
   readonly logger: Logger | undefined;
 }
 
 export function resolveSettings(options: SimulatorOptions): SimulatorSettings {
   const progressMs = options.progressMs ?? 500;
+  const slowProgressMs = options.slowProgressMs ?? 60_000;
   const pageCount = options.pageCount ?? 3;
-  if (!(progressMs > 0) || !Number.isSafeInteger(pageCount) || pageCount < 1) {
-    throw new RangeError("progressMs must be positive and pageCount a positive integer");
+  if (!(progressMs > 0) || !(slowProgressMs > 0) || !Number.isSafeInteger(pageCount) || pageCount < 1) {
+    throw new RangeError("progressMs and slowProgressMs must be positive and pageCount a positive integer");
   }
   return {
     now: options.now ?? Date.now,
     progressMs,
+    slowProgressMs,
     pageCount,
-    failWhen: options.failWhen ?? (() => false),
+    failWhen: options.failWhen ?? pathContains("fail"),
+    slowWhen: options.slowWhen ?? pathContains("slow"),
     logger: options.logger,
+  };
+}
+
+/** Whether the resource URL's path contains `word` (any case). */
+function pathContains(word: string): (resource: string) => boolean {
+  return (resource) => {
+    try {
+      return new URL(resource).pathname.toLowerCase().includes(word);
+    } catch {
+      return false;
+    }
   };
 }

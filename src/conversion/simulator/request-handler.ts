@@ -35,7 +35,7 @@ export async function handleRequest(
     return;
   }
   const { route, params } = match;
-  if (await playFaults(state.faults, state.faults.take(), req, res, route.okStatus)) return;
+  if (await playFaults(state.faults, state.faults.take(route.operation), req, res, route.okStatus)) return;
 
   const refusal = state.refuseToken(header(req, "token"), route.write);
   if (refusal !== undefined) {

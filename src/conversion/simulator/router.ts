@@ -4,6 +4,7 @@
  */
 import type http from "node:http";
 import type { Region } from "../../services/ports.js";
+import type { SimulatorOperation } from "./faults.js";
 import type { Answer } from "./http-io.js";
 import type { SimulatorState } from "./state.js";
 
@@ -22,6 +23,8 @@ export interface Route {
   readonly method: string;
   /** `/`-separated; a `:name` segment matches any one non-empty segment. */
   readonly path: string;
+  /** What it does; faults can be aimed at one operation. */
+  readonly operation: SimulatorOperation;
   /** The status of a successful answer (what a "garbage" fault answers with). */
   readonly okStatus: number;
   /** Whether the token's role must allow starting conversions. */

@@ -1,6 +1,6 @@
 /**
- * A stand-in for the Netless legacy file-conversion API, for the demo and the
- * tests: a real HTTP server on loopback with the same routes (`routes.ts`), the
+ * A stand-in for the Netless projector and legacy file-conversion APIs, for the
+ * demo and the tests: a real HTTP server on loopback with the same routes (`routes.ts`), the
  * same token and region checks, tasks that progress over time (`tasks.ts`), and
  * faults that can be switched on at runtime (`faults.ts`).
  *
@@ -15,13 +15,13 @@ import type { SimulatorOptions } from "./options.js";
 import { handleRequest } from "./request-handler.js";
 import { SIMULATOR_ROUTES } from "./routes.js";
 import { createState, type SimulatorState } from "./state.js";
-import { type SimulatedTask, taskState } from "./tasks.js";
+import { type SimulatedTask, taskProgress } from "./tasks.js";
 
 export interface ConversionSimulator {
   /** `http://host:port`, no trailing slash. */
   readonly url: string;
   readonly port: number;
-  /** Adds a fault; it replaces an active fault of the same kind. */
+  /** Adds a fault; it replaces an active fault of the same kind aimed at the same operation(s). */
   setFault(fault: SimulatorFault): void;
   clearFaults(): void;
   tasks(): readonly SimulatedTask[];
@@ -38,7 +38,7 @@ export async function startConversionSimulator(options: SimulatorOptions): Promi
   const server = createServer(state, sockets);
   const address = await listen(server, options.port ?? 0, options.host ?? "127.0.0.1");
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  const { now, progressMs } = state.settings;
+  const { now } = state.settings;
   let closing: Promise<void> | undefined;
 
   return {
@@ -48,7 +48,7 @@ export async function startConversionSimulator(options: SimulatorOptions): Promi
     clearFaults: () => state.faults.clear(),
     tasks() {
       const at = now();
-      return [...state.tasks.values()].map((task) => ({ ...task, state: taskState(task, at, progressMs) }));
+      return [...state.tasks.values()].map((task) => ({ ...task, state: taskProgress(task, at) }));
     },
     requests: () => [...state.recorded],
     openConnections: () => sockets.size,

@@ -10,7 +10,7 @@ import type { SimulatedTaskSpec } from "./tasks.js";
 
 export interface SimulatorState {
   readonly settings: SimulatorSettings;
-  /** Conversion tasks of the legacy API, by uuid. */
+  /** Conversion tasks of both APIs, by uuid. */
   readonly tasks: Map<string, SimulatedTaskSpec>;
   readonly recorded: RecordedRequest[];
   readonly faults: FaultBoard;

@@ -1,5 +1,5 @@
 /**
- * Simulated conversion tasks. A task's state is a pure function of the time
+ * Simulated conversion tasks. A task's progress is a pure function of the time
  * since it was created, computed when asked, so the simulator needs no timers
  * (nothing to leak, nothing keeping a test process alive):
  *
@@ -8,69 +8,86 @@
  *   [(pages+1)·step, ∞)        Finished    all pages converted
  *
  * A task whose resource `failWhen` picks turns to Fail where it would have
- * converted its second page (or finished, for a one-page document).
+ * converted its second page (or finished, for a one-page document). A
+ * cancelled task stays where it was when cancelled, as Abort. How each API
+ * reports a task is in legacy-answer.ts and projector-answer.ts.
  */
-import type { ConversionType, Region } from "../../services/ports.js";
-import type { ConversionProgress, ConversionTaskStatus, ConvertedFile } from "../task-shapes.js";
+import type { ConversionApi, ConversionStatus, ConversionType, Region } from "../../services/ports.js";
 
 export interface SimulatedTaskSpec {
   readonly uuid: string;
+  /** The API that created it, the only one that answers about it. */
+  readonly api: ConversionApi;
   readonly type: ConversionType;
   readonly resource: string;
   readonly scale?: number;
+  /** Whether previews were asked for (dynamic conversions). */
+  readonly preview: boolean;
+  readonly webhookEndpoint?: string;
   readonly region: Region;
   /** Milliseconds since the epoch. */
   readonly createdAt: number;
   readonly pageCount: number;
+  /** Duration of one progress step (long for a slow resource). */
+  readonly stepMs: number;
   readonly willFail: boolean;
+  /** When it was cancelled (milliseconds since the epoch). */
+  readonly abortedAt?: number;
 }
 
-/** What `tasks()` shows: the spec plus the state at the time of asking. */
+/** Where a simulated task stands. */
+export interface SimulatedProgress {
+  readonly status: ConversionStatus;
+  readonly convertedPages: number;
+  /** 0–100. */
+  readonly percent: number;
+}
+
+/** What `tasks()` shows: the spec plus its progress at the time of asking. */
 export interface SimulatedTask extends SimulatedTaskSpec {
-  readonly state: ConversionTaskStatus;
+  readonly state: SimulatedProgress;
 }
 
 export const SIMULATED_FAILURE_REASON = "simulated conversion failure";
-
+/** The projector API's `errorCode` of a failed simulated task ("unknown error"). */
+export const SIMULATED_ERROR_CODE = "2050099";
 /** Where the simulated converted files would live (never served). */
-const FILES_BASE = "https://conversion-simulator.invalid";
+export const FILES_BASE = "https://convertcdn.example";
+export const PAGE_WIDTH = 1280;
+export const PAGE_HEIGHT = 720;
 
-export function taskState(task: SimulatedTaskSpec, now: number, stepMs: number): ConversionTaskStatus {
+export function taskProgress(task: SimulatedTaskSpec, now: number): SimulatedProgress {
+  if (task.abortedAt !== undefined) {
+    const then = progressAt(task, task.abortedAt);
+    return isTerminal(then.status) ? then : { ...then, status: "Abort" };
+  }
+  return progressAt(task, now);
+}
+
+export function isTerminal(status: ConversionStatus): boolean {
+  return status === "Finished" || status === "Fail" || status === "Abort";
+}
+
+function progressAt(task: SimulatedTaskSpec, at: number): SimulatedProgress {
   const pages = task.pageCount;
-  const step = Math.max(0, Math.floor((now - task.createdAt) / stepMs));
+  const step = Math.max(0, Math.floor((at - task.createdAt) / task.stepMs));
   const failAt = Math.min(2, pages);
-  const base = { uuid: task.uuid, type: task.type };
+  const converted = (count: number) => ({ convertedPages: count, percent: Math.round((count / pages) * 100) });
 
-  if (task.willFail && step > failAt) {
-    return {
-      ...base,
-      status: "Fail",
-      failedReason: SIMULATED_FAILURE_REASON,
-      progress: progress(task, failAt - 1, "Extracting"),
-    };
-  }
-  if (step === 0) return { ...base, status: "Waiting", progress: progress(task, 0, undefined) };
-  if (step <= pages) return { ...base, status: "Converting", progress: progress(task, step - 1, "Extracting") };
-  return { ...base, status: "Finished", progress: progress(task, pages, "Packaging") };
+  if (task.willFail && step > failAt) return { status: "Fail", ...converted(failAt - 1) };
+  if (step === 0) return { status: "Waiting", ...converted(0) };
+  if (step <= pages) return { status: "Converting", ...converted(step - 1) };
+  return { status: "Finished", ...converted(pages) };
 }
 
-function progress(task: SimulatedTaskSpec, converted: number, step: string | undefined): ConversionProgress {
-  const files: ConvertedFile[] = [];
-  for (let page = 1; page <= converted; page++) {
-    files.push({ width: 1280, height: 720, conversionFileUrl: fileUrl(task, page) });
-  }
-  return {
-    totalPageSize: task.pageCount,
-    convertedPageSize: converted,
-    convertedPercentage: Math.round((converted / task.pageCount) * 100),
-    convertedFileList: files,
-    // Like the real API, only dynamic conversions report a step.
-    ...(task.type === "dynamic" && step !== undefined ? { currentStep: step } : {}),
-  };
-}
-
-function fileUrl(task: SimulatedTaskSpec, page: number): string {
+/** The URL of a converted static page, or the `pptx://` name of a dynamic one. */
+export function pageFileUrl(task: SimulatedTaskSpec, page: number): string {
   return task.type === "static"
     ? `${FILES_BASE}/staticConvert/${task.uuid}/${page}.png`
-    : `${FILES_BASE}/dynamicConvert/${task.uuid}/slide/slide${page}.xml`;
+    : `${FILES_BASE.replace(/^https:/, "pptx:")}/dynamicConvert/${task.uuid}/${page}.slide`;
+}
+
+/** The preview image of a dynamic page. */
+export function previewUrl(task: SimulatedTaskSpec, page: number): string {
+  return `${FILES_BASE}/dynamicConvert/${task.uuid}/preview/${page}.png`;
 }

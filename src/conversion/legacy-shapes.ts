@@ -1,9 +1,11 @@
 /**
- * The shapes of the conversion backend's answers, and strict readers for them.
+ * The answers of the backend's legacy conversion API, strict readers for
+ * them, and the translation of a task's answer into our `ConversionState`.
  * Anything that does not match is `undefined`: the caller treats it as an
  * unreadable answer rather than passing half-understood data along.
  */
-import type { ConversionTask, ConversionType } from "../services/ports.js";
+import type { ConversionPage, ConversionState, ConversionType } from "../services/ports.js";
+import { isConversionType, isCount, isHttpUrl, isPercentage, isRecord, isUuid, parseObject } from "./json-values.js";
 
 export const TASK_STATUSES = ["Waiting", "Converting", "Finished", "Fail"] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -35,7 +37,9 @@ export interface ConversionTaskStatus {
 }
 
 /** The answer to POST …/tasks: `{uuid, type, status}`. */
-export function parseCreatedTask(text: string): ConversionTask | undefined {
+export function parseLegacyCreated(
+  text: string,
+): { readonly uuid: string; readonly type: ConversionType; readonly status: TaskStatus } | undefined {
   const value = parseObject(text);
   if (value === undefined) return undefined;
   const { uuid, type, status } = value;
@@ -44,7 +48,7 @@ export function parseCreatedTask(text: string): ConversionTask | undefined {
 }
 
 /** The answer to GET …/tasks/{uuid}?type=…. */
-export function parseTaskStatus(text: string): ConversionTaskStatus | undefined {
+export function parseLegacyTask(text: string): ConversionTaskStatus | undefined {
   const value = parseObject(text);
   if (value === undefined) return undefined;
   const { uuid, type, status, failedReason, progress } = value;
@@ -59,6 +63,59 @@ export function parseTaskStatus(text: string): ConversionTaskStatus | undefined 
     ...(typeof failedReason === "string" ? { failedReason } : {}),
     ...(parsedProgress === undefined ? {} : { progress: parsedProgress }),
   };
+}
+
+/**
+ * The task in our shape. Static pages are the converted files in order
+ * (pages 1..n); dynamic ones are listed only when the backend made previews.
+ * Undefined when a page URL is not an http(s) URL.
+ */
+export function legacyState(task: ConversionTaskStatus): ConversionState | undefined {
+  const progress = task.progress;
+  const files = progress?.convertedFileList ?? [];
+  const pages = task.type === "static" ? staticPages(files) : dynamicPages(files);
+  if (pages === undefined) return undefined;
+  const percent = progress?.convertedPercentage ?? (task.status === "Finished" ? 100 : 0);
+  const prefix = task.type === "dynamic" ? dynamicPrefix(files, task.uuid) : undefined;
+  return {
+    status: task.status,
+    percent,
+    ...(progress === undefined ? {} : { pageCount: progress.totalPageSize }),
+    pages,
+    ...(prefix === undefined ? {} : { prefix }),
+    ...(task.failedReason === undefined ? {} : { failedReason: task.failedReason }),
+  };
+}
+
+function staticPages(files: readonly ConvertedFile[]): ConversionPage[] | undefined {
+  const pages: ConversionPage[] = [];
+  for (const [i, file] of files.entries()) {
+    if (!isHttpUrl(file.conversionFileUrl)) return undefined;
+    pages.push({ page: i + 1, url: file.conversionFileUrl, width: file.width, height: file.height });
+  }
+  return pages;
+}
+
+function dynamicPages(files: readonly ConvertedFile[]): ConversionPage[] | undefined {
+  const pages: ConversionPage[] = [];
+  for (const [i, file] of files.entries()) {
+    if (file.preview === undefined) continue;
+    if (!isHttpUrl(file.preview)) return undefined;
+    pages.push({ page: i + 1, previewUrl: file.preview });
+  }
+  return pages;
+}
+
+/**
+ * Dynamic files are named `pptx://{host}/{path…}/dynamicConvert/{uuid}/{n}.slide`;
+ * the prefix the whiteboard SDKs want is `https://{host}/{path…}/dynamicConvert`,
+ * the same as the projector API's `prefix`. Undefined when no file has that form.
+ */
+function dynamicPrefix(files: readonly ConvertedFile[], uuid: string): string | undefined {
+  const match = /^pptx?:\/\/(\S+?\/dynamicConvert)\/([^/]+)\//.exec(files[0]?.conversionFileUrl ?? "");
+  if (match === null || match[2] !== uuid) return undefined;
+  const prefix = `https://${match[1]}`;
+  return isHttpUrl(prefix) ? prefix : undefined;
 }
 
 /** `null` when present but malformed. */
@@ -93,36 +150,6 @@ function readFile(value: unknown): ConvertedFile | undefined {
   return { width, height, conversionFileUrl, ...(preview === undefined ? {} : { preview }) };
 }
 
-function parseObject(text: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(text);
-    return isRecord(value) ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** Non-empty, bounded, and safe to use as a path segment and a Redis key part. */
-function isUuid(value: unknown): value is string {
-  return typeof value === "string" && /^[A-Za-z0-9_-]{1,128}$/.test(value);
-}
-
-export function isConversionType(value: unknown): value is ConversionType {
-  return value === "static" || value === "dynamic";
-}
-
 export function isTaskStatus(value: unknown): value is TaskStatus {
   return typeof value === "string" && (TASK_STATUSES as readonly string[]).includes(value);
-}
-
-function isCount(value: unknown): value is number {
-  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
-}
-
-function isPercentage(value: unknown): value is number {
-  return typeof value === "number" && Number.isFinite(value) && value >= 0 && value <= 100;
 }
