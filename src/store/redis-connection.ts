@@ -10,8 +10,9 @@
  * - commands in flight when the connection drops fail (maxRetriesPerRequest 0)
  *   and are never resent after reconnecting: the caller was already told 503,
  *   so a late write would be a surprise;
- * - reconnect attempts back off quickly to a small cap, so service resumes
- *   within well under two seconds after Redis is back.
+ * - reconnect attempts back off quickly to a small cap, and a Redis still
+ *   loading its data is asked again every LOADING_POLL_MS, so service resumes
+ *   well within two seconds of Redis being able to serve.
  */
 import type { ConnectionOptions as TlsOptions } from "node:tls";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
@@ -68,6 +69,16 @@ export const DEFAULT_TUNING: ConnectionTuning = {
 
 export type RedisClient = Redis | Cluster;
 
+/**
+ * How often a connection asks a Redis that is still loading its data (INFO
+ * `loading:1`) whether it is done. ioredis otherwise waits for the ETA Redis
+ * reports, up to 10 s; early in a load that ETA is computed from whole seconds
+ * elapsed and can be many seconds too long (1 s elapsed for a few percent
+ * loaded), which kept boardline unavailable long after Redis was done. An
+ * INFO every 100 ms while loading costs Redis nothing worth counting.
+ */
+export const LOADING_POLL_MS = 100;
+
 export function createRedisClient(options: RedisConnectionOptions, tuning: ConnectionTuning): RedisClient {
   const retryStrategy = (attempt: number) => reconnectDelay(attempt, tuning.maxReconnectDelayMs);
   const common = {
@@ -76,6 +87,7 @@ export function createRedisClient(options: RedisConnectionOptions, tuning: Conne
     socketTimeout: Math.max(2 * tuning.commandTimeoutMs, 2000),
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
+    maxLoadingRetryTime: LOADING_POLL_MS,
     connectionName: "boardline",
   } satisfies RedisOptions;
 
