@@ -13,6 +13,7 @@ import { silentLogger } from "../../src/log.js";
 import { hashPassphrase, type KeySchema } from "../../src/store/keys.js";
 import { createRedisStore, type RedisConnectionOptions } from "../../src/store/redis-store.js";
 import { freePort } from "../harness/redis-server.js";
+import { conversionFollowContract } from "./conversion-contract.js";
 import { uniquePrefix } from "../harness/redis-url.js";
 
 /** Direct access to the key space, bypassing the store. */
@@ -511,6 +512,8 @@ export function storeContract(name: string, options: ContractOptions): void {
         expect(await raw.ttl(keys.conversion(uuid))).toBe(-2);
       });
     });
+
+    conversionFollowContract(() => subject);
 
     describe("availability", () => {
       it("ping resolves while the backend is there", async () => {
