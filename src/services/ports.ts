@@ -149,8 +149,9 @@ export interface Store {
    * the task's changes stream when the status or percent changed. Then, when
    * `nextPollAt` is given, the task is due again then; when the state is
    * terminal, it is announced once on the channel's whiteboard-events stream
-   * and leaves the due set. Last, the lease is released. "not-owner" (nothing
-   * written) when `owner` does not hold the lease or the record is gone.
+   * and leaves the due set. Last, the lease is released. "not-owner" when
+   * `owner` does not hold the lease (nothing written) or the record is gone
+   * (the task leaves the due set).
    */
   saveConversionState(
     uuid: string,

@@ -3,7 +3,10 @@
  * documented keys and fields as Redis in a tiny Redis-like key space
  * (memory-keyspace.ts), so it passes the same contract suite and its contents
  * can be inspected key by key. Its admin functions go through the shared admin
- * front (admin-front.ts) to its raw admin operations (memory-admin.ts).
+ * front (admin-front.ts) to its raw admin operations (memory-admin.ts), the
+ * conversion follower's through the shared conversion front
+ * (conversion-follow.ts) to its raw conversion operations
+ * (memory-conversions.ts).
  *
  * `setUnavailable(true)` makes every call fail with `Failure("unavailable")`,
  * which lets service tests exercise the 503 path without a Redis.

@@ -3,7 +3,10 @@
  * "Redis schema") over ioredis, on one node, a Cluster or through Sentinel.
  * This file is its request path; the admin functions go through the shared
  * admin front (admin-front.ts) to its raw admin operations (redis-admin.ts),
- * and every call goes through its plumbing (redis-calls.ts).
+ * the conversion follower's through the shared conversion front
+ * (conversion-follow.ts) to its raw conversion operations
+ * (redis-conversions.ts), and every call goes through its plumbing
+ * (redis-calls.ts).
  *
  * Every Redis or connection error reaches callers as `Failure("unavailable")`
  * with the original error as `cause` (logs only; Redis error text never goes
