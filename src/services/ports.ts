@@ -63,15 +63,58 @@ export interface MuteEvent {
 
 export type ConversionType = "static" | "dynamic";
 
+/**
+ * A conversion task as the store keeps it, from its creation to its end
+ * (docs/architecture.md, "Redis schema"). Records written before the follower
+ * existed lack the newer fields and read with the defaults given here.
+ */
 export interface ConversionTaskRecord {
   readonly uuid: string;
   readonly project: string;
   readonly channel: string;
   readonly type: ConversionType;
-  readonly status: string;
+  /** The API the task was created on; absent in old records → "legacy". */
+  readonly api: ConversionApi;
+  /** As the backend said (old records may hold anything). */
+  readonly status: ConversionStatus | string;
+  /** 0–100; absent → 0 (100 when the status is Finished). */
+  readonly percent: number;
+  readonly pageCount?: number;
+  /** Absent or unreadable → []. */
+  readonly pages: readonly ConversionPage[];
+  /** Dynamic conversions: where the converted files live. */
+  readonly prefix?: string;
+  readonly failedReason?: string;
   /** Milliseconds since the epoch. */
   readonly createdAt: number;
+  /** Milliseconds since the epoch, of the last change; absent → createdAt. */
+  readonly updatedAt: number;
   readonly by: string;
+}
+
+/** One entry of a task's changes stream: a new status or percent. */
+export interface ConversionChange {
+  /** The stream entry id (`<ms>-<seq>`). */
+  readonly id: string;
+  readonly status: string;
+  readonly percent: number;
+  /** Milliseconds since the epoch. */
+  readonly at: number;
+}
+
+/** What `saveConversionState` did. */
+export type ConversionSaveOutcome = "changed" | "unchanged" | "not-owner";
+
+/** One entry of a channel's whiteboard-events stream: a conversion task reached its end. */
+export interface WhiteboardEvent {
+  readonly id: string;
+  readonly taskUuid: string;
+  readonly status: string;
+  readonly type: ConversionType;
+  readonly pageCount?: number;
+  readonly by: string;
+  /** Milliseconds since the epoch. */
+  readonly at: number;
 }
 
 /** What the services read and write. Redis in production, in memory for the demo. */
@@ -85,8 +128,42 @@ export interface Store {
   getWhiteboard(project: string): Promise<WhiteboardSettings | undefined>;
   /** Writes the mute hash field and appends the stream entry atomically. */
   setMute(change: MuteChange): Promise<void>;
-  /** Records a conversion task (expires after 7 days). */
-  recordConversion(task: ConversionTaskRecord): Promise<void>;
+  /**
+   * Records a new conversion task and makes it due for its first poll at
+   * `firstPollAt` (ms). The record expires after the store's retention
+   * (default 7 days) after its last change.
+   */
+  recordConversion(task: ConversionTaskRecord, firstPollAt: number): Promise<void>;
+  getConversion(uuid: string): Promise<ConversionTaskRecord | undefined>;
+  /**
+   * Up to `max` tasks due at `now` (ms) that no live lease holds; each one
+   * returned is now leased to `owner` for `leaseMs`. A due task whose record is
+   * gone leaves the due set.
+   */
+  claimDueConversions(now: number, max: number, owner: string, leaseMs: number): Promise<string[]>;
+  /** Extends the lease when `owner` still holds it; false when it does not (another follower took over). */
+  renewConversionLease(uuid: string, owner: string, leaseMs: number): Promise<boolean>;
+  /**
+   * Saves a new state of a task leased to `owner`: the record's fields of
+   * `state` and `updated_at` = `at` when any of them changed, plus one entry in
+   * the task's changes stream when the status or percent changed. Then, when
+   * `nextPollAt` is given, the task is due again then; when the state is
+   * terminal, it is announced once on the channel's whiteboard-events stream
+   * and leaves the due set. Last, the lease is released. "not-owner" when
+   * `owner` does not hold the lease (nothing written) or the record is gone
+   * (the task leaves the due set).
+   */
+  saveConversionState(
+    uuid: string,
+    owner: string,
+    state: ConversionState,
+    at: number,
+    nextPollAt: number | undefined,
+  ): Promise<ConversionSaveOutcome>;
+  /** Makes a task leased to `owner` due again at `nextPollAt` without changing it (a failed poll), and releases the lease. */
+  rescheduleConversion(uuid: string, owner: string, nextPollAt: number): Promise<void>;
+  /** The task's changes after stream id `afterId` ("0" = all), oldest first, at most `count`. */
+  readConversionChanges(uuid: string, afterId: string, count: number): Promise<ConversionChange[]>;
   /**
    * Counts one wrong passphrase for a caller key; the counting window starts
    * at the first miss and lasts `windowSeconds`.
@@ -116,7 +193,8 @@ export interface AdminStore extends Store {
   clearWhiteboard(project: string): Promise<void>;
   getMuteState(project: string, channel: string): Promise<Record<string, boolean>>;
   getMuteEvents(project: string, channel: string, count?: number): Promise<MuteEvent[]>;
-  getConversion(uuid: string): Promise<ConversionTaskRecord | undefined>;
+  /** The newest `count` (default 20) whiteboard events of the channel, newest first. */
+  getWhiteboardEvents(project: string, channel: string, count?: number): Promise<WhiteboardEvent[]>;
 }
 
 /** The backend's two conversion APIs; a task can only be asked about on the API that created it. */

@@ -9,6 +9,9 @@ import { Failure } from "./failure.js";
 import type { PassphraseGuard } from "./passphrase-guard.js";
 import type { Caller, ConversionBackend, ConversionType, Store } from "./ports.js";
 
+/** How long after its creation a task is first asked about (the follower's own settings come later). */
+const FIRST_POLL_DELAY_MS = 1500;
+
 export class WhiteboardConversions {
   constructor(
     private readonly store: Store,
@@ -44,15 +47,23 @@ export class WhiteboardConversions {
       },
       signal,
     );
-    await this.store.recordConversion({
-      uuid: task.uuid,
-      project: record.project,
-      channel: record.channel,
-      type,
-      status: task.status,
-      createdAt: this.now(),
-      by: caller.subject,
-    });
+    const createdAt = this.now();
+    await this.store.recordConversion(
+      {
+        uuid: task.uuid,
+        project: record.project,
+        channel: record.channel,
+        type,
+        api: task.api,
+        status: task.status,
+        percent: 0,
+        pages: [],
+        createdAt,
+        updatedAt: createdAt,
+        by: caller.subject,
+      },
+      createdAt + FIRST_POLL_DELAY_MS,
+    );
     return { taskUuid: task.uuid, status: task.status };
   }
 }

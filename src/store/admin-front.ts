@@ -4,7 +4,7 @@
  * admin write or read. The CLI thus gets the same answer from either store, and
  * a store's raw operations only ever see checked input.
  */
-import type { AdminStore, ConversionTaskRecord, MuteEvent, Store, WhiteboardSettings } from "../services/ports.js";
+import type { AdminStore, MuteEvent, Store, WhiteboardEvent, WhiteboardSettings } from "../services/ports.js";
 import {
   type ChannelPassphrase,
   type CreateChannelInput,
@@ -28,7 +28,8 @@ export interface RawAdmin {
   getMuteState(project: string, channel: string): Promise<Record<string, boolean>>;
   /** The newest `count` events, newest first; malformed entries skipped. */
   readMuteEvents(project: string, channel: string, count: number): Promise<MuteEvent[]>;
-  getConversion(uuid: string): Promise<ConversionTaskRecord | undefined>;
+  /** The newest `count` whiteboard events, newest first; malformed entries skipped. */
+  readWhiteboardEvents(project: string, channel: string, count: number): Promise<WhiteboardEvent[]>;
 }
 
 /** The admin functions of `AdminStore`, beyond the request path's `Store`. */
@@ -71,7 +72,8 @@ export abstract class AdminFront implements AdminOperations {
     return this.rawAdmin.readMuteEvents(project, channel, n);
   }
 
-  getConversion(uuid: string): Promise<ConversionTaskRecord | undefined> {
-    return this.rawAdmin.getConversion(uuid);
+  async getWhiteboardEvents(project: string, channel: string, count?: number): Promise<WhiteboardEvent[]> {
+    const n = eventCount(count);
+    return this.rawAdmin.readWhiteboardEvents(project, channel, n);
   }
 }

@@ -7,14 +7,21 @@
  *   <prefix>proj:{<project>}:whiteboard                    hash
  *   <prefix>chan:{<project>/<channel>}:pstn-mute           hash
  *   <prefix>chan:{<project>/<channel>}:pstn-events         stream
+ *   <prefix>chan:{<project>/<channel>}:whiteboard-events   stream
  *   <prefix>conv:{<task uuid>}                             hash
+ *   <prefix>conv:{<task uuid>}:changes                     stream
+ *   <prefix>conv:{<task uuid>}:lease                       string
+ *   <prefix>conv-due                                       sorted set
  *
  * About the `{…}` hash tags: Redis Cluster hashes only the text between the
  * first `{` and the first `}` after it. The mute hash and the event stream
  * share everything up to the closing brace we add, so they always share a tag,
  * with one exception: an id that starts with `}` gives an empty tag `{}`, and
  * then Cluster hashes the whole key and the two keys land in different slots
- * (the atomic mute script fails with CROSSSLOT). A `/` in a project id makes
+ * (the atomic mute script fails with CROSSSLOT). A task's record, changes
+ * stream and lease share its `{<uuid>}` tag the same way, so one script can
+ * update them; `conv-due` (one key for every task) and the channel's
+ * whiteboard-events stream live in other slots. A `/` in a project id makes
  * `a/b` + `c` and `a` + `b/c` the same channel key. So ids with braces (or a
  * project id with `/`) are refused where records are created (`checkProjectId`,
  * `checkChannelId`, used by the admin functions and the CLI); keys are still
@@ -30,8 +37,17 @@ export const DEFAULT_KEY_PREFIX = "bl:";
 /** Cap of each channel's event stream (XADD MAXLEN ~). */
 export const MUTE_EVENTS_MAXLEN = 10_000;
 
-/** Conversion task records expire after 7 days. */
+/**
+ * Default retention of a conversion task's record and changes stream: 7 days
+ * after its last change (the stores' `retentionSeconds` setting).
+ */
 export const CONVERSION_TTL_SECONDS = 7 * 24 * 60 * 60;
+
+/** Cap of each task's changes stream (XADD MAXLEN ~). */
+export const CONVERSION_CHANGES_MAXLEN = 100;
+
+/** Cap of each channel's whiteboard-events stream (XADD MAXLEN ~). */
+export const WHITEBOARD_EVENTS_MAXLEN = 10_000;
 
 /** The passphrase as its key carries it: lowercase sha256 hex of its UTF-8 bytes. */
 export function hashPassphrase(passphrase: string): string {
@@ -47,7 +63,15 @@ export interface KeySchema {
   whiteboard(project: string): string;
   pstnMute(project: string, channel: string): string;
   pstnEvents(project: string, channel: string): string;
+  /** Terminal states of the channel's conversion tasks, for the notifier. */
+  whiteboardEvents(project: string, channel: string): string;
   conversion(taskUuid: string): string;
+  /** One entry per change of the task's status or percent. */
+  conversionChanges(taskUuid: string): string;
+  /** The owner id of the follower holding the task. */
+  conversionLease(taskUuid: string): string;
+  /** Every followed task, scored by when it is next due for a poll (ms). */
+  conversionsDue(): string;
   /** Wrong-passphrase counter of a caller; its key in clear, the counter's key carries its sha256 hex. */
   guesses(callerKey: string): string;
 }
@@ -61,7 +85,11 @@ export function keySchema(prefix: string = DEFAULT_KEY_PREFIX): KeySchema {
     whiteboard: (project) => `${prefix}proj:{${project}}:whiteboard`,
     pstnMute: (project, channel) => `${channelTag(project, channel)}:pstn-mute`,
     pstnEvents: (project, channel) => `${channelTag(project, channel)}:pstn-events`,
+    whiteboardEvents: (project, channel) => `${channelTag(project, channel)}:whiteboard-events`,
     conversion: (uuid) => `${prefix}conv:{${uuid}}`,
+    conversionChanges: (uuid) => `${prefix}conv:{${uuid}}:changes`,
+    conversionLease: (uuid) => `${prefix}conv:{${uuid}}:lease`,
+    conversionsDue: () => `${prefix}conv-due`,
     guesses: (callerKey) => `${prefix}guess:{${hashPassphrase(callerKey)}}`,
   };
 }

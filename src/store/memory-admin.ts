@@ -2,12 +2,13 @@
  * The in-memory store's raw admin writes and reads, over its key space. The
  * admin front (admin-front.ts) checks the input before calling these.
  */
-import type { ConversionTaskRecord, MuteEvent, WhiteboardSettings } from "../services/ports.js";
+import type { MuteEvent, WhiteboardEvent, WhiteboardSettings } from "../services/ports.js";
 import { type ChannelPassphrase, passphraseConflict } from "./admin-checks.js";
 import type { RawAdmin } from "./admin-front.js";
 import type { KeySchema } from "./keys.js";
-import type { MemoryKeyspace } from "./memory-keyspace.js";
-import { parseConversion, parseMuteEvent, parseMuteState, passphraseFields, whiteboardFields } from "./records.js";
+import type { MemoryKeyspace, StreamEntry } from "./memory-keyspace.js";
+import { parseWhiteboardEvent } from "./conversion-records.js";
+import { parseMuteEvent, parseMuteState, passphraseFields, whiteboardFields } from "./records.js";
 
 export class MemoryAdmin implements RawAdmin {
   /** `guard` throws `Failure("unavailable")` while the store is unavailable or closed. */
@@ -77,15 +78,20 @@ export class MemoryAdmin implements RawAdmin {
 
   async readMuteEvents(project: string, channel: string, count: number): Promise<MuteEvent[]> {
     this.guard();
-    // Like XREVRANGE + - COUNT n: the newest n entries, malformed ones then skipped.
-    const stream = this.data.get(this.keys.pstnEvents(project, channel));
-    const entries = stream?.type === "stream" ? stream.entries.slice(-count).reverse() : [];
+    const entries = this.newestEntries(this.keys.pstnEvents(project, channel), count);
     return entries.flatMap((entry) => parseMuteEvent(entry.id, entry.fields) ?? []);
   }
 
-  async getConversion(uuid: string): Promise<ConversionTaskRecord | undefined> {
+  async readWhiteboardEvents(project: string, channel: string, count: number): Promise<WhiteboardEvent[]> {
     this.guard();
-    return parseConversion(uuid, this.data.hashFields(this.keys.conversion(uuid)));
+    const entries = this.newestEntries(this.keys.whiteboardEvents(project, channel), count);
+    return entries.flatMap((entry) => parseWhiteboardEvent(entry.id, entry.fields) ?? []);
+  }
+
+  /** Like XREVRANGE + - COUNT n: the newest n entries of a stream, newest first. */
+  private newestEntries(key: string, count: number): StreamEntry[] {
+    const stream = this.data.get(key);
+    return stream?.type === "stream" ? stream.entries.slice(-count).reverse() : [];
   }
 
   /** Keys of the passphrase records of one channel (what the Redis store finds by SCAN). */

@@ -1,6 +1,6 @@
 /**
- * The in-memory store's data: a tiny Redis-like key space of strings, hashes
- * and streams, with expiry on access as in Redis. The in-memory store keeps
+ * The in-memory store's data: a tiny Redis-like key space of strings, hashes,
+ * streams and sorted sets, with expiry on access as in Redis. The in-memory store keeps
  * the documented records here under the same keys and fields as Redis; tests
  * read and write it raw, the way another service would write Redis.
  */
@@ -23,6 +23,7 @@ export type StreamValue = {
 export type MemoryEntry =
   | { type: "string"; value: string; expiresAt?: number }
   | { type: "hash"; fields: Map<string, string>; expiresAt?: number }
+  | { type: "zset"; scores: Map<string, number>; expiresAt?: number }
   | StreamValue;
 
 export class MemoryKeyspace {
@@ -70,6 +71,24 @@ export class MemoryKeyspace {
     }
     if (entry.type !== "hash") throw wrongType(key);
     return entry.fields;
+  }
+
+  /** The sorted set's member → score map, created when missing; another type fails as WRONGTYPE would. */
+  writableSortedSet(key: string): Map<string, number> {
+    const entry = this.get(key);
+    if (entry === undefined) {
+      const scores = new Map<string, number>();
+      this.entries.set(key, { type: "zset", scores });
+      return scores;
+    }
+    if (entry.type !== "zset") throw wrongType(key);
+    return entry.scores;
+  }
+
+  /** Like PEXPIRE: the key (when it exists) goes `ms` from now. */
+  expireIn(key: string, ms: number): void {
+    const entry = this.get(key);
+    if (entry) entry.expiresAt = this.now() + ms;
   }
 
   /** The stream to append to (a new one is not stored until `append`); another type fails as WRONGTYPE would. */

@@ -3,7 +3,10 @@
  * documented keys and fields as Redis in a tiny Redis-like key space
  * (memory-keyspace.ts), so it passes the same contract suite and its contents
  * can be inspected key by key. Its admin functions go through the shared admin
- * front (admin-front.ts) to its raw admin operations (memory-admin.ts).
+ * front (admin-front.ts) to its raw admin operations (memory-admin.ts), the
+ * conversion follower's through the shared conversion front
+ * (conversion-follow.ts) to its raw conversion operations
+ * (memory-conversions.ts).
  *
  * `setUnavailable(true)` makes every call fail with `Failure("unavailable")`,
  * which lets service tests exercise the 503 path without a Redis.
@@ -11,21 +14,28 @@
 import { Failure } from "../services/failure.js";
 import type {
   AdminStore,
+  ConversionChange,
+  ConversionSaveOutcome,
+  ConversionState,
   ConversionTaskRecord,
   MuteChange,
   PassphraseRecord,
   WhiteboardSettings,
 } from "../services/ports.js";
 import { AdminFront } from "./admin-front.js";
+import { ConversionFollow } from "./conversion-follow.js";
 import { CONVERSION_TTL_SECONDS, type KeySchema, keySchema, MUTE_EVENTS_MAXLEN } from "./keys.js";
 import { MemoryAdmin } from "./memory-admin.js";
+import { MemoryConversions } from "./memory-conversions.js";
 import { MemoryKeyspace } from "./memory-keyspace.js";
-import { conversionFields, muteEventFields, muteFlag, parsePassphrase, parseWhiteboard } from "./records.js";
+import { muteEventFields, muteFlag, parsePassphrase, parseWhiteboard } from "./records.js";
 
 export interface MemoryStoreOptions {
   keyPrefix?: string;
   /** Milliseconds since the epoch; injectable so tests can move time (expiry). */
   now?: () => number;
+  /** How long a conversion task's record and changes stream outlive its last change; default 7 days. */
+  retentionSeconds?: number;
 }
 
 export class MemoryStore extends AdminFront implements AdminStore {
@@ -33,6 +43,7 @@ export class MemoryStore extends AdminFront implements AdminStore {
   /** The key space holding the records (tests read and write it raw, as other services would Redis). */
   readonly data: MemoryKeyspace;
   protected readonly rawAdmin: MemoryAdmin;
+  private readonly conversions: ConversionFollow;
   private unavailable = false;
   private closed = false;
 
@@ -41,6 +52,10 @@ export class MemoryStore extends AdminFront implements AdminStore {
     this.keys = keySchema(options.keyPrefix);
     this.data = new MemoryKeyspace(options.now);
     this.rawAdmin = new MemoryAdmin(this.data, this.keys, () => this.guard());
+    const retentionSeconds = options.retentionSeconds ?? CONVERSION_TTL_SECONDS;
+    this.conversions = new ConversionFollow(
+      new MemoryConversions(this.data, this.keys, () => this.guard(), retentionSeconds),
+    );
   }
 
   /** While on, every call throws `Failure("unavailable")`, as a Redis outage would. */
@@ -69,13 +84,38 @@ export class MemoryStore extends AdminFront implements AdminStore {
     this.data.append(eventsKey, stream, muteEventFields(change), MUTE_EVENTS_MAXLEN);
   }
 
-  async recordConversion(task: ConversionTaskRecord): Promise<void> {
-    this.guard();
-    const key = this.keys.conversion(task.uuid);
-    const hash = this.data.writableHash(key);
-    for (const [field, value] of Object.entries(conversionFields(task))) hash.set(field, value);
-    const entry = this.data.get(key);
-    if (entry) entry.expiresAt = this.data.now() + CONVERSION_TTL_SECONDS * 1000;
+  recordConversion(task: ConversionTaskRecord, firstPollAt: number): Promise<void> {
+    return this.conversions.recordConversion(task, firstPollAt);
+  }
+
+  getConversion(uuid: string): Promise<ConversionTaskRecord | undefined> {
+    return this.conversions.getConversion(uuid);
+  }
+
+  claimDueConversions(now: number, max: number, owner: string, leaseMs: number): Promise<string[]> {
+    return this.conversions.claimDueConversions(now, max, owner, leaseMs);
+  }
+
+  renewConversionLease(uuid: string, owner: string, leaseMs: number): Promise<boolean> {
+    return this.conversions.renewConversionLease(uuid, owner, leaseMs);
+  }
+
+  saveConversionState(
+    uuid: string,
+    owner: string,
+    state: ConversionState,
+    at: number,
+    nextPollAt: number | undefined,
+  ): Promise<ConversionSaveOutcome> {
+    return this.conversions.saveConversionState(uuid, owner, state, at, nextPollAt);
+  }
+
+  rescheduleConversion(uuid: string, owner: string, nextPollAt: number): Promise<void> {
+    return this.conversions.rescheduleConversion(uuid, owner, nextPollAt);
+  }
+
+  readConversionChanges(uuid: string, afterId: string, count: number): Promise<ConversionChange[]> {
+    return this.conversions.readConversionChanges(uuid, afterId, count);
   }
 
   async recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {

@@ -7,6 +7,9 @@
  * instance. Failures are never cached.
  */
 import type {
+  ConversionChange,
+  ConversionSaveOutcome,
+  ConversionState,
   ConversionTaskRecord,
   MuteChange,
   PassphraseRecord,
@@ -80,8 +83,32 @@ export class ReadCachedStore implements Store {
   setMute(change: MuteChange): Promise<void> {
     return this.inner.setMute(change);
   }
-  recordConversion(task: ConversionTaskRecord): Promise<void> {
-    return this.inner.recordConversion(task);
+  recordConversion(task: ConversionTaskRecord, firstPollAt: number): Promise<void> {
+    return this.inner.recordConversion(task, firstPollAt);
+  }
+  getConversion(uuid: string): Promise<ConversionTaskRecord | undefined> {
+    return this.inner.getConversion(uuid);
+  }
+  claimDueConversions(now: number, max: number, owner: string, leaseMs: number): Promise<string[]> {
+    return this.inner.claimDueConversions(now, max, owner, leaseMs);
+  }
+  renewConversionLease(uuid: string, owner: string, leaseMs: number): Promise<boolean> {
+    return this.inner.renewConversionLease(uuid, owner, leaseMs);
+  }
+  saveConversionState(
+    uuid: string,
+    owner: string,
+    state: ConversionState,
+    at: number,
+    nextPollAt: number | undefined,
+  ): Promise<ConversionSaveOutcome> {
+    return this.inner.saveConversionState(uuid, owner, state, at, nextPollAt);
+  }
+  rescheduleConversion(uuid: string, owner: string, nextPollAt: number): Promise<void> {
+    return this.inner.rescheduleConversion(uuid, owner, nextPollAt);
+  }
+  readConversionChanges(uuid: string, afterId: string, count: number): Promise<ConversionChange[]> {
+    return this.inner.readConversionChanges(uuid, afterId, count);
   }
   recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {
     return this.inner.recordPassphraseMiss(callerKey, windowSeconds);

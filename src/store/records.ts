@@ -1,12 +1,12 @@
 /**
  * Field layout of the documented records (docs/architecture.md, "Redis
  * schema"), shared by the Redis and the in-memory store so both read and
- * write exactly the same thing. Parsers
- * return undefined for anything malformed: other services write these records,
- * and a record we cannot trust is treated as absent rather than half-used.
+ * write exactly the same thing (conversion tasks: conversion-records.ts).
+ * Parsers return undefined for anything malformed: other services write these
+ * records, and a record we cannot trust is treated as absent rather than
+ * half-used.
  */
 import {
-  type ConversionTaskRecord,
   type MuteChange,
   type MuteEvent,
   type PassphraseRecord,
@@ -89,25 +89,6 @@ export function parseMuteState(fields: Fields): Record<string, boolean> {
   return state;
 }
 
-export function conversionFields(task: ConversionTaskRecord): Fields {
-  return {
-    project: task.project,
-    channel: task.channel,
-    type: task.type,
-    status: task.status,
-    created_at: String(task.createdAt),
-    by: task.by,
-  };
-}
-
-export function parseConversion(uuid: string, fields: Fields): ConversionTaskRecord | undefined {
-  const { project, channel, type, status, by } = fields;
-  const createdAt = parseMillis(fields.created_at);
-  if (!project || !channel || status === undefined || by === undefined || createdAt === undefined) return undefined;
-  if (type !== "static" && type !== "dynamic") return undefined;
-  return { uuid, project, channel, type, status, createdAt, by };
-}
-
 /** Field/value pairs of a raw stream entry (`[f1, v1, f2, v2, …]`). */
 export function pairsToFields(pairs: readonly string[]): Fields {
   const fields: Record<string, string> = {};
@@ -119,7 +100,8 @@ export function pairsToFields(pairs: readonly string[]): Fields {
   return fields;
 }
 
-function parseMillis(value: string | undefined): number | undefined {
+/** Milliseconds since the epoch as a record writes them (decimal digits), or undefined. */
+export function parseMillis(value: string | undefined): number | undefined {
   if (value === undefined || !/^\d{1,16}$/.test(value)) return undefined;
   const n = Number(value);
   return Number.isSafeInteger(n) ? n : undefined;

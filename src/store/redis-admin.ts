@@ -5,11 +5,12 @@
  * works on a Cluster too.
  */
 import { Cluster } from "ioredis";
-import type { ConversionTaskRecord, MuteEvent, WhiteboardSettings } from "../services/ports.js";
+import type { MuteEvent, WhiteboardEvent, WhiteboardSettings } from "../services/ports.js";
 import { type ChannelPassphrase, passphraseConflict } from "./admin-checks.js";
 import type { RawAdmin } from "./admin-front.js";
 import type { KeySchema } from "./keys.js";
-import { pairsToFields, parseConversion, parseMuteEvent, parseMuteState, whiteboardFields } from "./records.js";
+import { parseWhiteboardEvent } from "./conversion-records.js";
+import { type Fields, pairsToFields, parseMuteEvent, parseMuteState, whiteboardFields } from "./records.js";
 import { execAll, orIfWrongType, type RedisCalls } from "./redis-calls.js";
 import type { ScriptCommands } from "./redis-scripts.js";
 
@@ -84,15 +85,26 @@ export class RedisAdmin implements RawAdmin {
   }
 
   async readMuteEvents(project: string, channel: string, count: number): Promise<MuteEvent[]> {
-    const key = this.keys.pstnEvents(project, channel);
-    const entries = await this.calls.call("getMuteEvents", (c) =>
-      c.xrevrange(key, "+", "-", "COUNT", count).catch(orIfWrongType<[string, string[]][]>([])),
-    );
-    return entries.flatMap(([id, pairs]) => parseMuteEvent(id, pairsToFields(pairs)) ?? []);
+    const entries = await this.newestEntries("getMuteEvents", this.keys.pstnEvents(project, channel), count);
+    return entries.flatMap(({ id, fields }) => parseMuteEvent(id, fields) ?? []);
   }
 
-  async getConversion(uuid: string): Promise<ConversionTaskRecord | undefined> {
-    return parseConversion(uuid, await this.calls.readHash("getConversion", this.keys.conversion(uuid)));
+  async readWhiteboardEvents(project: string, channel: string, count: number): Promise<WhiteboardEvent[]> {
+    const key = this.keys.whiteboardEvents(project, channel);
+    const entries = await this.newestEntries("getWhiteboardEvents", key, count);
+    return entries.flatMap(({ id, fields }) => parseWhiteboardEvent(id, fields) ?? []);
+  }
+
+  /** XREVRANGE + - COUNT n: the newest n entries of a stream, newest first; a key of another type reads as empty. */
+  private async newestEntries(
+    operation: string,
+    key: string,
+    count: number,
+  ): Promise<{ id: string; fields: Fields }[]> {
+    const entries = await this.calls.call(operation, (c) =>
+      c.xrevrange(key, "+", "-", "COUNT", count).catch(orIfWrongType<[string, string[]][]>([])),
+    );
+    return entries.map(([id, pairs]) => ({ id, fields: pairsToFields(pairs) }));
   }
 
   /** Keys of the passphrase records of one channel (SCAN on every master). */

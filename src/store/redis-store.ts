@@ -3,7 +3,10 @@
  * "Redis schema") over ioredis, on one node, a Cluster or through Sentinel.
  * This file is its request path; the admin functions go through the shared
  * admin front (admin-front.ts) to its raw admin operations (redis-admin.ts),
- * and every call goes through its plumbing (redis-calls.ts).
+ * the conversion follower's through the shared conversion front
+ * (conversion-follow.ts) to its raw conversion operations
+ * (redis-conversions.ts), and every call goes through its plumbing
+ * (redis-calls.ts).
  *
  * Every Redis or connection error reaches callers as `Failure("unavailable")`
  * with the original error as `cause` (logs only; Redis error text never goes
@@ -16,16 +19,21 @@ import type { Logger } from "../log.js";
 import { Failure } from "../services/failure.js";
 import type {
   AdminStore,
+  ConversionChange,
+  ConversionSaveOutcome,
+  ConversionState,
   ConversionTaskRecord,
   MuteChange,
   PassphraseRecord,
   WhiteboardSettings,
 } from "../services/ports.js";
 import { AdminFront } from "./admin-front.js";
+import { ConversionFollow } from "./conversion-follow.js";
 import { CONVERSION_TTL_SECONDS, type KeySchema, keySchema, MUTE_EVENTS_MAXLEN } from "./keys.js";
-import { conversionFields, muteFlag, parsePassphrase, parseWhiteboard } from "./records.js";
+import { muteFlag, parsePassphrase, parseWhiteboard } from "./records.js";
 import { RedisAdmin } from "./redis-admin.js";
-import { execAll, RedisCalls, withDeadline } from "./redis-calls.js";
+import { RedisCalls, withDeadline } from "./redis-calls.js";
+import { RedisConversions } from "./redis-conversions.js";
 import {
   type ConnectionTuning,
   createRedisClient,
@@ -47,6 +55,8 @@ export interface RedisStoreSettings {
   connectTimeoutMs?: number;
   /** Cap of the reconnect back-off; default 500. */
   maxReconnectDelayMs?: number;
+  /** How long a conversion task's record and changes stream outlive its last change; default 7 days. */
+  retentionSeconds?: number;
 }
 
 /**
@@ -64,6 +74,7 @@ export function createRedisStore(options: RedisConnectionOptions, settings: Redi
     keyPrefix: settings.keyPrefix,
     logger: settings.logger,
     commandTimeoutMs: tuning.commandTimeoutMs,
+    retentionSeconds: settings.retentionSeconds,
   });
 }
 
@@ -72,16 +83,24 @@ export class RedisStore extends AdminFront implements AdminStore {
   protected readonly rawAdmin: RedisAdmin;
   private readonly calls: RedisCalls;
   private readonly scripts: ScriptCommands;
+  private readonly conversions: ConversionFollow;
 
   constructor(
     private readonly client: RedisClient,
-    settings: { keyPrefix?: string | undefined; logger: Logger; commandTimeoutMs?: number | undefined },
+    settings: {
+      keyPrefix?: string | undefined;
+      logger: Logger;
+      commandTimeoutMs?: number | undefined;
+      retentionSeconds?: number | undefined;
+    },
   ) {
     super();
     this.keys = keySchema(settings.keyPrefix);
     this.calls = new RedisCalls(client, settings.logger, settings.commandTimeoutMs ?? DEFAULT_TUNING.commandTimeoutMs);
     this.scripts = defineScripts(client);
     this.rawAdmin = new RedisAdmin(this.calls, this.keys, this.scripts);
+    const retentionSeconds = settings.retentionSeconds ?? CONVERSION_TTL_SECONDS;
+    this.conversions = new ConversionFollow(new RedisConversions(this.calls, this.keys, retentionSeconds));
   }
 
   /**
@@ -138,12 +157,38 @@ export class RedisStore extends AdminFront implements AdminStore {
     );
   }
 
-  async recordConversion(task: ConversionTaskRecord): Promise<void> {
-    const key = this.keys.conversion(task.uuid);
-    // One transaction, so a record never exists without its expiry.
-    await this.calls.call("recordConversion", (c) =>
-      execAll(c.multi().hset(key, conversionFields(task)).expire(key, CONVERSION_TTL_SECONDS)),
-    );
+  recordConversion(task: ConversionTaskRecord, firstPollAt: number): Promise<void> {
+    return this.conversions.recordConversion(task, firstPollAt);
+  }
+
+  getConversion(uuid: string): Promise<ConversionTaskRecord | undefined> {
+    return this.conversions.getConversion(uuid);
+  }
+
+  claimDueConversions(now: number, max: number, owner: string, leaseMs: number): Promise<string[]> {
+    return this.conversions.claimDueConversions(now, max, owner, leaseMs);
+  }
+
+  renewConversionLease(uuid: string, owner: string, leaseMs: number): Promise<boolean> {
+    return this.conversions.renewConversionLease(uuid, owner, leaseMs);
+  }
+
+  saveConversionState(
+    uuid: string,
+    owner: string,
+    state: ConversionState,
+    at: number,
+    nextPollAt: number | undefined,
+  ): Promise<ConversionSaveOutcome> {
+    return this.conversions.saveConversionState(uuid, owner, state, at, nextPollAt);
+  }
+
+  rescheduleConversion(uuid: string, owner: string, nextPollAt: number): Promise<void> {
+    return this.conversions.rescheduleConversion(uuid, owner, nextPollAt);
+  }
+
+  readConversionChanges(uuid: string, afterId: string, count: number): Promise<ConversionChange[]> {
+    return this.conversions.readConversionChanges(uuid, afterId, count);
   }
 
   async recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {

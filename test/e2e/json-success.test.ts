@@ -118,16 +118,34 @@ describe.each(ALL)("%s", (protocol) => {
     expect(answer.task_uuid).toMatch(/^[0-9a-f]{32}$/);
 
     const record = await redis.hgetall(conversionKey(bl, answer.task_uuid));
-    expect(Object.keys(record).sort()).toEqual(["by", "channel", "created_at", "project", "status", "type"]);
+    expect(Object.keys(record).sort()).toEqual([
+      "api",
+      "by",
+      "channel",
+      "created_at",
+      "pages",
+      "percent",
+      "project",
+      "status",
+      "type",
+      "updated_at",
+    ]);
     expect(record).toMatchObject({
       project: bl.world.project,
       channel: bl.world.channel,
       type: "static",
       status: "Waiting",
       by,
+      api: "legacy",
+      percent: "0",
+      pages: "[]",
     });
     expect(Number(record["created_at"])).toBeGreaterThanOrEqual(t0);
     expect(Number(record["created_at"])).toBeLessThanOrEqual(t1);
+    expect(record.updated_at).toBe(record.created_at);
+    // Due for its first poll 1.5 s after its creation.
+    const due = await redis.zscore(`${bl.prefix}conv-due`, answer.task_uuid);
+    expect(Number(due)).toBe(Number(record.created_at) + 1500);
     const ttl = await redis.ttl(conversionKey(bl, answer.task_uuid));
     expect(ttl).toBeGreaterThan(SEVEN_DAYS - 60);
     expect(ttl).toBeLessThanOrEqual(SEVEN_DAYS);

@@ -18,7 +18,7 @@ class RecordingFront extends AdminFront {
     clearWhiteboard: async (...args) => this.record("clearWhiteboard", args, undefined),
     getMuteState: async (...args) => this.record("getMuteState", args, {}),
     readMuteEvents: async (...args) => this.record("readMuteEvents", args, []),
-    getConversion: async (...args) => this.record("getConversion", args, undefined),
+    readWhiteboardEvents: async (...args) => this.record("readWhiteboardEvents", args, []),
   };
 
   private record<T>(operation: string, args: unknown[], result: T): T {
@@ -73,6 +73,20 @@ describe("admin front", () => {
       ["writeWhiteboard", "p", sdk],
       ["readMuteEvents", "p", "c", DEFAULT_EVENT_COUNT],
       ["readMuteEvents", "p", "c", 5],
+    ]);
+  });
+
+  it("checks the count of whiteboard events as it does for mute events", async () => {
+    const front = new RecordingFront();
+    await expect(front.getWhiteboardEvents("p", "c", 10_001)).rejects.toMatchObject({
+      kind: "invalid",
+      detail: "count must be an integer from 1 to 10000",
+    });
+    await front.getWhiteboardEvents("p", "c");
+    await front.getWhiteboardEvents("p", "c", 7);
+    expect(front.calls).toEqual([
+      ["readWhiteboardEvents", "p", "c", DEFAULT_EVENT_COUNT],
+      ["readWhiteboardEvents", "p", "c", 7],
     ]);
   });
 });

@@ -13,6 +13,7 @@ import { silentLogger } from "../../src/log.js";
 import { hashPassphrase, type KeySchema } from "../../src/store/keys.js";
 import { createRedisStore, type RedisConnectionOptions } from "../../src/store/redis-store.js";
 import { freePort } from "../harness/redis-server.js";
+import { conversionFollowContract } from "./conversion-contract.js";
 import { uniquePrefix } from "../harness/redis-url.js";
 
 /** Direct access to the key space, bypassing the store. */
@@ -30,6 +31,12 @@ export interface RawAccess {
   exists(key: string): Promise<boolean>;
   /** Redis only: lets the key's remaining lifetime run out now (PEXPIRE 1). */
   expireNow?(key: string): Promise<void>;
+  /** A plain string value; undefined when missing. */
+  get(key: string): Promise<string | undefined>;
+  del(key: string): Promise<void>;
+  zadd(key: string, score: number, member: string): Promise<void>;
+  /** undefined when the member (or the key) is missing. */
+  zscore(key: string, member: string): Promise<number | undefined>;
 }
 
 export interface ContractSubject {
@@ -48,7 +55,22 @@ export const EVERY_METHOD: ReadonlyArray<[string, (store: AdminStore) => Promise
   ["lookupPassphrase", (s) => s.lookupPassphrase("some passphrase")],
   ["getWhiteboard", (s) => s.getWhiteboard("p")],
   ["setMute", (s) => s.setMute({ project: "p", channel: "c", uid: "u", mute: true, by: "sub", at: 1 })],
-  ["recordConversion", (s) => s.recordConversion(conversion("00000000-0000-4000-8000-000000000000"))],
+  ["recordConversion", (s) => s.recordConversion(conversion("00000000-0000-4000-8000-000000000000"), 1)],
+  ["claimDueConversions", (s) => s.claimDueConversions(Date.now(), 10, "owner", 1000)],
+  ["renewConversionLease", (s) => s.renewConversionLease("00000000-0000-4000-8000-000000000000", "owner", 1000)],
+  [
+    "saveConversionState",
+    (s) =>
+      s.saveConversionState(
+        "00000000-0000-4000-8000-000000000000",
+        "owner",
+        { status: "Converting", percent: 5, pages: [] },
+        1,
+        2,
+      ),
+  ],
+  ["rescheduleConversion", (s) => s.rescheduleConversion("00000000-0000-4000-8000-000000000000", "owner", 1)],
+  ["readConversionChanges", (s) => s.readConversionChanges("00000000-0000-4000-8000-000000000000", "0", 10)],
   ["ping", (s) => s.ping()],
   ["createChannel", (s) => s.createChannel({ project: "p", channel: "c", hostPassphrase: "h" })],
   ["deleteChannel", (s) => s.deleteChannel("p", "c")],
@@ -57,7 +79,11 @@ export const EVERY_METHOD: ReadonlyArray<[string, (store: AdminStore) => Promise
   ["getMuteState", (s) => s.getMuteState("p", "c")],
   ["getMuteEvents", (s) => s.getMuteEvents("p", "c")],
   ["getConversion", (s) => s.getConversion("00000000-0000-4000-8000-000000000000")],
+  ["getWhiteboardEvents", (s) => s.getWhiteboardEvents("p", "c")],
 ];
+
+/** Far beyond every due time the conversion-follow tests use, so tasks recorded here are never claimed there. */
+export const NEVER_DUE = 4_102_444_800_000;
 
 const WEEK_SECONDS = 604_800;
 
@@ -420,7 +446,7 @@ export function storeContract(name: string, options: ContractOptions): void {
       it("writes the documented fields with a 7-day expiry", async () => {
         const uuid = crypto.randomUUID();
         const task = conversion(uuid);
-        await store.recordConversion(task);
+        await store.recordConversion(task, NEVER_DUE);
 
         const key = keys.conversion(uuid);
         expect(key).toBe(`${keys.prefix}conv:{${uuid}}`);
@@ -431,6 +457,10 @@ export function storeContract(name: string, options: ContractOptions): void {
           status: "Waiting",
           created_at: String(task.createdAt),
           by: task.by,
+          api: "projector",
+          percent: "0",
+          pages: "[]",
+          updated_at: String(task.createdAt),
         });
         const ttl = await raw.ttl(key);
         expect(ttl).toBeGreaterThan(WEEK_SECONDS - 10);
@@ -441,9 +471,9 @@ export function storeContract(name: string, options: ContractOptions): void {
 
       it("a later record of the same task replaces it and renews the expiry", async () => {
         const uuid = crypto.randomUUID();
-        await store.recordConversion(conversion(uuid));
+        await store.recordConversion(conversion(uuid), NEVER_DUE);
         const finished = { ...conversion(uuid), type: "dynamic" as const, status: "Finished" };
-        await store.recordConversion(finished);
+        await store.recordConversion(finished, NEVER_DUE);
         expect(await store.getConversion(uuid)).toEqual(finished);
         expect(await raw.ttl(keys.conversion(uuid))).toBeGreaterThan(WEEK_SECONDS - 10);
       });
@@ -465,7 +495,7 @@ export function storeContract(name: string, options: ContractOptions): void {
 
       it("forgets records after 7 days", async () => {
         const uuid = crypto.randomUUID();
-        await store.recordConversion(conversion(uuid));
+        await store.recordConversion(conversion(uuid), NEVER_DUE);
         const advance = subject.advanceClock;
         if (options.hasClock && advance) {
           advance(WEEK_SECONDS * 1000 - 1000);
@@ -482,6 +512,8 @@ export function storeContract(name: string, options: ContractOptions): void {
         expect(await raw.ttl(keys.conversion(uuid))).toBe(-2);
       });
     });
+
+    conversionFollowContract(() => subject);
 
     describe("availability", () => {
       it("ping resolves while the backend is there", async () => {
@@ -523,8 +555,12 @@ export function conversion(uuid: string): ConversionTaskRecord {
     project: "proj-1",
     channel: "chan-1",
     type: "static",
+    api: "projector",
     status: "Waiting",
+    percent: 0,
+    pages: [],
     createdAt: 1_700_000_000_000,
+    updatedAt: 1_700_000_000_000,
     by: "user-1",
   };
 }
@@ -592,6 +628,17 @@ function redisRaw(client: Redis | Cluster): RawAccess {
     exists: async (key) => (await client.exists(key)) === 1,
     async expireNow(key) {
       await client.pexpire(key, 1);
+    },
+    get: async (key) => (await client.get(key)) ?? undefined,
+    async del(key) {
+      await client.del(key);
+    },
+    async zadd(key, score, member) {
+      await client.zadd(key, score, member);
+    },
+    async zscore(key, member) {
+      const score = await client.zscore(key, member);
+      return score === null ? undefined : Number(score);
     },
   };
 }

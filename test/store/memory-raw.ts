@@ -30,5 +30,19 @@ export function memoryRaw(data: MemoryKeyspace): RawAccess {
     xlen: async (key) => stream(key).length,
     ttl: async (key) => ttl(key),
     exists: async (key) => ttl(key) !== -2,
+    async get(key) {
+      const entry = data.get(key);
+      return entry?.type === "string" ? entry.value : undefined;
+    },
+    async del(key) {
+      data.delete(key);
+    },
+    async zadd(key, score, member) {
+      data.writableSortedSet(key).set(member, score);
+    },
+    async zscore(key, member) {
+      const entry = data.get(key);
+      return entry?.type === "zset" ? entry.scores.get(member) : undefined;
+    },
   };
 }

@@ -1,0 +1,122 @@
+/**
+ * The Redis store's raw conversion operations (the follower's keys), each one
+ * call through the store's plumbing (redis-calls.ts), so every one of them is
+ * bounded, coalesced and fails as `unavailable`. The order of the steps is the
+ * conversion front's (conversion-follow.ts). The keys of one task share a hash
+ * tag, so the scripts work on a Cluster; `conv-due` and the channel's stream
+ * are addressed on their own.
+ */
+import type { ConversionState } from "../services/ports.js";
+import type { LeaseAttempt, RawConversions, StateWrite } from "./conversion-follow.js";
+import { progressFields } from "./conversion-records.js";
+import { CONVERSION_CHANGES_MAXLEN, type KeySchema, WHITEBOARD_EVENTS_MAXLEN } from "./keys.js";
+import { type Fields, pairsToFields } from "./records.js";
+import { execAll, orIfWrongType, type RedisCalls } from "./redis-calls.js";
+import { type ConversionScriptCommands, defineConversionScripts } from "./redis-conversion-scripts.js";
+
+export class RedisConversions implements RawConversions {
+  private readonly scripts: ConversionScriptCommands;
+
+  constructor(
+    private readonly calls: RedisCalls,
+    private readonly keys: KeySchema,
+    private readonly retentionSeconds: number,
+  ) {
+    this.scripts = defineConversionScripts(calls.client);
+  }
+
+  async writeRecord(uuid: string, fields: Fields): Promise<void> {
+    const key = this.keys.conversion(uuid);
+    // One transaction, so a record never exists without its expiry.
+    await this.calls.call("recordConversion", (c) =>
+      execAll(c.multi().hset(key, fields).expire(key, this.retentionSeconds)),
+    );
+  }
+
+  readRecord(uuid: string): Promise<Fields> {
+    return this.calls.readHash("getConversion", this.keys.conversion(uuid));
+  }
+
+  async setDue(uuid: string, at: number): Promise<void> {
+    await this.calls.call("setConversionDue", (c) => c.zadd(this.keys.conversionsDue(), String(at), uuid));
+  }
+
+  async removeDue(uuid: string): Promise<void> {
+    await this.calls.call("removeConversionDue", (c) => c.zrem(this.keys.conversionsDue(), uuid));
+  }
+
+  dueUuids(now: number, offset: number, count: number): Promise<string[]> {
+    return this.calls.call("claimDueConversions", (c) =>
+      c.zrangebyscore(this.keys.conversionsDue(), "-inf", String(now), "LIMIT", offset, count),
+    );
+  }
+
+  async tryLease(uuid: string, owner: string, leaseMs: number): Promise<LeaseAttempt> {
+    const { conversion, conversionLease } = this.keys;
+    const reply = await this.calls.call("claimDueConversions", () =>
+      this.scripts.blConvClaim(conversion(uuid), conversionLease(uuid), owner, String(leaseMs)),
+    );
+    if (reply === 1) return "leased";
+    return reply === 0 ? "held" : "gone";
+  }
+
+  async renewLease(uuid: string, owner: string, leaseMs: number): Promise<boolean> {
+    const key = this.keys.conversionLease(uuid);
+    const reply = await this.calls.call("renewConversionLease", () =>
+      this.scripts.blConvRenew(key, owner, String(leaseMs)),
+    );
+    return reply === 1;
+  }
+
+  async holdsLease(uuid: string, owner: string): Promise<boolean> {
+    const holder = await this.calls.call("conversionLease", (c) => c.get(this.keys.conversionLease(uuid)));
+    return holder === owner;
+  }
+
+  async releaseLease(uuid: string, owner: string): Promise<void> {
+    const key = this.keys.conversionLease(uuid);
+    await this.calls.call("releaseConversionLease", () => this.scripts.blConvRelease(key, owner));
+  }
+
+  async writeState(uuid: string, owner: string, state: ConversionState, at: number): Promise<StateWrite> {
+    // Status and percent go first (the script compares them); then the state's other fields.
+    const others = Object.entries(progressFields(state)).filter(([field]) => field !== "status" && field !== "percent");
+    const reply = await this.calls.call("saveConversionState", () =>
+      this.scripts.blConvSave(
+        this.keys.conversion(uuid),
+        this.keys.conversionChanges(uuid),
+        this.keys.conversionLease(uuid),
+        owner,
+        String(at),
+        String(this.retentionSeconds),
+        String(CONVERSION_CHANGES_MAXLEN),
+        state.status,
+        String(state.percent),
+        ...others.flat(),
+      ),
+    );
+    if (reply === "changed" || reply === "unchanged" || reply === "not-owner" || reply === "gone") return reply;
+    throw new Error(`saveConversionState: unexpected script reply ${JSON.stringify(reply)}`);
+  }
+
+  async markAnnounced(uuid: string): Promise<void> {
+    await this.calls.call("markConversionAnnounced", () =>
+      this.scripts.blConvMarkAnnounced(this.keys.conversion(uuid)),
+    );
+  }
+
+  async appendWhiteboardEvent(project: string, channel: string, fields: Fields): Promise<void> {
+    const key = this.keys.whiteboardEvents(project, channel);
+    await this.calls.call("announceConversion", (c) =>
+      c.xadd(key, "MAXLEN", "~", String(WHITEBOARD_EVENTS_MAXLEN), "*", ...Object.entries(fields).flat()),
+    );
+  }
+
+  async readChanges(uuid: string, afterId: string, count: number): Promise<Array<{ id: string; fields: Fields }>> {
+    const key = this.keys.conversionChanges(uuid);
+    const entries = await this.calls.call("readConversionChanges", (c) =>
+      c.xrange(key, `(${afterId}`, "+", "COUNT", count).catch(orIfWrongType<[string, string[]][]>([])),
+    );
+    return entries.map(([id, pairs]) => ({ id, fields: pairsToFields(pairs) }));
+  }
+}
