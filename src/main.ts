@@ -37,6 +37,7 @@ async function main(): Promise<void> {
     corsOrigins: config.corsOrigins,
     collectDefaultMetrics: true,
     ...(config.metricsPort === undefined ? {} : { metricsPort: config.metricsPort }),
+    follow: config.conversionFollow,
   });
   logger.info(
     { url: server.url, metricsPort: server.metricsPort, demo: config.demo, store: config.redis?.mode ?? "memory" },
@@ -67,10 +68,14 @@ function openStore(config: Config, logger: Logger): AdminStore {
       keyPrefix: config.redisKeyPrefix,
       logger,
       commandTimeoutMs: config.redisCommandTimeoutMs,
+      retentionSeconds: config.conversionRetentionDays * 86_400,
     });
   }
   if (!config.demo) logger.warn("REDIS_URL is not set: using the in-memory store; nothing survives a restart");
-  return new MemoryStore({ keyPrefix: config.redisKeyPrefix });
+  return new MemoryStore({
+    keyPrefix: config.redisKeyPrefix,
+    retentionSeconds: config.conversionRetentionDays * 86_400,
+  });
 }
 
 function authenticator(config: Config, key: JwtKeyConfig): JwtAuthenticator {

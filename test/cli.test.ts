@@ -89,7 +89,13 @@ beforeAll(async () => {
   await ensureBuilt();
   prefix = uniquePrefix("cli");
   // A server that knows nothing but what the CLI writes (no seeded world), with the CLI's secret.
-  bl = await startBoardline({ prefix, secret: new TextEncoder().encode(jwtSecret), seed: false });
+  // The follower waits a minute before its first poll: the tests read records as they were written.
+  bl = await startBoardline({
+    prefix,
+    secret: new TextEncoder().encode(jwtSecret),
+    seed: false,
+    follow: { firstPollMs: 60_000 },
+  });
 }, 120_000);
 
 afterAll(async () => {

@@ -32,6 +32,9 @@ export interface Config {
   /** The Netless API new conversion tasks are created on. */
   readonly conversionApi: "projector" | "legacy";
   readonly conversionTimeoutMs: number;
+  /** How the conversion follower polls (CONVERSION_POLL_*, CONVERSION_FOLLOW_MS). */
+  readonly conversionFollow: { readonly firstPollMs: number; readonly maxPollMs: number; readonly followMs: number };
+  readonly conversionRetentionDays: number;
   readonly corsOrigins: readonly string[];
   readonly maxBodyBytes: number;
   readonly tls: { readonly cert: Buffer; readonly key: Buffer } | undefined;
@@ -80,6 +83,12 @@ export function loadConfig(env: Env = process.env): Config {
     conversionApiBase: demo && !isSet(env, "CONVERSION_API_BASE") ? undefined : readHttpUrl(env, "CONVERSION_API_BASE"),
     conversionApi: readChoice(env, "CONVERSION_API") === "legacy" ? "legacy" : "projector",
     conversionTimeoutMs: readInteger(env, "CONVERSION_TIMEOUT_MS"),
+    conversionFollow: {
+      firstPollMs: readInteger(env, "CONVERSION_POLL_FIRST_MS"),
+      maxPollMs: readInteger(env, "CONVERSION_POLL_MAX_MS"),
+      followMs: readInteger(env, "CONVERSION_FOLLOW_MS"),
+    },
+    conversionRetentionDays: readInteger(env, "CONVERSION_RETENTION_DAYS"),
     corsOrigins: (readList(env, "CORS_ORIGINS") ?? []).map((origin) => origin.replace(/\/$/, "")),
     maxBodyBytes: readInteger(env, "MAX_BODY_BYTES"),
     tls: readTls(env),

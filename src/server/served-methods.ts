@@ -7,6 +7,7 @@
 import type { DescMessage, DescMethodUnary, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
+import type { ConversionTasks } from "../services/conversion-tasks.js";
 import type { PstnControl } from "../services/pstn.js";
 import type { Caller } from "../services/ports.js";
 import type { WhiteboardConversions } from "../services/whiteboard.js";
@@ -22,6 +23,7 @@ export interface ServedMethod<I extends DescMessage = DescMessage, O extends Des
 export interface Domain {
   readonly pstn: PstnControl;
   readonly whiteboard: WhiteboardConversions;
+  readonly conversions: ConversionTasks;
 }
 
 function served<I extends DescMessage, O extends DescMessage>(
@@ -37,6 +39,10 @@ export function servedMethods(domain: Domain): ServedMethod[] {
     served(PstnService.method.mute, (caller, req) => domain.pstn.mute(caller, req)),
     served(WhiteboardService.method.convertFile, (caller, req, cancellation) =>
       domain.whiteboard.convertFile(caller, req, cancellation.signal),
+    ),
+    served(WhiteboardService.method.getConversion, (caller, req) => domain.conversions.getConversion(caller, req)),
+    served(WhiteboardService.method.cancelConversion, (caller, req, cancellation) =>
+      domain.conversions.cancelConversion(caller, req, cancellation.signal),
     ),
   ];
 }

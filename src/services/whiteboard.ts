@@ -10,13 +10,13 @@ import type { PassphraseGuard } from "./passphrase-guard.js";
 import type { Caller, ConversionBackend, ConversionType, Store } from "./ports.js";
 
 /** How long after its creation a task is first asked about (the follower's own settings come later). */
-const FIRST_POLL_DELAY_MS = 1500;
-
 export class WhiteboardConversions {
   constructor(
     private readonly store: Store,
     private readonly backend: ConversionBackend,
     private readonly guard: PassphraseGuard,
+    /** The follower first asks about a new task this long after creating it (CONVERSION_POLL_FIRST_MS). */
+    private readonly firstPollMs: number,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -62,7 +62,7 @@ export class WhiteboardConversions {
         updatedAt: createdAt,
         by: caller.subject,
       },
-      createdAt + FIRST_POLL_DELAY_MS,
+      createdAt + this.firstPollMs,
     );
     return { taskUuid: task.uuid, status: task.status };
   }

@@ -24,6 +24,8 @@ describe("defaults", () => {
       conversionApiBase: "https://api.netless.link",
       conversionApi: "projector",
       conversionTimeoutMs: 10_000,
+      conversionFollow: { firstPollMs: 1_500, maxPollMs: 5_000, followMs: 600_000 },
+      conversionRetentionDays: 7,
       corsOrigins: [],
       maxBodyBytes: 65_536,
       tls: undefined,

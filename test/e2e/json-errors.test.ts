@@ -21,7 +21,12 @@ const TIMEOUT_MS = 400;
 
 let bl: Boardline;
 beforeAll(async () => {
-  bl = await startBoardline({ maxBodyBytes: MAX_BODY_BYTES, conversionTimeoutMs: TIMEOUT_MS });
+  // No follower polls during this file: its "nothing changed" snapshots would see it work.
+  bl = await startBoardline({
+    maxBodyBytes: MAX_BODY_BYTES,
+    conversionTimeoutMs: TIMEOUT_MS,
+    follow: { firstPollMs: 600_000 },
+  });
   // Some state to be left alone by every failure below.
   expect((await postJson(bl, ROUTES.mute, muteBody(bl, { uid: "seeded", mute: true }))).status).toBe(200);
 });
@@ -237,8 +242,15 @@ describe.each(OPS)("%s: transport checks", (op) => {
   });
 
   test("404 for a path below the route", async () => {
-    expectError(await failing(`${ROUTES[op]}/extra`, bodyOf(op)), 404, 404);
+    // (One segment below fileconvert is a conversion task's path: GET and DELETE, see below.)
+    expectError(await failing(`${ROUTES[op]}/extra/more`, bodyOf(op)), 404, 404);
   });
+});
+
+test("POST on a conversion task's path → 405 with Allow: GET, DELETE", async () => {
+  const res = await failing(`${ROUTES.convert}/some-task`, {});
+  expectError(res, 405, 405);
+  expect(res.headers.get("allow")).toBe("GET, DELETE");
 });
 
 test.each(["/v1/channel/pstn/unmute", "/v1/whiteboard/FileConvert", "/v2/channel/pstn/mute", "/", "/nope"])(

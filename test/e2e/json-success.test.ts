@@ -20,7 +20,8 @@ const SEVEN_DAYS = 7 * 24 * 60 * 60;
 let bl: Boardline;
 let redis: Redis;
 beforeAll(async () => {
-  bl = await startBoardline();
+  // The follower waits a minute before its first poll: these tests read the record as ConvertFile wrote it.
+  bl = await startBoardline({ follow: { firstPollMs: 60_000 } });
   redis = rawRedis(bl);
 });
 afterAll(async () => {
@@ -143,9 +144,9 @@ describe.each(ALL)("%s", (protocol) => {
     expect(Number(record["created_at"])).toBeGreaterThanOrEqual(t0);
     expect(Number(record["created_at"])).toBeLessThanOrEqual(t1);
     expect(record.updated_at).toBe(record.created_at);
-    // Due for its first poll 1.5 s after its creation.
+    // Due for its first poll CONVERSION_POLL_FIRST_MS (here 60 s) after its creation.
     const due = await redis.zscore(`${bl.prefix}conv-due`, answer.task_uuid);
-    expect(Number(due)).toBe(Number(record.created_at) + 1500);
+    expect(Number(due)).toBe(Number(record.created_at) + 60_000);
     const ttl = await redis.ttl(conversionKey(bl, answer.task_uuid));
     expect(ttl).toBeGreaterThan(SEVEN_DAYS - 60);
     expect(ttl).toBeLessThanOrEqual(SEVEN_DAYS);

@@ -17,6 +17,7 @@ import { MemoryStore } from "../../src/store/memory-store.js";
 import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "./redis-url.js";
 import type { ListenOptions } from "../../src/server/listener.js";
+import type { FollowerSettings } from "../../src/services/conversion-follower.js";
 
 export interface World {
   /** Project A: whiteboard set up (access/secret key signing), one channel. */
@@ -67,6 +68,8 @@ export interface BoardlineOptions {
    * that look at what reached the simulator were written against it.
    */
   readonly conversionApi?: ConversionApi;
+  /** How the conversion follower polls (default: quick, for tests: first poll after 100 ms, every 200 ms at most). */
+  readonly follow?: Partial<FollowerSettings>;
   readonly guard?: (store: AdminStore) => PassphraseGuard;
   readonly logger?: Logger;
   readonly headersTimeoutMs?: number;
@@ -147,6 +150,7 @@ async function startInstance(shared: Shared, o: InstanceOptions, logger: Logger)
     ...(o.headersTimeoutMs === undefined ? {} : { headersTimeoutMs: o.headersTimeoutMs }),
     ...o.deadlines,
     ...(o.metricsPort === undefined ? {} : { metricsPort: o.metricsPort }),
+    follow: { firstPollMs: 100, maxPollMs: 200, tickMs: 50, ...o.follow },
     store: shared.store,
     authenticator:
       o.authenticator ??

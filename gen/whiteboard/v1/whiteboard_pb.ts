@@ -6,13 +6,15 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "../../buf/validate/validate_pb.js";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file whiteboard/v1/whiteboard.proto.
  */
 export const file_whiteboard_v1_whiteboard: GenFile = /*@__PURE__*/
-  fileDesc("Ch53aGl0ZWJvYXJkL3YxL3doaXRlYm9hcmQucHJvdG8SDXdoaXRlYm9hcmQudjEiwAIKEkNvbnZlcnRGaWxlUmVxdWVzdBKDAQoMcmVzb3VyY2VfdXJsGAEgASgJQm26SGq6AVwKEXJlc291cmNlX3VybC5odHRwEhxtdXN0IGJlIGFuIGh0dHAgb3IgaHR0cHMgVVJMGil0aGlzLm1hdGNoZXMoJ15baEhdW3RUXVt0VF1bcFBdW3NTXT86Ly8nKcgBAXIGGIAQiAEBEiEKCnBhc3NwaHJhc2UYAiABKAlCDbpICsgBAXIFEAEYgAISMgoPY29udmVyc2lvbl90eXBlGAMgASgJQhm6SBbIAQFyEVIGc3RhdGljUgdkeW5hbWljEjgKEGNvbnZlcnNpb25fc2NhbGUYBCABKAFCGbpIFhIUQAEZAAAAAAAACEApmpmZmZmZuT9IAIgBAUITChFfY29udmVyc2lvbl9zY2FsZSI4ChNDb252ZXJ0RmlsZVJlc3BvbnNlEhEKCXRhc2tfdXVpZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkykAEKEVdoaXRlYm9hcmRTZXJ2aWNlEnsKC0NvbnZlcnRGaWxlEiEud2hpdGVib2FyZC52MS5Db252ZXJ0RmlsZVJlcXVlc3QaIi53aGl0ZWJvYXJkLnYxLkNvbnZlcnRGaWxlUmVzcG9uc2UiJYLT5JMCHzoBKiIaL3YxL3doaXRlYm9hcmQvZmlsZWNvbnZlcnRiBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations]);
+  fileDesc("Ch53aGl0ZWJvYXJkL3YxL3doaXRlYm9hcmQucHJvdG8SDXdoaXRlYm9hcmQudjEiwAIKEkNvbnZlcnRGaWxlUmVxdWVzdBKDAQoMcmVzb3VyY2VfdXJsGAEgASgJQm26SGq6AVwKEXJlc291cmNlX3VybC5odHRwEhxtdXN0IGJlIGFuIGh0dHAgb3IgaHR0cHMgVVJMGil0aGlzLm1hdGNoZXMoJ15baEhdW3RUXVt0VF1bcFBdW3NTXT86Ly8nKcgBAXIGGIAQiAEBEiEKCnBhc3NwaHJhc2UYAiABKAlCDbpICsgBAXIFEAEYgAISMgoPY29udmVyc2lvbl90eXBlGAMgASgJQhm6SBbIAQFyEVIGc3RhdGljUgdkeW5hbWljEjgKEGNvbnZlcnNpb25fc2NhbGUYBCABKAFCGbpIFhIUQAEZAAAAAAAACEApmpmZmZmZuT9IAIgBAUITChFfY29udmVyc2lvbl9zY2FsZSI4ChNDb252ZXJ0RmlsZVJlc3BvbnNlEhEKCXRhc2tfdXVpZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkiSwoUR2V0Q29udmVyc2lvblJlcXVlc3QSMwoJdGFza191dWlkGAEgASgJQiC6SB3IAQFyGDIWXltBLVphLXowLTlfLV17MSwxMjh9JCJOChdDYW5jZWxDb252ZXJzaW9uUmVxdWVzdBIzCgl0YXNrX3V1aWQYASABKAlCILpIHcgBAXIYMhZeW0EtWmEtejAtOV8tXXsxLDEyOH0kIqACCgpDb252ZXJzaW9uEhEKCXRhc2tfdXVpZBgBIAEoCRIMCgR0eXBlGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIYChBwcm9ncmVzc19wZXJjZW50GAQgASgFEhIKCnBhZ2VfY291bnQYBSABKAUSLAoFcGFnZXMYBiADKAsyHS53aGl0ZWJvYXJkLnYxLkNvbnZlcnNpb25QYWdlEg4KBnByZWZpeBgHIAEoCRIVCg1mYWlsZWRfcmVhc29uGAggASgJEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIl8KDkNvbnZlcnNpb25QYWdlEgwKBHBhZ2UYASABKAUSCwoDdXJsGAIgASgJEg0KBXdpZHRoGAMgASgFEg4KBmhlaWdodBgEIAEoBRITCgtwcmV2aWV3X3VybBgFIAEoCTKZAwoRV2hpdGVib2FyZFNlcnZpY2USewoLQ29udmVydEZpbGUSIS53aGl0ZWJvYXJkLnYxLkNvbnZlcnRGaWxlUmVxdWVzdBoiLndoaXRlYm9hcmQudjEuQ29udmVydEZpbGVSZXNwb25zZSIlgtPkkwIfOgEqIhovdjEvd2hpdGVib2FyZC9maWxlY29udmVydBJ/Cg1HZXRDb252ZXJzaW9uEiMud2hpdGVib2FyZC52MS5HZXRDb252ZXJzaW9uUmVxdWVzdBoZLndoaXRlYm9hcmQudjEuQ29udmVyc2lvbiIugtPkkwIoEiYvdjEvd2hpdGVib2FyZC9maWxlY29udmVydC97dGFza191dWlkfRKFAQoQQ2FuY2VsQ29udmVyc2lvbhImLndoaXRlYm9hcmQudjEuQ2FuY2VsQ29udmVyc2lvblJlcXVlc3QaGS53aGl0ZWJvYXJkLnYxLkNvbnZlcnNpb24iLoLT5JMCKComL3YxL3doaXRlYm9hcmQvZmlsZWNvbnZlcnQve3Rhc2tfdXVpZH1iBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * ConvertFileRequest names the document and the channel it is for.
@@ -87,6 +89,183 @@ export const ConvertFileResponseSchema: GenMessage<ConvertFileResponse> = /*@__P
   messageDesc(file_whiteboard_v1_whiteboard, 1);
 
 /**
+ * GetConversionRequest names a task by the uuid ConvertFile answered.
+ *
+ * @generated from message whiteboard.v1.GetConversionRequest
+ */
+export type GetConversionRequest = Message<"whiteboard.v1.GetConversionRequest"> & {
+  /**
+   * The task uuid.
+   *
+   * @generated from field: string task_uuid = 1;
+   */
+  taskUuid: string;
+};
+
+/**
+ * Describes the message whiteboard.v1.GetConversionRequest.
+ * Use `create(GetConversionRequestSchema)` to create a new message.
+ */
+export const GetConversionRequestSchema: GenMessage<GetConversionRequest> = /*@__PURE__*/
+  messageDesc(file_whiteboard_v1_whiteboard, 2);
+
+/**
+ * CancelConversionRequest names the task to cancel.
+ *
+ * @generated from message whiteboard.v1.CancelConversionRequest
+ */
+export type CancelConversionRequest = Message<"whiteboard.v1.CancelConversionRequest"> & {
+  /**
+   * The task uuid.
+   *
+   * @generated from field: string task_uuid = 1;
+   */
+  taskUuid: string;
+};
+
+/**
+ * Describes the message whiteboard.v1.CancelConversionRequest.
+ * Use `create(CancelConversionRequestSchema)` to create a new message.
+ */
+export const CancelConversionRequestSchema: GenMessage<CancelConversionRequest> = /*@__PURE__*/
+  messageDesc(file_whiteboard_v1_whiteboard, 3);
+
+/**
+ * Conversion is a conversion task as boardline last saw it.
+ *
+ * @generated from message whiteboard.v1.Conversion
+ */
+export type Conversion = Message<"whiteboard.v1.Conversion"> & {
+  /**
+   * The backend's task uuid.
+   *
+   * @generated from field: string task_uuid = 1;
+   */
+  taskUuid: string;
+
+  /**
+   * "static" or "dynamic".
+   *
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * As the backend reports it: Waiting, Converting, Finished, Fail or Abort.
+   *
+   * @generated from field: string status = 3;
+   */
+  status: string;
+
+  /**
+   * How much of the document is converted, 0 to 100.
+   *
+   * @generated from field: int32 progress_percent = 4;
+   */
+  progressPercent: number;
+
+  /**
+   * The number of pages, once the backend knows it (0 before).
+   *
+   * @generated from field: int32 page_count = 5;
+   */
+  pageCount: number;
+
+  /**
+   * The converted pages, in page order, once Finished.
+   *
+   * @generated from field: repeated whiteboard.v1.ConversionPage pages = 6;
+   */
+  pages: ConversionPage[];
+
+  /**
+   * Dynamic conversions: the URL prefix a whiteboard client loads the
+   * document from (with task_uuid).
+   *
+   * @generated from field: string prefix = 7;
+   */
+  prefix: string;
+
+  /**
+   * Why the task failed (status Fail), e.g. "timeout" when it did not end in
+   * time, or the backend's reason.
+   *
+   * @generated from field: string failed_reason = 8;
+   */
+  failedReason: string;
+
+  /**
+   * When ConvertFile created the task.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 9;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * When boardline last saw the task change.
+   *
+   * @generated from field: google.protobuf.Timestamp updated_at = 10;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message whiteboard.v1.Conversion.
+ * Use `create(ConversionSchema)` to create a new message.
+ */
+export const ConversionSchema: GenMessage<Conversion> = /*@__PURE__*/
+  messageDesc(file_whiteboard_v1_whiteboard, 4);
+
+/**
+ * ConversionPage is one converted page.
+ *
+ * @generated from message whiteboard.v1.ConversionPage
+ */
+export type ConversionPage = Message<"whiteboard.v1.ConversionPage"> & {
+  /**
+   * Page number, from 1.
+   *
+   * @generated from field: int32 page = 1;
+   */
+  page: number;
+
+  /**
+   * Static conversions: the page image.
+   *
+   * @generated from field: string url = 2;
+   */
+  url: string;
+
+  /**
+   * Static conversions: the image size in pixels.
+   *
+   * @generated from field: int32 width = 3;
+   */
+  width: number;
+
+  /**
+   * Static conversions: the image size in pixels.
+   *
+   * @generated from field: int32 height = 4;
+   */
+  height: number;
+
+  /**
+   * Dynamic conversions: a preview image of the page, when the backend made one.
+   *
+   * @generated from field: string preview_url = 5;
+   */
+  previewUrl: string;
+};
+
+/**
+ * Describes the message whiteboard.v1.ConversionPage.
+ * Use `create(ConversionPageSchema)` to create a new message.
+ */
+export const ConversionPageSchema: GenMessage<ConversionPage> = /*@__PURE__*/
+  messageDesc(file_whiteboard_v1_whiteboard, 5);
+
+/**
  * WhiteboardService prepares documents for the shared whiteboard.
  *
  * @generated from service whiteboard.v1.WhiteboardService
@@ -105,6 +284,38 @@ export const WhiteboardService: GenService<{
     methodKind: "unary";
     input: typeof ConvertFileRequestSchema;
     output: typeof ConvertFileResponseSchema;
+  },
+  /**
+   * GetConversion answers where a conversion task stands: boardline follows
+   * every task it created to its end (Finished, Fail or Abort) and keeps the
+   * result, pages included. A task of another project is NOT_FOUND, exactly
+   * like an unknown one.
+   *
+   * Like Google's resource-oriented API design (AIP-131), Get and Cancel
+   * answer the resource itself:
+   * buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+   * buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+   *
+   * @generated from rpc whiteboard.v1.WhiteboardService.GetConversion
+   */
+  getConversion: {
+    methodKind: "unary";
+    input: typeof GetConversionRequestSchema;
+    output: typeof ConversionSchema;
+  },
+  /**
+   * CancelConversion stops a task at the backend. Only tasks of the
+   * projector API can be cancelled (a legacy task: FAILED_PRECONDITION); a
+   * task that has already ended is returned unchanged.
+   * buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+   * buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+   *
+   * @generated from rpc whiteboard.v1.WhiteboardService.CancelConversion
+   */
+  cancelConversion: {
+    methodKind: "unary";
+    input: typeof CancelConversionRequestSchema;
+    output: typeof ConversionSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_whiteboard_v1_whiteboard, 0);

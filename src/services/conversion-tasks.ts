@@ -1,0 +1,67 @@
+/**
+ * Reading and cancelling the conversion tasks a project created. Transport-free:
+ * the caller is already authenticated and the request validated. A task of
+ * another project answers exactly like an unknown one.
+ */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type {
+  CancelConversionRequest,
+  ConversionSchema,
+  GetConversionRequest,
+} from "../../gen/whiteboard/v1/whiteboard_pb.js";
+import { isTerminal } from "./conversion-follower.js";
+import { conversionMessage, withState } from "./conversion-message.js";
+import { Failure } from "./failure.js";
+import type { Caller, ConversionBackend, ConversionTaskRecord, Store } from "./ports.js";
+
+type Conversion = MessageInitShape<typeof ConversionSchema>;
+
+export class ConversionTasks {
+  constructor(
+    private readonly store: Store,
+    private readonly backend: ConversionBackend,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async getConversion(caller: Caller, req: GetConversionRequest): Promise<Conversion> {
+    return conversionMessage(await this.ownTask(caller, req.taskUuid));
+  }
+
+  /**
+   * Cancels a projector task at the backend and answers the state the backend
+   * reports; the follower records it at its next poll. A task that has ended
+   * is answered unchanged; a legacy task cannot be cancelled.
+   */
+  async cancelConversion(caller: Caller, req: CancelConversionRequest, signal?: AbortSignal): Promise<Conversion> {
+    const record = await this.ownTask(caller, req.taskUuid);
+    if (isTerminal(record.status)) return conversionMessage(record);
+    if (record.api !== "projector") {
+      throw new Failure("failed_precondition", {
+        detail: "tasks of the legacy conversion API cannot be cancelled",
+      });
+    }
+    const whiteboard = await this.store.getWhiteboard(caller.project);
+    if (whiteboard === undefined) {
+      throw new Failure("permission_denied", { detail: "the whiteboard is not set up for this project" });
+    }
+    const state = await this.backend.cancelTask(
+      {
+        uuid: record.uuid,
+        type: record.type,
+        api: record.api,
+        region: whiteboard.region,
+        credentials: whiteboard.credentials,
+      },
+      signal,
+    );
+    return conversionMessage(withState(record, state, this.now()));
+  }
+
+  private async ownTask(caller: Caller, uuid: string): Promise<ConversionTaskRecord> {
+    const record = await this.store.getConversion(uuid);
+    if (record === undefined || record.project !== caller.project) {
+      throw new Failure("not_found", { detail: "this project has no conversion task with that uuid" });
+    }
+    return record;
+  }
+}
