@@ -1,0 +1,69 @@
+/**
+ * The kinds of environment variable the configuration table (variables.ts)
+ * has, each with what its row must say.
+ */
+export interface Documented {
+  /** The README's "meaning" column. */
+  readonly meaning: string;
+  /** The README's "default" column when the default depends on the mode (otherwise the default itself, or —). */
+  readonly defaultNote?: string;
+}
+
+/** A whole number in [min, max]. */
+export interface IntegerVariable extends Documented {
+  readonly kind: "integer";
+  readonly default: number;
+  readonly min: number;
+  readonly max: number;
+}
+
+/** One of a fixed set of words. */
+export interface ChoiceVariable extends Documented {
+  readonly kind: "choice";
+  readonly default: string;
+  readonly values: readonly string[];
+}
+
+/** A comma-separated list of `host[:port]` (see host-ports.ts). */
+export interface HostsVariable extends Documented {
+  readonly kind: "hosts";
+  readonly defaultPort: number;
+}
+
+/** An absolute http:// or https:// URL. */
+export interface HttpUrlVariable extends Documented {
+  readonly kind: "http-url";
+  readonly default?: string;
+}
+
+/** A comma-separated list; `check` says what is wrong with one item, if anything. */
+export interface ListVariable extends Documented {
+  readonly kind: "list";
+  readonly allowed: string;
+  readonly check: (item: string) => string | undefined;
+}
+
+/** A path to a file read at start-up. */
+export interface FileVariable extends Documented {
+  readonly kind: "file";
+  readonly allowed: string;
+}
+
+/** Free text; `check` says what is wrong with it, if anything. */
+export interface TextVariable extends Documented {
+  readonly kind: "text";
+  readonly allowed: string;
+  readonly default?: string;
+  readonly check?: (value: string) => string | undefined;
+  /** Taken as given, spaces included (a secret); by default a value is trimmed. */
+  readonly untrimmed?: true;
+}
+
+export type Variable =
+  | IntegerVariable
+  | ChoiceVariable
+  | HostsVariable
+  | HttpUrlVariable
+  | ListVariable
+  | FileVariable
+  | TextVariable;
