@@ -185,6 +185,11 @@ describe("records the CLI writes are what the server reads", () => {
 
     const shown = JSON.parse(await ok(["conversion", "show", task_uuid, "--json"])) as Record<string, unknown>;
     expect(shown).toMatchObject({ task_uuid, project, channel, type: "static", status: "Waiting", by: "op-7" });
+    expect(shown).toMatchObject({ api: "legacy", progress_percent: 0, page_count: null, pages: [] });
+    expect(shown.updated_at).toBe(shown.created_at);
+    const plain = await ok(["conversion", "show", task_uuid]);
+    expect(plain).toMatch(/status\s+Waiting, 0 %/);
+    expect(plain).toMatch(/pages\s+not known yet/);
     expect(JSON.parse(await ok(["whiteboard", "show", project, "--json"]))).toEqual({
       project,
       region: "in-mum",

@@ -1,6 +1,7 @@
 /**
- * `boardline conversion show`: the record of a file-conversion task, as
- * fileconvert wrote it (records expire after 7 days).
+ * `boardline conversion show`: the record of a file-conversion task as the
+ * follower last saved it — status, progress and pages (records expire
+ * CONVERSION_RETENTION_DAYS after their last change).
  */
 import type { Command } from "commander";
 import { CliFailure } from "./cli-failure.js";
@@ -11,7 +12,7 @@ export function addConversionCommands(program: Command): void {
   const conversion = program.command("conversion").description("inspect recorded file-conversion tasks");
   conversion
     .command("show")
-    .description("show the record of a conversion task (records expire after 7 days)")
+    .description("show a conversion task as boardline last saw it: status, progress, pages")
     .argument("<uuid>", "the task uuid fileconvert answered")
     .addOption(jsonOption())
     .action(showConversion);
@@ -20,8 +21,13 @@ export function addConversionCommands(program: Command): void {
 async function showConversion(uuid: string, o: { json?: boolean }): Promise<void> {
   const task = await withStore((store) => store.getConversion(uuid));
   if (task === undefined) {
-    throw new CliFailure(`no record of conversion task ${uuid} (unknown, or expired after 7 days)`);
+    throw new CliFailure(`no record of conversion task ${uuid} (unknown, or expired)`);
   }
+  const pages = task.pages.map((p) => ({
+    page: p.page,
+    ...(p.url === undefined ? {} : { url: p.url, width: p.width, height: p.height }),
+    ...(p.previewUrl === undefined ? {} : { preview_url: p.previewUrl }),
+  }));
   print(
     o.json === true,
     {
@@ -29,8 +35,15 @@ async function showConversion(uuid: string, o: { json?: boolean }): Promise<void
       project: task.project,
       channel: task.channel,
       type: task.type,
+      api: task.api,
       status: task.status,
+      progress_percent: task.percent,
+      page_count: task.pageCount ?? null,
+      pages,
+      prefix: task.prefix ?? null,
+      failed_reason: task.failedReason ?? null,
       created_at: formatTime(task.createdAt),
+      updated_at: formatTime(task.updatedAt),
       by: task.by,
     },
     [
@@ -38,11 +51,19 @@ async function showConversion(uuid: string, o: { json?: boolean }): Promise<void
       ...table([
         ["project", task.project],
         ["channel", task.channel],
-        ["type", task.type],
-        ["status", `${task.status} (when requested)`],
+        ["type", `${task.type} (${task.api} API)`],
+        ["status", `${task.status}, ${task.percent} %`],
+        ...(task.failedReason === undefined ? [] : [["failed reason", task.failedReason] as [string, string]]),
+        ["pages", task.pageCount === undefined ? "not known yet" : String(task.pageCount)],
+        ...(task.prefix === undefined ? [] : [["prefix", task.prefix] as [string, string]]),
         ["created", formatTime(task.createdAt)],
+        ["updated", formatTime(task.updatedAt)],
         ["by", task.by],
       ]),
+      ...pages.map(
+        (p) =>
+          `  page ${p.page}: ${p.url ?? p.preview_url ?? ""}${p.width === undefined ? "" : ` (${p.width}×${p.height})`}`,
+      ),
     ].join("\n"),
   );
 }
