@@ -57,7 +57,11 @@ export class RedisAdmin implements RawAdmin {
       ...passKeys.map((k) => this.calls.call("deleteChannel", (c) => c.unlink(k))),
       // Same hash tag, same slot: one command is fine here.
       this.calls.call("deleteChannel", (c) =>
-        c.unlink(this.keys.pstnMute(project, channel), this.keys.pstnEvents(project, channel)),
+        c.unlink(
+          this.keys.pstnMute(project, channel),
+          this.keys.pstnEvents(project, channel),
+          this.keys.whiteboardEvents(project, channel),
+        ),
       ),
     ]);
     return counts.reduce((sum, n) => sum + n, 0);

@@ -330,6 +330,18 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       expect(await raw.exists(keys.conversionLease(uuid))).toBe(false);
     });
 
+    it("deleteChannel removes the channel's whiteboard-events stream too", async () => {
+      setUp();
+      const w = dueWindow();
+      const channel = `room ${randomUUID()}`;
+      await store.createChannel({ project: "proj-f", channel, hostPassphrase: randomUUID() });
+      const uuid = await recorded(w, "follower-a", { channel });
+      await store.saveConversionState(uuid, "follower-a", finished, w + 1, undefined);
+      expect(await raw.exists(keys.whiteboardEvents("proj-f", channel))).toBe(true);
+      expect(await store.deleteChannel("proj-f", channel)).toBe(2); // the passphrase and the stream
+      expect(await raw.exists(keys.whiteboardEvents("proj-f", channel))).toBe(false);
+    });
+
     it("announces a terminal state saved by a follower that died before announcing it", async () => {
       setUp();
       const w = dueWindow();
