@@ -186,7 +186,7 @@ export interface AdminStore extends Store {
   }): Promise<void>;
   /**
    * Deletes the channel's passphrase records (found by scanning, so no extra index
-   * key is needed), its mute hash and its event stream. Returns how many keys went.
+   * key is needed), its mute hash, its mute event stream and its whiteboard-events stream. Returns how many keys went.
    */
   deleteChannel(project: string, channel: string): Promise<number>;
   setWhiteboard(project: string, settings: WhiteboardSettings): Promise<void>;
