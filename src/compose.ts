@@ -9,13 +9,14 @@ import type { Logger } from "./log.js";
 import type { Server } from "./server/start-server.js";
 import { startServer } from "./server/start-server.js";
 import type { ListenOptions } from "./server/listener.js";
-import { servedMethods } from "./server/served-methods.js";
+import { servedMethods, servedStreams } from "./server/served-methods.js";
 import {
   ConversionFollower,
   DEFAULT_FOLLOWER_SETTINGS,
   type FollowerSettings,
 } from "./services/conversion-follower.js";
 import { ConversionTasks } from "./services/conversion-tasks.js";
+import { ConversionWatchHub } from "./services/conversion-watch-hub.js";
 import { noGuard, type PassphraseGuard } from "./services/passphrase-guard.js";
 import type { Authenticator, ConversionBackend, Store } from "./services/ports.js";
 import { PstnControl } from "./services/pstn.js";
@@ -38,21 +39,28 @@ export interface ServiceOptions extends ListenOptions {
   readonly metricsPort?: number;
   /** How conversion tasks are followed to their end (default: the documented defaults). */
   readonly follow?: Partial<FollowerSettings>;
+  /** Watches of conversions at once on this instance (MAX_WATCHES; default 10 000). */
+  readonly maxWatches?: number;
 }
+
+/** How often the watch hub reads the watched tasks: the most a watcher waits behind a saved change. */
+const WATCH_POLL_MS = 250;
 
 /**
  * Starts the server and the conversion follower; the server's `shutdown`
- * stops both (the follower after the last request, before the caller closes
- * the store).
+ * ends open watches at once (UNAVAILABLE, so clients reconnect elsewhere),
+ * lets the other requests finish, then stops the follower — all before the
+ * caller closes the store.
  */
 export async function startService(o: ServiceOptions): Promise<Server> {
   const guard = o.guard ?? noGuard;
   const settings = { ...DEFAULT_FOLLOWER_SETTINGS, ...o.follow };
-  const methods = servedMethods({
+  const hub = new ConversionWatchHub(o.store, { pollMs: WATCH_POLL_MS, maxWatches: o.maxWatches ?? 10_000 });
+  const domain = {
     pstn: new PstnControl(o.store, guard),
     whiteboard: new WhiteboardConversions(o.store, o.backend, guard, settings.firstPollMs),
-    conversions: new ConversionTasks(o.store, o.backend),
-  });
+    conversions: new ConversionTasks(o.store, o.backend, hub),
+  };
   const follower = new ConversionFollower({
     store: o.store,
     backend: o.backend,
@@ -65,11 +73,17 @@ export async function startService(o: ServiceOptions): Promise<Server> {
         "conversion poll retried",
       ),
   });
-  const server = await startServer({ ...o, methods, storeReady: () => o.store.ping() });
+  const server = await startServer({
+    ...o,
+    methods: servedMethods(domain),
+    streams: servedStreams(domain),
+    storeReady: () => o.store.ping(),
+  });
   follower.start();
   return {
     ...server,
     async shutdown(graceMs: number) {
+      hub.close();
       await server.shutdown(graceMs);
       await follower.stop();
     },

@@ -38,6 +38,7 @@ async function main(): Promise<void> {
     collectDefaultMetrics: true,
     ...(config.metricsPort === undefined ? {} : { metricsPort: config.metricsPort }),
     follow: config.conversionFollow,
+    maxWatches: config.maxWatches,
   });
   logger.info(
     { url: server.url, metricsPort: server.metricsPort, demo: config.demo, store: config.redis?.mode ?? "memory" },

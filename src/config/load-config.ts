@@ -35,6 +35,7 @@ export interface Config {
   /** How the conversion follower polls (CONVERSION_POLL_*, CONVERSION_FOLLOW_MS). */
   readonly conversionFollow: { readonly firstPollMs: number; readonly maxPollMs: number; readonly followMs: number };
   readonly conversionRetentionDays: number;
+  readonly maxWatches: number;
   readonly corsOrigins: readonly string[];
   readonly maxBodyBytes: number;
   readonly tls: { readonly cert: Buffer; readonly key: Buffer } | undefined;
@@ -89,6 +90,7 @@ export function loadConfig(env: Env = process.env): Config {
       followMs: readInteger(env, "CONVERSION_FOLLOW_MS"),
     },
     conversionRetentionDays: readInteger(env, "CONVERSION_RETENTION_DAYS"),
+    maxWatches: readInteger(env, "MAX_WATCHES"),
     corsOrigins: (readList(env, "CORS_ORIGINS") ?? []).map((origin) => origin.replace(/\/$/, "")),
     maxBodyBytes: readInteger(env, "MAX_BODY_BYTES"),
     tls: readTls(env),

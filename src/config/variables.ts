@@ -174,6 +174,13 @@ export const VARIABLES = {
     max: 86_400_000,
     meaning: "a task not ended this long after its creation is recorded as `Fail`, reason `timeout`",
   },
+  MAX_WATCHES: {
+    kind: "integer",
+    default: 10_000,
+    min: 1,
+    max: 1_000_000,
+    meaning: "watch streams (WatchConversion) open at once on one instance; past it → 429 / RESOURCE_EXHAUSTED",
+  },
   CONVERSION_RETENTION_DAYS: {
     kind: "integer",
     default: 7,

@@ -6,7 +6,7 @@
  * logged once by its adapter, not once per failed call), so the JSON gateway and the RPC router
  * only translate bytes in and out.
  */
-import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { create, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { createValidator, type Validator } from "@bufbuild/protovalidate";
 import type { Logger } from "../log.js";
 import { Failure } from "../services/failure.js";
@@ -14,7 +14,7 @@ import type { Authenticator, Caller } from "../services/ports.js";
 import { type Cancellation, DEADLINE_PASSED } from "./call-cancellation.js";
 import { documentedCodeOf, isUnexpected, publicError } from "./error-table.js";
 import type { Metrics } from "./metrics.js";
-import type { ServedMethod } from "./served-methods.js";
+import type { Served, ServedMethod, ServedStream } from "./served-methods.js";
 
 export interface CallContext {
   readonly protocol: "json" | "connect" | "grpc" | "grpc-web";
@@ -55,12 +55,66 @@ export class CallPipeline {
       const response = await op.invoke(caller, request, ctx.cancellation);
       return create(op.method.output, response);
     } catch (thrown) {
-      const e = ctx.cancellation.deadlinePassed && !(thrown instanceof Failure) ? deadlinePassed(thrown) : thrown;
+      const e = this.asFailure(ctx, thrown);
       outcome = this.report(op, ctx, e);
       throw e;
     } finally {
       this.metrics.observeCall(op.method.name, ctx.protocol, outcome === 0 ? "ok" : String(outcome), started);
     }
+  }
+
+  /**
+   * Runs a server-streaming call: the same steps as `run`, then the domain's
+   * messages as they come. The first message is awaited here, so a failure
+   * before it (authentication, validation, NOT_FOUND…) rejects as a unary
+   * call would, before a transport has started its answer. The call is
+   * counted once, when the stream ends.
+   */
+  async runStream<I extends DescMessage, O extends DescMessage>(
+    op: ServedStream<I, O>,
+    ctx: CallContext,
+    readRequest: () => MessageShape<I>,
+  ): Promise<AsyncIterable<MessageShape<O>>> {
+    const started = performance.now();
+    try {
+      const caller = ctx.caller ?? (await this.auth.authenticate(ctx.authorization));
+      const request = readRequest();
+      this.validate(op.method.input, request);
+      const messages = op.invoke(caller, request, ctx.cancellation)[Symbol.asyncIterator]();
+      const first = await messages.next();
+      return this.streamRest(op, ctx, messages, first, started);
+    } catch (thrown) {
+      const e = this.asFailure(ctx, thrown);
+      this.metrics.observeCall(op.method.name, ctx.protocol, String(this.report(op, ctx, e)), started);
+      throw e;
+    }
+  }
+
+  private async *streamRest<O extends DescMessage>(
+    op: ServedStream<DescMessage, O>,
+    ctx: CallContext,
+    messages: AsyncIterator<MessageInitShape<O>>,
+    first: IteratorResult<MessageInitShape<O>>,
+    started: number,
+  ): AsyncIterable<MessageShape<O>> {
+    let outcome = 0;
+    let done = first.done === true;
+    try {
+      for (let r = first; r.done !== true; r = await messages.next()) yield create(op.method.output, r.value);
+      done = true;
+    } catch (thrown) {
+      const e = this.asFailure(ctx, thrown);
+      outcome = this.report(op, ctx, e);
+      throw e;
+    } finally {
+      if (!done) await messages.return?.(); // the transport stopped reading: let the domain clean up
+      this.metrics.observeCall(op.method.name, ctx.protocol, outcome === 0 ? "ok" : String(outcome), started);
+    }
+  }
+
+  /** What the domain threw because the call's deadline cancelled it is the deadline's failure, not ours. */
+  private asFailure(ctx: CallContext, thrown: unknown): unknown {
+    return ctx.cancellation.deadlinePassed && !(thrown instanceof Failure) ? deadlinePassed(thrown) : thrown;
   }
 
   /**
@@ -70,7 +124,7 @@ export class CallPipeline {
    * through `CallContext.caller`). A failure is logged and counted as `run`
    * would; success is counted by the `run` that follows.
    */
-  async authenticate(op: ServedMethod, ctx: CallContext): Promise<Caller> {
+  async authenticate(op: Served, ctx: CallContext): Promise<Caller> {
     const started = performance.now();
     try {
       return await this.auth.authenticate(ctx.authorization);
@@ -86,7 +140,7 @@ export class CallPipeline {
    * router answered it itself (a body that could not be read, decompressed or
    * decoded, or a client gone mid-body). `status` is the gRPC status it got.
    */
-  countUnrun(op: ServedMethod, protocol: CallContext["protocol"], status: number, startedAt: number): void {
+  countUnrun(op: Served, protocol: CallContext["protocol"], status: number, startedAt: number): void {
     this.metrics.observeCall(
       op.method.name,
       protocol,
@@ -96,7 +150,7 @@ export class CallPipeline {
   }
 
   /** Logs a failure as it deserves; returns its documented code. */
-  private report(op: ServedMethod, ctx: CallContext, e: unknown): number {
+  private report(op: Served, ctx: CallContext, e: unknown): number {
     const p = publicError(e);
     if (ctx.cancellation.aborted && (!(e instanceof Failure) || ctx.cancellation.deadlinePassed)) {
       // The client went away or its deadline passed, and the work was cancelled: not a server error.

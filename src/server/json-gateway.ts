@@ -3,7 +3,8 @@
  * annotations). A request here: Content-Type → body size (for a route with a
  * body) → (call pipeline: auth → the request from the JSON body and the path
  * variables → validation → domain call) → snake_case JSON, or the error
- * table's JSON body.
+ * table's JSON body; a server-streaming method answers server-sent events
+ * (event-stream.ts) once its first message is there.
  */
 import { toJsonString } from "@bufbuild/protobuf";
 import { CallCancellation } from "./call-cancellation.js";
@@ -13,7 +14,8 @@ import { parseJsonRequest, requestFromPath } from "./json-request.js";
 import { JsonRouteTable, type RouteMatch } from "./json-routes.js";
 import { firstHeader, type NodeRequest, type NodeResponse, reply } from "./node-http.js";
 import { readBody } from "./read-body.js";
-import type { ServedMethod } from "./served-methods.js";
+import { writeEventStream } from "./event-stream.js";
+import { isStream, type Served } from "./served-methods.js";
 
 const JSON_CONTENT_TYPE = /^application\/json\s*(;|$)/i;
 
@@ -23,7 +25,7 @@ export class JsonGateway {
   private readonly routes: JsonRouteTable;
 
   constructor(
-    methods: readonly ServedMethod[],
+    methods: readonly Served[],
     private readonly pipeline: CallPipeline,
     private readonly maxBodyBytes: number,
   ) {
@@ -41,19 +43,26 @@ export class JsonGateway {
     const cancellation = new CallCancellation();
     const onClose = () => cancellation.abort();
     res.once("close", onClose);
-    const { method } = found.route.served;
+    const { served } = found.route;
+    const ctx = {
+      protocol: "json" as const,
+      authorization: firstHeader(req.headers.authorization),
+      requestId,
+      cancellation,
+    };
+    const readRequest = () =>
+      body.bytes === undefined
+        ? requestFromPath(served.method.input, found.params)
+        : parseJsonRequest(served.method.input, body.bytes, found.params);
     try {
-      const output = await this.pipeline.run(
-        found.route.served,
-        { protocol: "json", authorization: firstHeader(req.headers.authorization), requestId, cancellation },
-        () =>
-          body.bytes === undefined
-            ? requestFromPath(method.input, found.params)
-            : parseJsonRequest(method.input, body.bytes, found.params),
-      );
+      if (isStream(served)) {
+        await writeEventStream(res, served.method.output, await this.pipeline.runStream(served, ctx, readRequest));
+        return;
+      }
+      const output = await this.pipeline.run(served, ctx, readRequest);
       reply(res, {
         status: 200,
-        body: toJsonString(method.output, output, { useProtoFieldName: true, alwaysEmitImplicit: true }),
+        body: toJsonString(served.method.output, output, { useProtoFieldName: true, alwaysEmitImplicit: true }),
       });
     } catch (e) {
       reply(res, toJsonError(e));

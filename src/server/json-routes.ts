@@ -15,13 +15,13 @@
 import { getOption, hasOption } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
-import type { ServedMethod } from "./served-methods.js";
+import type { Served } from "./served-methods.js";
 
 export interface JsonRoute {
   readonly httpMethod: string;
   /** The annotation's path, e.g. `/v1/whiteboard/fileconvert/{task_uuid}`. */
   readonly template: string;
-  readonly served: ServedMethod;
+  readonly served: Served;
   /** Whether the request message is the JSON body (else: the path variables). */
   readonly hasBody: boolean;
 }
@@ -49,13 +49,13 @@ export class JsonRouteTable {
   private readonly templated: Compiled[] = [];
 
   /** The routes of the methods' `google.api.http` annotations. */
-  static fromAnnotations(methods: readonly ServedMethod[]): JsonRouteTable {
+  static fromAnnotations(methods: readonly Served[]): JsonRouteTable {
     return new JsonRouteTable(
       methods.filter((m) => hasOption(m.method, http)).map((m) => ({ served: m, rule: getOption(m.method, http) })),
     );
   }
 
-  constructor(rules: ReadonlyArray<{ readonly served: ServedMethod; readonly rule: HttpRule }>) {
+  constructor(rules: ReadonlyArray<{ readonly served: Served; readonly rule: HttpRule }>) {
     for (const { served, rule } of rules) this.add(compile(served, rule));
   }
 
@@ -97,7 +97,7 @@ export class JsonRouteTable {
   }
 }
 
-function compile(served: ServedMethod, rule: HttpRule): Compiled {
+function compile(served: Served, rule: HttpRule): Compiled {
   const where = `${served.method.parent.typeName}.${served.method.name}`;
   const { pattern } = rule;
   if (pattern.case === undefined || pattern.case === "custom" || rule.additionalBindings.length > 0) {

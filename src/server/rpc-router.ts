@@ -36,10 +36,11 @@ import {
 } from "./grpc-status-trailer.js";
 import { decodeUtf8, parseJsonRequest } from "./json-request.js";
 import type { NodeRequest, NodeResponse } from "./node-http.js";
-import type { ServedMethod } from "./served-methods.js";
+import type { Served, ServedMethod, ServedStream } from "./served-methods.js";
 
 export interface RpcRouterOptions {
   readonly methods: readonly ServedMethod[];
+  readonly streams?: readonly ServedStream[];
   readonly pipeline: CallPipeline;
   readonly maxBodyBytes: number;
   readonly shutdownSignal: AbortSignal;
@@ -66,6 +67,24 @@ interface CallProgress {
 }
 const PROGRESS = createContextKey<CallProgress | undefined>(undefined, { description: "boardline call progress" });
 
+/** The call as the pipeline sees it, with the caller the request gate authenticated. */
+function callContext(ctx: HandlerContext): CallContext {
+  const caller = ctx.values.get(CALLER);
+  return {
+    protocol: ctx.protocolName === "connect" ? "connect" : ctx.protocolName === "grpc" ? "grpc" : "grpc-web",
+    authorization: ctx.requestHeader.get("authorization") ?? undefined,
+    requestId: ctx.requestHeader.get("x-request-id") ?? "",
+    cancellation: cancellationOf(ctx.signal),
+    ...(caller === undefined ? {} : { caller }),
+  };
+}
+
+/** The call reached the implementation (the pipeline counts it from here). */
+function markRan(ctx: HandlerContext): void {
+  const progress = ctx.values.get(PROGRESS);
+  if (progress !== undefined) progress.ran = true;
+}
+
 function protocolOf(contentType: string): CallContext["protocol"] {
   if (/^application\/grpc-web/.test(contentType)) return "grpc-web";
   if (/^application\/grpc/.test(contentType)) return "grpc";
@@ -74,7 +93,7 @@ function protocolOf(contentType: string): CallContext["protocol"] {
 
 export class RpcRouter {
   private readonly paths = new Map<string, UniversalHandler>();
-  private readonly servedByPath = new Map<string, ServedMethod>();
+  private readonly servedByPath = new Map<string, Served>();
 
   constructor(private readonly options: RpcRouterOptions) {
     const router = createConnectRouter({
@@ -84,65 +103,74 @@ export class RpcRouter {
       // Output in proto field names (snake_case), like the JSON routes.
       jsonOptions: JSON_OPTIONS,
     });
-    const callContext = (ctx: HandlerContext): CallContext => ({
-      protocol: ctx.protocolName === "connect" ? "connect" : ctx.protocolName === "grpc" ? "grpc" : "grpc-web",
-      authorization: ctx.requestHeader.get("authorization") ?? undefined,
-      requestId: ctx.requestHeader.get("x-request-id") ?? "",
-      cancellation: cancellationOf(ctx.signal),
-    });
     for (const op of options.methods) {
       router.rpc(
         op.method,
         async (request, ctx) => {
-          const progress = ctx.values.get(PROGRESS);
-          if (progress !== undefined) progress.ran = true;
+          markRan(ctx);
           try {
-            const caller = ctx.values.get(CALLER);
-            return await options.pipeline.run(
-              op,
-              { ...callContext(ctx), ...(caller === undefined ? {} : { caller }) },
-              () => request,
-            );
+            return await options.pipeline.run(op, callContext(ctx), () => request);
           } catch (e) {
             throw toConnectError(e);
           }
         },
-        {
-          // connect-es decodes the request message before the implementation
-          // runs: authenticate first (the contract's order of checks), so an
-          // unauthenticated caller learns nothing about its body.
-          requestGate: async (ctx) => {
-            try {
-              ctx.values.set(CALLER, await options.pipeline.authenticate(op, callContext(ctx)));
-              const progress = ctx.values.get(PROGRESS);
-              if (progress !== undefined) progress.gatePassed = true;
-            } catch (e) {
-              throw toConnectError(e);
-            }
-          },
-          // A JSON body that does not decode gets the JSON routes' 611 message,
-          // not connect-es's own text: connect-es hands the bytes to this
-          // decoder first, and rethrows a ConnectError it throws as it is.
-          jsonOptions: withJsonBodyCheck(
-            JSON_OPTIONS,
-            (bytes) => {
-              try {
-                parseJsonRequest(op.method.input, bytes);
-              } catch (e) {
-                throw toConnectError(e);
-              }
-            },
-            decodeUtf8,
-          ),
+        this.handlerOptions(op),
+      );
+    }
+    for (const op of options.streams ?? []) {
+      const pipeline = options.pipeline;
+      router.rpc(
+        op.method,
+        async function* (request, ctx) {
+          markRan(ctx);
+          try {
+            yield* await pipeline.runStream(op, callContext(ctx), () => request);
+          } catch (e) {
+            throw toConnectError(e);
+          }
         },
+        this.handlerOptions(op),
       );
     }
     options.register(router);
     for (const h of router.handlers) {
       this.paths.set(h.requestPath, h);
-      const served = options.methods.find((m) => m.method === h.method);
+      const served = [...options.methods, ...(options.streams ?? [])].find((m) => m.method === h.method);
       if (served !== undefined) this.servedByPath.set(h.requestPath, served);
     }
+  }
+
+  /**
+   * connect-es decodes the request message before the implementation runs:
+   * authenticate first in its request gate (the contract's order of checks),
+   * so an unauthenticated caller learns nothing about its body. And a JSON
+   * body that does not decode gets the JSON routes' 611 message, not
+   * connect-es's own text (connect-internals.ts, assumption 5).
+   */
+  private handlerOptions(op: Served) {
+    const pipeline = this.options.pipeline;
+    return {
+      requestGate: async (ctx: HandlerContext) => {
+        try {
+          ctx.values.set(CALLER, await pipeline.authenticate(op, callContext(ctx)));
+          const progress = ctx.values.get(PROGRESS);
+          if (progress !== undefined) progress.gatePassed = true;
+        } catch (e) {
+          throw toConnectError(e);
+        }
+      },
+      jsonOptions: withJsonBodyCheck(
+        JSON_OPTIONS,
+        (bytes) => {
+          try {
+            parseJsonRequest(op.method.input, bytes);
+          } catch (e) {
+            throw toConnectError(e);
+          }
+        },
+        decodeUtf8,
+      ),
+    };
   }
 
   has(path: string): boolean {

@@ -1,10 +1,17 @@
 /**
- * The unary methods boardline serves: each binds a method descriptor of the
- * contract (gen/) to the domain call behind it. Every transport derives its
- * paths from this one list — the JSON routes from the methods'
- * `google.api.http` annotations, the RPC paths from their names.
+ * The methods boardline serves: each binds a method descriptor of the
+ * contract (gen/) to the domain call behind it — unary methods to a call that
+ * answers once, server-streaming ones to a call that yields messages. Every
+ * transport derives its paths from these lists: the JSON routes from the
+ * methods' `google.api.http` annotations, the RPC paths from their names.
  */
-import type { DescMessage, DescMethodUnary, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
+import type {
+  DescMessage,
+  DescMethodServerStreaming,
+  DescMethodUnary,
+  MessageInitShape,
+  MessageShape,
+} from "@bufbuild/protobuf";
 import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import type { ConversionTasks } from "../services/conversion-tasks.js";
@@ -17,6 +24,19 @@ export interface ServedMethod<I extends DescMessage = DescMessage, O extends Des
   readonly method: DescMethodUnary<I, O>;
   /** The domain call; the caller is authenticated and the request validated by then. */
   invoke(caller: Caller, request: MessageShape<I>, cancellation: Cancellation): Promise<MessageInitShape<O>>;
+}
+
+export interface ServedStream<I extends DescMessage = DescMessage, O extends DescMessage = DescMessage> {
+  readonly method: DescMethodServerStreaming<I, O>;
+  /** The domain call; it yields until it is done, or until the call is cancelled. */
+  invoke(caller: Caller, request: MessageShape<I>, cancellation: Cancellation): AsyncIterable<MessageInitShape<O>>;
+}
+
+/** Either kind, where only the descriptor matters (routes, paths, metrics). */
+export type Served = ServedMethod | ServedStream;
+
+export function isStream(served: Served): served is ServedStream {
+  return served.method.methodKind === "server_streaming";
 }
 
 /** The domain services a server serves. */
@@ -47,7 +67,19 @@ export function servedMethods(domain: Domain): ServedMethod[] {
   ];
 }
 
+export function servedStreams(domain: Domain): ServedStream[] {
+  const stream = <I extends DescMessage, O extends DescMessage>(
+    method: DescMethodServerStreaming<I, O>,
+    invoke: ServedStream<I, O>["invoke"],
+  ) => ({ method, invoke }) as unknown as ServedStream;
+  return [
+    stream(WhiteboardService.method.watchConversion, (caller, req, cancellation) =>
+      domain.conversions.watchConversion(caller, req, cancellation.signal),
+    ),
+  ];
+}
+
 /** `/package.Service/Method`, the path of a method on every RPC protocol. */
-export function rpcPath(method: DescMethodUnary): string {
+export function rpcPath(method: DescMethodUnary | DescMethodServerStreaming): string {
   return `/${method.parent.typeName}/${method.name}`;
 }

@@ -27,10 +27,12 @@ import { OpsEndpoints } from "./ops-endpoints.js";
 import { listenOps } from "./ops-listener.js";
 import { registerReflection } from "./reflection.js";
 import { RpcRouter } from "./rpc-router.js";
-import type { ServedMethod } from "./served-methods.js";
+import type { ServedMethod, ServedStream } from "./served-methods.js";
 
 export interface ServerOptions extends ListenOptions {
   readonly methods: readonly ServedMethod[];
+  /** Server-streaming methods (connect-es and the JSON routes as server-sent events; not the fast path). */
+  readonly streams?: readonly ServedStream[];
   readonly authenticator: Authenticator;
   /** Resolves when the store answers (readiness and health); rejects when it does not. */
   readonly storeReady: () => Promise<unknown>;
@@ -65,9 +67,11 @@ export async function startServer(o: ServerOptions): Promise<Server> {
           () => true,
           () => false,
         );
-  const services = [...new Set(o.methods.map((m) => m.method.parent))];
+  const streams = o.streams ?? [];
+  const services = [...new Set([...o.methods, ...streams].map((m) => m.method.parent))];
   const rpc = new RpcRouter({
     methods: o.methods,
+    streams,
     pipeline,
     maxBodyBytes: o.maxBodyBytes,
     shutdownSignal: cancelCalls.signal,
@@ -85,7 +89,7 @@ export async function startServer(o: ServerOptions): Promise<Server> {
   });
   const dispatch = createDispatch({
     fastPath: new GrpcFastPath({ methods: o.methods, pipeline, maxBodyBytes: o.maxBodyBytes }),
-    gateway: new JsonGateway(o.methods, pipeline, o.maxBodyBytes),
+    gateway: new JsonGateway([...o.methods, ...streams], pipeline, o.maxBodyBytes),
     rpc,
     ops: new OpsEndpoints({ metrics: o.metricsPort === undefined ? metrics : undefined, ready, logger: o.logger }),
     cors: new Cors(o.corsOrigins),

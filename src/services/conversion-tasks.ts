@@ -8,9 +8,11 @@ import type {
   CancelConversionRequest,
   ConversionSchema,
   GetConversionRequest,
+  WatchConversionRequest,
 } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import { isTerminal } from "./conversion-follower.js";
 import { conversionMessage, withState } from "./conversion-message.js";
+import type { ConversionWatchHub } from "./conversion-watch-hub.js";
 import { Failure } from "./failure.js";
 import type { Caller, ConversionBackend, ConversionTaskRecord, Store } from "./ports.js";
 
@@ -20,11 +22,27 @@ export class ConversionTasks {
   constructor(
     private readonly store: Store,
     private readonly backend: ConversionBackend,
+    private readonly hub: ConversionWatchHub,
     private readonly now: () => number = Date.now,
   ) {}
 
   async getConversion(caller: Caller, req: GetConversionRequest): Promise<Conversion> {
     return conversionMessage(await this.ownTask(caller, req.taskUuid));
+  }
+
+  /** The task now, then every change, until it ends (the stream then ends too). */
+  async *watchConversion(caller: Caller, req: WatchConversionRequest, signal?: AbortSignal): AsyncIterable<Conversion> {
+    const release = this.hub.open();
+    try {
+      let record = await this.ownTask(caller, req.taskUuid);
+      yield conversionMessage(record);
+      while (!isTerminal(record.status)) {
+        record = await this.hub.next(record.uuid, record.updatedAt, signal);
+        yield conversionMessage(record);
+      }
+    } finally {
+      release();
+    }
   }
 
   /**

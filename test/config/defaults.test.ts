@@ -26,6 +26,7 @@ describe("defaults", () => {
       conversionTimeoutMs: 10_000,
       conversionFollow: { firstPollMs: 1_500, maxPollMs: 5_000, followMs: 600_000 },
       conversionRetentionDays: 7,
+      maxWatches: 10_000,
       corsOrigins: [],
       maxBodyBytes: 65_536,
       tls: undefined,

@@ -127,3 +127,122 @@ test("a legacy task is followed to Finished too", async () => {
   const uuid = await convert(legacy);
   await eventually(async () => (await getJson(legacy, uuid)).body.status === "Finished", 10_000, "the task to finish");
 });
+
+/** Reads a server-sent event stream to its end: each event's name (default "message") and data. */
+async function readEvents(res: Response): Promise<Array<{ event: string; data: unknown }>> {
+  const text = await res.text();
+  return text
+    .split("\n\n")
+    .filter((block) => block.split("\n").some((l) => l.startsWith("data: ")))
+    .map((block) => {
+      const lines = block.split("\n");
+      const event = lines.find((l) => l.startsWith("event: "))?.slice(7) ?? "message";
+      const data = JSON.parse(lines.find((l) => l.startsWith("data: "))?.slice(6) ?? "null") as unknown;
+      return { event, data };
+    });
+}
+
+const watchUrl = (at: Boardline, uuid: string) => `${at.url}/v1/whiteboard/fileconvert/${uuid}/watch`;
+
+describe("WatchConversion: the state now, then every change, ending after the terminal state", () => {
+  test("JSON: server-sent events, one data line per state, ending with Finished", async () => {
+    const uuid = await convert(bl);
+    const res = await fetch(watchUrl(bl, uuid), { headers: { authorization: `Bearer ${await bl.token()}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const events = await readEvents(res);
+    const statuses = events.map((e) => (e.data as { status: string }).status);
+    expect(events.every((e) => e.event === "message")).toBe(true);
+    expect(statuses.at(-1)).toBe("Finished");
+    expect(statuses.slice(0, -1).every((s) => s === "Waiting" || s === "Converting")).toBe(true);
+    const last = events.at(-1)?.data as { task_uuid: string; pages: unknown[] };
+    expect(last.task_uuid).toBe(uuid);
+    expect(last.pages.length).toBeGreaterThan(0);
+  });
+
+  test.each<ProtocolName>(["connect h1 (json)", "connect h2 (binary)", "grpc-web h1", "grpc h2"])(
+    "over %s (server streaming)",
+    async (protocol) => {
+      const uuid = await convert(bl);
+      const client = createClient(WhiteboardService, transport(bl, protocol));
+      const seen: string[] = [];
+      for await (const c of client.watchConversion(
+        { taskUuid: uuid },
+        { headers: bearer(`Bearer ${await bl.token()}`) },
+      )) {
+        seen.push(c.status);
+      }
+      expect(seen.at(-1)).toBe("Finished");
+      expect(seen.length).toBeGreaterThanOrEqual(1);
+    },
+  );
+
+  test("an ended task: one event, then the end", async () => {
+    const uuid = await convert(bl);
+    await eventually(async () => (await getJson(bl, uuid)).body.status === "Finished", 10_000, "the task to finish");
+    const res = await fetch(watchUrl(bl, uuid), { headers: { authorization: `Bearer ${await bl.token()}` } });
+    const events = await readEvents(res);
+    expect(events.map((e) => (e.data as { status: string }).status)).toEqual(["Finished"]);
+  });
+
+  test("another project's task: 404 before any event, like an unknown one", async () => {
+    const uuid = await convert(bl);
+    const other = await bl.token(bl.world.otherProject);
+    const res = await fetch(watchUrl(bl, uuid), { headers: { authorization: `Bearer ${other}` } });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ error: { code: 404 } });
+  });
+
+  test("past MAX_WATCHES: 429 with Retry-After; a watch ended frees its place", async () => {
+    const limited = await startBoardline({ store: "memory", conversionApi: "projector", maxWatches: 1 });
+    try {
+      const token = await limited.token();
+      const slow = await convert(limited, { resource_url: "https://docs.example.com/slow.pptx" });
+      const open = new AbortController();
+      const first = await fetch(watchUrl(limited, slow), {
+        headers: { authorization: `Bearer ${token}` },
+        signal: open.signal,
+      });
+      expect(first.status).toBe(200);
+      const second = await fetch(watchUrl(limited, slow), { headers: { authorization: `Bearer ${token}` } });
+      expect(second.status).toBe(429);
+      expect(second.headers.get("retry-after")).toBe("1");
+      open.abort();
+      await eventually(
+        async () =>
+          (await fetch(watchUrl(limited, "unknown-task"), { headers: { authorization: `Bearer ${token}` } })).status ===
+          404,
+        5_000,
+        "the place to be free again",
+      );
+    } finally {
+      await limited.close();
+    }
+  });
+
+  test("shutdown ends open watches at once: gRPC UNAVAILABLE, SSE closes", async () => {
+    const stopping = await startBoardline({ store: "memory", conversionApi: "projector" });
+    const token = await stopping.token();
+    const slow = await convert(stopping, { resource_url: "https://docs.example.com/slow.pptx" });
+    const sse = await fetch(watchUrl(stopping, slow), { headers: { authorization: `Bearer ${token}` } });
+    const client = createClient(WhiteboardService, transport(stopping, "grpc h2"));
+    const grpcWatch = (async () => {
+      try {
+        for await (const _ of client.watchConversion({ taskUuid: slow }, { headers: bearer(`Bearer ${token}`) })) {
+          // the current state first; then nothing until shutdown
+        }
+        return "ended";
+      } catch (e) {
+        return (e as { code?: number }).code;
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const started = performance.now();
+    await stopping.close(); // graceful shutdown with a grace period of 1 s
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(await grpcWatch).toBe(14); // UNAVAILABLE
+    const events = await readEvents(sse);
+    expect(events.at(-1)?.event).toBe("error");
+    expect(events.at(-1)?.data).toMatchObject({ error: { code: 503 } });
+  });
+});

@@ -70,6 +70,7 @@ export interface BoardlineOptions {
   readonly conversionApi?: ConversionApi;
   /** How the conversion follower polls (default: quick, for tests: first poll after 100 ms, every 200 ms at most). */
   readonly follow?: Partial<FollowerSettings>;
+  readonly maxWatches?: number;
   readonly guard?: (store: AdminStore) => PassphraseGuard;
   readonly logger?: Logger;
   readonly headersTimeoutMs?: number;
@@ -151,6 +152,7 @@ async function startInstance(shared: Shared, o: InstanceOptions, logger: Logger)
     ...o.deadlines,
     ...(o.metricsPort === undefined ? {} : { metricsPort: o.metricsPort }),
     follow: { firstPollMs: 100, maxPollMs: 200, tickMs: 50, ...o.follow },
+    ...(o.maxWatches === undefined ? {} : { maxWatches: o.maxWatches }),
     store: shared.store,
     authenticator:
       o.authenticator ??

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file whiteboard/v1/whiteboard.proto.
  */
 export const file_whiteboard_v1_whiteboard: GenFile = /*@__PURE__*/
-  fileDesc("Ch53aGl0ZWJvYXJkL3YxL3doaXRlYm9hcmQucHJvdG8SDXdoaXRlYm9hcmQudjEiwAIKEkNvbnZlcnRGaWxlUmVxdWVzdBKDAQoMcmVzb3VyY2VfdXJsGAEgASgJQm26SGq6AVwKEXJlc291cmNlX3VybC5odHRwEhxtdXN0IGJlIGFuIGh0dHAgb3IgaHR0cHMgVVJMGil0aGlzLm1hdGNoZXMoJ15baEhdW3RUXVt0VF1bcFBdW3NTXT86Ly8nKcgBAXIGGIAQiAEBEiEKCnBhc3NwaHJhc2UYAiABKAlCDbpICsgBAXIFEAEYgAISMgoPY29udmVyc2lvbl90eXBlGAMgASgJQhm6SBbIAQFyEVIGc3RhdGljUgdkeW5hbWljEjgKEGNvbnZlcnNpb25fc2NhbGUYBCABKAFCGbpIFhIUQAEZAAAAAAAACEApmpmZmZmZuT9IAIgBAUITChFfY29udmVyc2lvbl9zY2FsZSI4ChNDb252ZXJ0RmlsZVJlc3BvbnNlEhEKCXRhc2tfdXVpZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkiSwoUR2V0Q29udmVyc2lvblJlcXVlc3QSMwoJdGFza191dWlkGAEgASgJQiC6SB3IAQFyGDIWXltBLVphLXowLTlfLV17MSwxMjh9JCJOChdDYW5jZWxDb252ZXJzaW9uUmVxdWVzdBIzCgl0YXNrX3V1aWQYASABKAlCILpIHcgBAXIYMhZeW0EtWmEtejAtOV8tXXsxLDEyOH0kIqACCgpDb252ZXJzaW9uEhEKCXRhc2tfdXVpZBgBIAEoCRIMCgR0eXBlGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIYChBwcm9ncmVzc19wZXJjZW50GAQgASgFEhIKCnBhZ2VfY291bnQYBSABKAUSLAoFcGFnZXMYBiADKAsyHS53aGl0ZWJvYXJkLnYxLkNvbnZlcnNpb25QYWdlEg4KBnByZWZpeBgHIAEoCRIVCg1mYWlsZWRfcmVhc29uGAggASgJEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIl8KDkNvbnZlcnNpb25QYWdlEgwKBHBhZ2UYASABKAUSCwoDdXJsGAIgASgJEg0KBXdpZHRoGAMgASgFEg4KBmhlaWdodBgEIAEoBRITCgtwcmV2aWV3X3VybBgFIAEoCTKZAwoRV2hpdGVib2FyZFNlcnZpY2USewoLQ29udmVydEZpbGUSIS53aGl0ZWJvYXJkLnYxLkNvbnZlcnRGaWxlUmVxdWVzdBoiLndoaXRlYm9hcmQudjEuQ29udmVydEZpbGVSZXNwb25zZSIlgtPkkwIfOgEqIhovdjEvd2hpdGVib2FyZC9maWxlY29udmVydBJ/Cg1HZXRDb252ZXJzaW9uEiMud2hpdGVib2FyZC52MS5HZXRDb252ZXJzaW9uUmVxdWVzdBoZLndoaXRlYm9hcmQudjEuQ29udmVyc2lvbiIugtPkkwIoEiYvdjEvd2hpdGVib2FyZC9maWxlY29udmVydC97dGFza191dWlkfRKFAQoQQ2FuY2VsQ29udmVyc2lvbhImLndoaXRlYm9hcmQudjEuQ2FuY2VsQ29udmVyc2lvblJlcXVlc3QaGS53aGl0ZWJvYXJkLnYxLkNvbnZlcnNpb24iLoLT5JMCKComL3YxL3doaXRlYm9hcmQvZmlsZWNvbnZlcnQve3Rhc2tfdXVpZH1iBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("Ch53aGl0ZWJvYXJkL3YxL3doaXRlYm9hcmQucHJvdG8SDXdoaXRlYm9hcmQudjEiwAIKEkNvbnZlcnRGaWxlUmVxdWVzdBKDAQoMcmVzb3VyY2VfdXJsGAEgASgJQm26SGq6AVwKEXJlc291cmNlX3VybC5odHRwEhxtdXN0IGJlIGFuIGh0dHAgb3IgaHR0cHMgVVJMGil0aGlzLm1hdGNoZXMoJ15baEhdW3RUXVt0VF1bcFBdW3NTXT86Ly8nKcgBAXIGGIAQiAEBEiEKCnBhc3NwaHJhc2UYAiABKAlCDbpICsgBAXIFEAEYgAISMgoPY29udmVyc2lvbl90eXBlGAMgASgJQhm6SBbIAQFyEVIGc3RhdGljUgdkeW5hbWljEjgKEGNvbnZlcnNpb25fc2NhbGUYBCABKAFCGbpIFhIUQAEZAAAAAAAACEApmpmZmZmZuT9IAIgBAUITChFfY29udmVyc2lvbl9zY2FsZSI4ChNDb252ZXJ0RmlsZVJlc3BvbnNlEhEKCXRhc2tfdXVpZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkiSwoUR2V0Q29udmVyc2lvblJlcXVlc3QSMwoJdGFza191dWlkGAEgASgJQiC6SB3IAQFyGDIWXltBLVphLXowLTlfLV17MSwxMjh9JCJNChZXYXRjaENvbnZlcnNpb25SZXF1ZXN0EjMKCXRhc2tfdXVpZBgBIAEoCUIgukgdyAEBchgyFl5bQS1aYS16MC05Xy1dezEsMTI4fSQiTgoXQ2FuY2VsQ29udmVyc2lvblJlcXVlc3QSMwoJdGFza191dWlkGAEgASgJQiC6SB3IAQFyGDIWXltBLVphLXowLTlfLV17MSwxMjh9JCKgAgoKQ29udmVyc2lvbhIRCgl0YXNrX3V1aWQYASABKAkSDAoEdHlwZRgCIAEoCRIOCgZzdGF0dXMYAyABKAkSGAoQcHJvZ3Jlc3NfcGVyY2VudBgEIAEoBRISCgpwYWdlX2NvdW50GAUgASgFEiwKBXBhZ2VzGAYgAygLMh0ud2hpdGVib2FyZC52MS5Db252ZXJzaW9uUGFnZRIOCgZwcmVmaXgYByABKAkSFQoNZmFpbGVkX3JlYXNvbhgIIAEoCRIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJfCg5Db252ZXJzaW9uUGFnZRIMCgRwYWdlGAEgASgFEgsKA3VybBgCIAEoCRINCgV3aWR0aBgDIAEoBRIOCgZoZWlnaHQYBCABKAUSEwoLcHJldmlld191cmwYBSABKAkypwQKEVdoaXRlYm9hcmRTZXJ2aWNlEnsKC0NvbnZlcnRGaWxlEiEud2hpdGVib2FyZC52MS5Db252ZXJ0RmlsZVJlcXVlc3QaIi53aGl0ZWJvYXJkLnYxLkNvbnZlcnRGaWxlUmVzcG9uc2UiJYLT5JMCHzoBKiIaL3YxL3doaXRlYm9hcmQvZmlsZWNvbnZlcnQSfwoNR2V0Q29udmVyc2lvbhIjLndoaXRlYm9hcmQudjEuR2V0Q29udmVyc2lvblJlcXVlc3QaGS53aGl0ZWJvYXJkLnYxLkNvbnZlcnNpb24iLoLT5JMCKBImL3YxL3doaXRlYm9hcmQvZmlsZWNvbnZlcnQve3Rhc2tfdXVpZH0SiwEKD1dhdGNoQ29udmVyc2lvbhIlLndoaXRlYm9hcmQudjEuV2F0Y2hDb252ZXJzaW9uUmVxdWVzdBoZLndoaXRlYm9hcmQudjEuQ29udmVyc2lvbiI0gtPkkwIuEiwvdjEvd2hpdGVib2FyZC9maWxlY29udmVydC97dGFza191dWlkfS93YXRjaDABEoUBChBDYW5jZWxDb252ZXJzaW9uEiYud2hpdGVib2FyZC52MS5DYW5jZWxDb252ZXJzaW9uUmVxdWVzdBoZLndoaXRlYm9hcmQudjEuQ29udmVyc2lvbiIugtPkkwIoKiYvdjEvd2hpdGVib2FyZC9maWxlY29udmVydC97dGFza191dWlkfWIGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * ConvertFileRequest names the document and the channel it is for.
@@ -110,6 +110,27 @@ export const GetConversionRequestSchema: GenMessage<GetConversionRequest> = /*@_
   messageDesc(file_whiteboard_v1_whiteboard, 2);
 
 /**
+ * WatchConversionRequest names the task to watch.
+ *
+ * @generated from message whiteboard.v1.WatchConversionRequest
+ */
+export type WatchConversionRequest = Message<"whiteboard.v1.WatchConversionRequest"> & {
+  /**
+   * The task uuid.
+   *
+   * @generated from field: string task_uuid = 1;
+   */
+  taskUuid: string;
+};
+
+/**
+ * Describes the message whiteboard.v1.WatchConversionRequest.
+ * Use `create(WatchConversionRequestSchema)` to create a new message.
+ */
+export const WatchConversionRequestSchema: GenMessage<WatchConversionRequest> = /*@__PURE__*/
+  messageDesc(file_whiteboard_v1_whiteboard, 3);
+
+/**
  * CancelConversionRequest names the task to cancel.
  *
  * @generated from message whiteboard.v1.CancelConversionRequest
@@ -128,7 +149,7 @@ export type CancelConversionRequest = Message<"whiteboard.v1.CancelConversionReq
  * Use `create(CancelConversionRequestSchema)` to create a new message.
  */
 export const CancelConversionRequestSchema: GenMessage<CancelConversionRequest> = /*@__PURE__*/
-  messageDesc(file_whiteboard_v1_whiteboard, 3);
+  messageDesc(file_whiteboard_v1_whiteboard, 4);
 
 /**
  * Conversion is a conversion task as boardline last saw it.
@@ -214,7 +235,7 @@ export type Conversion = Message<"whiteboard.v1.Conversion"> & {
  * Use `create(ConversionSchema)` to create a new message.
  */
 export const ConversionSchema: GenMessage<Conversion> = /*@__PURE__*/
-  messageDesc(file_whiteboard_v1_whiteboard, 4);
+  messageDesc(file_whiteboard_v1_whiteboard, 5);
 
 /**
  * ConversionPage is one converted page.
@@ -263,7 +284,7 @@ export type ConversionPage = Message<"whiteboard.v1.ConversionPage"> & {
  * Use `create(ConversionPageSchema)` to create a new message.
  */
 export const ConversionPageSchema: GenMessage<ConversionPage> = /*@__PURE__*/
-  messageDesc(file_whiteboard_v1_whiteboard, 5);
+  messageDesc(file_whiteboard_v1_whiteboard, 6);
 
 /**
  * WhiteboardService prepares documents for the shared whiteboard.
@@ -301,6 +322,21 @@ export const WhiteboardService: GenService<{
   getConversion: {
     methodKind: "unary";
     input: typeof GetConversionRequestSchema;
+    output: typeof ConversionSchema;
+  },
+  /**
+   * WatchConversion streams a task's state: the current state first, then
+   * every change boardline sees, and the stream ends after a terminal state
+   * (Finished, Fail or Abort). A task of another project is NOT_FOUND. Over
+   * JSON it is a stream of server-sent events.
+   * buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+   * buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+   *
+   * @generated from rpc whiteboard.v1.WhiteboardService.WatchConversion
+   */
+  watchConversion: {
+    methodKind: "server_streaming";
+    input: typeof WatchConversionRequestSchema;
     output: typeof ConversionSchema;
   },
   /**
