@@ -217,6 +217,47 @@ describe("records the CLI writes are what the server reads", () => {
     expect(oneLine(show.stderr)).toContain("no usable whiteboard settings");
   });
 
+  test("conversion watch prints every change of a task until it ends", async () => {
+    // A task of a channel of its own, whose follower the test plays on the same store.
+    const uuid = `watch-${Date.now()}`;
+    const now = Date.now();
+    await bl.store.recordConversion(
+      {
+        uuid,
+        project,
+        channel: "watch-room",
+        type: "static",
+        api: "projector",
+        status: "Waiting",
+        percent: 0,
+        pages: [],
+        createdAt: now,
+        updatedAt: now,
+        by: "op-7",
+      },
+      now + 120_000,
+    );
+    const watching = cli(["conversion", "watch", uuid, "--json"]);
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(await bl.store.claimDueConversions(now + 120_000, 1000, "test-follower", 10_000)).toContain(uuid);
+    const done = {
+      status: "Finished",
+      percent: 100,
+      pageCount: 1,
+      pages: [{ page: 1, url: "https://cdn.example/1.png", width: 8, height: 6 }],
+    } as const;
+    expect(await bl.store.saveConversionState(uuid, "test-follower", done, now + 1, undefined)).toBe("changed");
+    const watched = await watching;
+    expect(watched.code).toBe(0);
+    const lines = watched.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { status: string; page_count: number | null });
+    expect(lines.map((l) => l.status)).toEqual(["Waiting", "Finished"]);
+    expect(lines.at(-1)?.page_count).toBe(1);
+    expect((await cli(["conversion", "watch", "no-such-task"])).code).toBe(1);
+  });
+
   test("channel delete: the passphrases stop working", async () => {
     const out = JSON.parse(await ok(["channel", "delete", project, channel, "--json"])) as { deleted_keys: number };
     // Two passphrase records, the mute hash and the event stream.

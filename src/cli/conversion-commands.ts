@@ -1,7 +1,8 @@
 /**
  * `boardline conversion show`: the record of a file-conversion task as the
  * follower last saved it — status, progress and pages (records expire
- * CONVERSION_RETENTION_DAYS after their last change).
+ * CONVERSION_RETENTION_DAYS after their last change). `boardline conversion
+ * watch`: one line per change of that record until the task ends.
  */
 import type { Command } from "commander";
 import { CliFailure } from "./cli-failure.js";
@@ -16,6 +17,42 @@ export function addConversionCommands(program: Command): void {
     .argument("<uuid>", "the task uuid fileconvert answered")
     .addOption(jsonOption())
     .action(showConversion);
+  conversion
+    .command("watch")
+    .description("print a conversion task's state at every change until it ends (Finished, Fail or Abort)")
+    .argument("<uuid>", "the task uuid fileconvert answered")
+    .addOption(jsonOption())
+    .action(watchConversion);
+}
+
+/** How often `watch` reads the record (the servers' own watches read every 250 ms). */
+const WATCH_INTERVAL_MS = 250;
+const TERMINAL = new Set(["Finished", "Fail", "Abort"]);
+
+async function watchConversion(uuid: string, o: { json?: boolean }): Promise<void> {
+  await withStore(async (store) => {
+    let seen: number | undefined;
+    for (;;) {
+      const task = await store.getConversion(uuid);
+      if (task === undefined) throw new CliFailure(`no record of conversion task ${uuid} (unknown, or expired)`);
+      if (task.updatedAt !== seen) {
+        seen = task.updatedAt;
+        const line = {
+          task_uuid: task.uuid,
+          status: task.status,
+          progress_percent: task.percent,
+          at: formatTime(task.updatedAt),
+        };
+        process.stdout.write(
+          o.json === true
+            ? `${JSON.stringify({ ...line, page_count: task.pageCount ?? null, failed_reason: task.failedReason ?? null })}\n`
+            : `${line.at}  ${task.status}  ${task.percent} %${task.failedReason === undefined ? "" : `  (${task.failedReason})`}\n`,
+        );
+      }
+      if (TERMINAL.has(task.status)) return;
+      await new Promise((resolve) => setTimeout(resolve, WATCH_INTERVAL_MS));
+    }
+  });
 }
 
 async function showConversion(uuid: string, o: { json?: boolean }): Promise<void> {
