@@ -73,8 +73,11 @@ describe("a static conversion is followed to Finished, with its pages", () => {
   );
 
   test("the terminal state is announced once on the channel's whiteboard-events stream", async () => {
-    const events = await bl.store.getWhiteboardEvents(bl.world.project, bl.world.channel, 100);
-    const mine = events.filter((e) => e.taskUuid === uuid);
+    // Saved first, announced right after (another Redis slot, so a separate command).
+    const announced = async () =>
+      (await bl.store.getWhiteboardEvents(bl.world.project, bl.world.channel, 100)).filter((e) => e.taskUuid === uuid);
+    await eventually(async () => (await announced()).length > 0, 5_000, "the end to be announced");
+    const mine = await announced();
     expect(mine).toHaveLength(1);
     expect(mine[0]).toMatchObject({ status: "Finished", type: "static" });
   });

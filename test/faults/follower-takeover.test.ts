@@ -94,8 +94,10 @@ test("a second instance finishes a task whose follower was killed, announcing it
   const record = await store.getConversion(uuid);
   expect(record?.pages).toHaveLength(3);
 
-  const announced = (await store.getWhiteboardEvents("p", "c", 100)).filter((e) => e.taskUuid === uuid);
-  expect(announced).toHaveLength(1);
+  // Saved first, announced right after (another Redis slot, so a separate command).
+  const announced = async () => (await store.getWhiteboardEvents("p", "c", 100)).filter((e) => e.taskUuid === uuid);
+  await eventually(async () => (await announced()).length > 0, 5_000, "the end to be announced");
+  expect(await announced()).toHaveLength(1);
   const changes = await store.readConversionChanges(uuid, "0", 100);
   expect(changes.filter((c) => c.status === "Finished")).toHaveLength(1);
   b.proc.kill("SIGTERM");
