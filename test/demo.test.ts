@@ -102,8 +102,24 @@ describe("demo mode", () => {
     expect(parsed.status).toBe("Waiting");
   });
 
+  test("the printed watch commands (SSE curl and buf curl) show a conversion reach Finished", async () => {
+    const [convertCurl] = printedCommands(banner, "curl ").filter((c) => c.includes(ROUTES.convert));
+    const [watchCurl] = printedCommands(banner, "curl ").filter((c) => c.includes("/watch"));
+    const [watchBuf] = printedCommands(banner, "npx buf curl ").filter((c) => c.includes("WatchConversion"));
+    expect(watchCurl).toBeDefined();
+    expect(watchBuf).toBeDefined();
+    const task = () => paste(convertCurl ?? "").then((out) => (JSON.parse(out) as { task_uuid: string }).task_uuid);
+    const events = (await paste((watchCurl ?? "").replace("TASK", await task())))
+      .split("\n")
+      .filter((l) => l.startsWith("data: "))
+      .map((l) => (JSON.parse(l.slice(6)) as { status: string }).status);
+    expect(events.at(-1)).toBe("Finished");
+    const streamed = await paste((watchBuf ?? "").replace("TASK", await task()));
+    expect(streamed).toContain('"status": "Finished"');
+  }, 30_000);
+
   test("the printed buf curl (gRPC with reflection) unmutes", async () => {
-    const [bufCurl] = printedCommands(banner, "npx buf curl ");
+    const [bufCurl] = printedCommands(banner, "npx buf curl ").filter((c) => c.includes(RPC_PATHS.mute));
     expect(bufCurl).toBeDefined();
     const reply = JSON.parse(await paste(bufCurl ?? "")) as { uid?: string; mute?: boolean };
     expect(reply.uid).toBe("pstn-1001");
