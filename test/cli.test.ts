@@ -221,7 +221,7 @@ describe("records the CLI writes are what the server reads", () => {
     // A task of a channel of its own, whose follower the test plays on the same store.
     const uuid = `watch-${Date.now()}`;
     const now = Date.now();
-    await bl.store.recordConversion(
+    await bl.store.conversions.recordConversion(
       {
         uuid,
         project,
@@ -239,14 +239,18 @@ describe("records the CLI writes are what the server reads", () => {
     );
     const watching = cli(["conversion", "watch", uuid, "--json"]);
     await new Promise((resolve) => setTimeout(resolve, 700));
-    expect(await bl.store.claimDueConversions(now + 120_000, 1000, "test-follower", 10_000)).toContain(uuid);
+    expect(await bl.store.conversions.claimDueConversions(now + 120_000, 1000, "test-follower", 10_000)).toContain(
+      uuid,
+    );
     const done = {
       status: "Finished",
       percent: 100,
       pageCount: 1,
       pages: [{ page: 1, url: "https://cdn.example/1.png", width: 8, height: 6 }],
     } as const;
-    expect(await bl.store.saveConversionState(uuid, "test-follower", done, now + 1, undefined)).toBe("changed");
+    expect(await bl.store.conversions.saveConversionState(uuid, "test-follower", done, now + 1, undefined)).toBe(
+      "changed",
+    );
     const watched = await watching;
     expect(watched.code).toBe(0);
     const lines = watched.stdout

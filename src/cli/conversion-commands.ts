@@ -33,7 +33,7 @@ async function watchConversion(uuid: string, o: { json?: boolean }): Promise<voi
   await withStore(async (store) => {
     let seen: number | undefined;
     for (;;) {
-      const task = await store.getConversion(uuid);
+      const task = await store.conversions.getConversion(uuid);
       if (task === undefined) throw new CliFailure(`no record of conversion task ${uuid} (unknown, or expired)`);
       if (task.updatedAt !== seen) {
         seen = task.updatedAt;
@@ -56,7 +56,7 @@ async function watchConversion(uuid: string, o: { json?: boolean }): Promise<voi
 }
 
 async function showConversion(uuid: string, o: { json?: boolean }): Promise<void> {
-  const task = await withStore((store) => store.getConversion(uuid));
+  const task = await withStore((store) => store.conversions.getConversion(uuid));
   if (task === undefined) {
     throw new CliFailure(`no record of conversion task ${uuid} (unknown, or expired)`);
   }

@@ -94,7 +94,7 @@ export class ConversionFollower {
   async tick(): Promise<void> {
     let due: string[];
     try {
-      due = await this.o.store.claimDueConversions(
+      due = await this.o.store.conversions.claimDueConversions(
         this.now(),
         this.o.settings.batch,
         this.o.owner,
@@ -110,13 +110,13 @@ export class ConversionFollower {
   private async poll(uuid: string): Promise<void> {
     const { store, owner } = this.o;
     try {
-      const record = await store.getConversion(uuid);
+      const record = await store.conversions.getConversion(uuid);
       if (record === undefined) return; // gone (expired or deleted); its claim lapses with the lease
       const state = await this.learn(record);
       const now = this.now();
       const next = state === undefined || !isTerminal(state.status) ? now + this.delay(record, now) : undefined;
-      if (state === undefined) await store.rescheduleConversion(uuid, owner, next as number);
-      else await store.saveConversionState(uuid, owner, state, now, next);
+      if (state === undefined) await store.conversions.rescheduleConversion(uuid, owner, next as number);
+      else await store.conversions.saveConversionState(uuid, owner, state, now, next);
     } catch (e) {
       this.o.onTrouble(uuid, e);
       // The lease runs out and the task, still due, is polled again later.

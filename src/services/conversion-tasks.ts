@@ -76,7 +76,7 @@ export class ConversionTasks {
   }
 
   private async ownTask(caller: Caller, uuid: string): Promise<ConversionTaskRecord> {
-    const record = await this.store.getConversion(uuid);
+    const record = await this.store.conversions.getConversion(uuid);
     if (record === undefined || record.project !== caller.project) {
       throw new Failure("not_found", { detail: "this project has no conversion task with that uuid" });
     }

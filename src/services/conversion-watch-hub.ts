@@ -99,7 +99,7 @@ export class ConversionWatchHub {
   private async readOne(uuid: string): Promise<void> {
     let record: ConversionTaskRecord | undefined;
     try {
-      record = await this.store.getConversion(uuid);
+      record = await this.store.conversions.getConversion(uuid);
     } catch {
       return; // the store is away: the watchers wait for the next round
     }

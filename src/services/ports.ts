@@ -117,17 +117,8 @@ export interface WhiteboardEvent {
   readonly at: number;
 }
 
-/** What the services read and write. Redis in production, in memory for the demo. */
-export interface Store {
-  /** The record of a passphrase, or undefined when it is unknown. */
-  lookupPassphrase(passphrase: string): Promise<PassphraseRecord | undefined>;
-  /**
-   * The project's whiteboard settings, or undefined when the whiteboard is not
-   * set up (no record, `enabled` not `1`, or no usable credentials/region).
-   */
-  getWhiteboard(project: string): Promise<WhiteboardSettings | undefined>;
-  /** Writes the mute hash field and appends the stream entry atomically. */
-  setMute(change: MuteChange): Promise<void>;
+/** The conversion tasks in the store, and what the followers of every instance share (the due set, leases). */
+export interface ConversionStore {
   /**
    * Records a new conversion task and makes it due for its first poll at
    * `firstPollAt` (ms). The record expires after the store's retention
@@ -164,6 +155,21 @@ export interface Store {
   rescheduleConversion(uuid: string, owner: string, nextPollAt: number): Promise<void>;
   /** The task's changes after stream id `afterId` ("0" = all), oldest first, at most `count`. */
   readConversionChanges(uuid: string, afterId: string, count: number): Promise<ConversionChange[]>;
+}
+
+/** What the services read and write. Redis in production, in memory for the demo. */
+export interface Store {
+  /** The record of a passphrase, or undefined when it is unknown. */
+  lookupPassphrase(passphrase: string): Promise<PassphraseRecord | undefined>;
+  /**
+   * The project's whiteboard settings, or undefined when the whiteboard is not
+   * set up (no record, `enabled` not `1`, or no usable credentials/region).
+   */
+  getWhiteboard(project: string): Promise<WhiteboardSettings | undefined>;
+  /** Writes the mute hash field and appends the stream entry atomically. */
+  setMute(change: MuteChange): Promise<void>;
+  /** Conversion tasks: their records, and what the followers of every instance share. */
+  readonly conversions: ConversionStore;
   /**
    * Counts one wrong passphrase for a caller key; the counting window starts
    * at the first miss and lasts `windowSeconds`.

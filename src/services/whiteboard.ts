@@ -48,7 +48,7 @@ export class WhiteboardConversions {
       signal,
     );
     const createdAt = this.now();
-    await this.store.recordConversion(
+    await this.store.conversions.recordConversion(
       {
         uuid: task.uuid,
         project: record.project,

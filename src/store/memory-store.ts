@@ -12,16 +12,7 @@
  * which lets service tests exercise the 503 path without a Redis.
  */
 import { Failure } from "../services/failure.js";
-import type {
-  AdminStore,
-  ConversionChange,
-  ConversionSaveOutcome,
-  ConversionState,
-  ConversionTaskRecord,
-  MuteChange,
-  PassphraseRecord,
-  WhiteboardSettings,
-} from "../services/ports.js";
+import type { AdminStore, MuteChange, PassphraseRecord, WhiteboardSettings } from "../services/ports.js";
 import { AdminFront } from "./admin-front.js";
 import { ConversionFollow } from "./conversion-follow.js";
 import { CONVERSION_TTL_SECONDS, type KeySchema, keySchema, MUTE_EVENTS_MAXLEN } from "./keys.js";
@@ -43,7 +34,7 @@ export class MemoryStore extends AdminFront implements AdminStore {
   /** The key space holding the records (tests read and write it raw, as other services would Redis). */
   readonly data: MemoryKeyspace;
   protected readonly rawAdmin: MemoryAdmin;
-  private readonly conversions: ConversionFollow;
+  readonly conversions: ConversionFollow;
   private unavailable = false;
   private closed = false;
 
@@ -82,40 +73,6 @@ export class MemoryStore extends AdminFront implements AdminStore {
     const hash = this.data.writableHash(muteKey);
     hash.set(change.uid, muteFlag(change.mute));
     this.data.append(eventsKey, stream, muteEventFields(change), MUTE_EVENTS_MAXLEN);
-  }
-
-  recordConversion(task: ConversionTaskRecord, firstPollAt: number): Promise<void> {
-    return this.conversions.recordConversion(task, firstPollAt);
-  }
-
-  getConversion(uuid: string): Promise<ConversionTaskRecord | undefined> {
-    return this.conversions.getConversion(uuid);
-  }
-
-  claimDueConversions(now: number, max: number, owner: string, leaseMs: number): Promise<string[]> {
-    return this.conversions.claimDueConversions(now, max, owner, leaseMs);
-  }
-
-  renewConversionLease(uuid: string, owner: string, leaseMs: number): Promise<boolean> {
-    return this.conversions.renewConversionLease(uuid, owner, leaseMs);
-  }
-
-  saveConversionState(
-    uuid: string,
-    owner: string,
-    state: ConversionState,
-    at: number,
-    nextPollAt: number | undefined,
-  ): Promise<ConversionSaveOutcome> {
-    return this.conversions.saveConversionState(uuid, owner, state, at, nextPollAt);
-  }
-
-  rescheduleConversion(uuid: string, owner: string, nextPollAt: number): Promise<void> {
-    return this.conversions.rescheduleConversion(uuid, owner, nextPollAt);
-  }
-
-  readConversionChanges(uuid: string, afterId: string, count: number): Promise<ConversionChange[]> {
-    return this.conversions.readConversionChanges(uuid, afterId, count);
   }
 
   async recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {

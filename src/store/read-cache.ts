@@ -6,16 +6,7 @@
  * creates, changes or deletes takes effect within that time on every
  * instance. Failures are never cached.
  */
-import type {
-  ConversionChange,
-  ConversionSaveOutcome,
-  ConversionState,
-  ConversionTaskRecord,
-  MuteChange,
-  PassphraseRecord,
-  Store,
-  WhiteboardSettings,
-} from "../services/ports.js";
+import type { ConversionStore, MuteChange, PassphraseRecord, Store, WhiteboardSettings } from "../services/ports.js";
 
 export const READ_CACHE_MAX_ENTRIES = 10_000;
 
@@ -64,6 +55,11 @@ export class ReadCachedStore implements Store {
     this.whiteboards = new TtlCache(ttlMs, now);
   }
 
+  /** Not cached: conversion records change while they are followed. */
+  get conversions(): ConversionStore {
+    return this.inner.conversions;
+  }
+
   async lookupPassphrase(passphrase: string): Promise<PassphraseRecord | undefined> {
     const hit = this.passphrases.get(passphrase);
     if (hit !== undefined) return hit.value;
@@ -82,33 +78,6 @@ export class ReadCachedStore implements Store {
 
   setMute(change: MuteChange): Promise<void> {
     return this.inner.setMute(change);
-  }
-  recordConversion(task: ConversionTaskRecord, firstPollAt: number): Promise<void> {
-    return this.inner.recordConversion(task, firstPollAt);
-  }
-  getConversion(uuid: string): Promise<ConversionTaskRecord | undefined> {
-    return this.inner.getConversion(uuid);
-  }
-  claimDueConversions(now: number, max: number, owner: string, leaseMs: number): Promise<string[]> {
-    return this.inner.claimDueConversions(now, max, owner, leaseMs);
-  }
-  renewConversionLease(uuid: string, owner: string, leaseMs: number): Promise<boolean> {
-    return this.inner.renewConversionLease(uuid, owner, leaseMs);
-  }
-  saveConversionState(
-    uuid: string,
-    owner: string,
-    state: ConversionState,
-    at: number,
-    nextPollAt: number | undefined,
-  ): Promise<ConversionSaveOutcome> {
-    return this.inner.saveConversionState(uuid, owner, state, at, nextPollAt);
-  }
-  rescheduleConversion(uuid: string, owner: string, nextPollAt: number): Promise<void> {
-    return this.inner.rescheduleConversion(uuid, owner, nextPollAt);
-  }
-  readConversionChanges(uuid: string, afterId: string, count: number): Promise<ConversionChange[]> {
-    return this.inner.readConversionChanges(uuid, afterId, count);
   }
   recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {
     return this.inner.recordPassphraseMiss(callerKey, windowSeconds);

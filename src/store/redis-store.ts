@@ -17,16 +17,7 @@
  */
 import type { Logger } from "../log.js";
 import { Failure } from "../services/failure.js";
-import type {
-  AdminStore,
-  ConversionChange,
-  ConversionSaveOutcome,
-  ConversionState,
-  ConversionTaskRecord,
-  MuteChange,
-  PassphraseRecord,
-  WhiteboardSettings,
-} from "../services/ports.js";
+import type { AdminStore, MuteChange, PassphraseRecord, WhiteboardSettings } from "../services/ports.js";
 import { AdminFront } from "./admin-front.js";
 import { ConversionFollow } from "./conversion-follow.js";
 import { CONVERSION_TTL_SECONDS, type KeySchema, keySchema, MUTE_EVENTS_MAXLEN } from "./keys.js";
@@ -83,7 +74,7 @@ export class RedisStore extends AdminFront implements AdminStore {
   protected readonly rawAdmin: RedisAdmin;
   private readonly calls: RedisCalls;
   private readonly scripts: ScriptCommands;
-  private readonly conversions: ConversionFollow;
+  readonly conversions: ConversionFollow;
 
   constructor(
     private readonly client: RedisClient,
@@ -155,40 +146,6 @@ export class RedisStore extends AdminFront implements AdminStore {
         String(MUTE_EVENTS_MAXLEN),
       ),
     );
-  }
-
-  recordConversion(task: ConversionTaskRecord, firstPollAt: number): Promise<void> {
-    return this.conversions.recordConversion(task, firstPollAt);
-  }
-
-  getConversion(uuid: string): Promise<ConversionTaskRecord | undefined> {
-    return this.conversions.getConversion(uuid);
-  }
-
-  claimDueConversions(now: number, max: number, owner: string, leaseMs: number): Promise<string[]> {
-    return this.conversions.claimDueConversions(now, max, owner, leaseMs);
-  }
-
-  renewConversionLease(uuid: string, owner: string, leaseMs: number): Promise<boolean> {
-    return this.conversions.renewConversionLease(uuid, owner, leaseMs);
-  }
-
-  saveConversionState(
-    uuid: string,
-    owner: string,
-    state: ConversionState,
-    at: number,
-    nextPollAt: number | undefined,
-  ): Promise<ConversionSaveOutcome> {
-    return this.conversions.saveConversionState(uuid, owner, state, at, nextPollAt);
-  }
-
-  rescheduleConversion(uuid: string, owner: string, nextPollAt: number): Promise<void> {
-    return this.conversions.rescheduleConversion(uuid, owner, nextPollAt);
-  }
-
-  readConversionChanges(uuid: string, afterId: string, count: number): Promise<ConversionChange[]> {
-    return this.conversions.readConversionChanges(uuid, afterId, count);
   }
 
   async recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {

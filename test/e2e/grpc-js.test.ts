@@ -254,7 +254,7 @@ describe("success", () => {
     );
     expect(error).toBeUndefined();
     expect(value?.status).toBe("Waiting");
-    const record = await bl.store.getConversion(value?.taskUuid ?? "");
+    const record = await bl.store.conversions.getConversion(value?.taskUuid ?? "");
     expect(record).toMatchObject({
       project: bl.world.project,
       channel: bl.world.channel,

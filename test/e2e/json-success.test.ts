@@ -224,7 +224,7 @@ describe("JSON routes: inputs that must be accepted", () => {
     expect(sent).toMatchObject(expected);
     if (!("scale" in expected)) expect(sent).not.toHaveProperty("scale");
     const { task_uuid } = JSON.parse(res.text) as { task_uuid: string };
-    expect(await bl.store.getConversion(task_uuid)).toMatchObject({
+    expect(await bl.store.conversions.getConversion(task_uuid)).toMatchObject({
       project: bl.world.project,
       channel: bl.world.channel,
     });

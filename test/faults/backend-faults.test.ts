@@ -67,7 +67,7 @@ test("every backend fault is answered as documented, in time, and leaves nothing
     // Nothing was recorded for a failed conversion.
     bl.simulator.clearFaults();
     const tasks = bl.simulator.tasks();
-    for (const t of tasks) expect(await bl.store.getConversion(t.uuid)).toBeUndefined();
+    for (const t of tasks) expect(await bl.store.conversions.getConversion(t.uuid)).toBeUndefined();
   } finally {
     await bl.close();
   }

@@ -33,7 +33,7 @@ test("a Redis outage during a follow loses nothing and announces the end once", 
   await redis.restart();
 
   const status = () =>
-    bl.store.getConversion(uuid).then(
+    bl.store.conversions.getConversion(uuid).then(
       (r) => r?.status,
       () => "the store is not back yet",
     );
@@ -44,6 +44,6 @@ test("a Redis outage during a follow loses nothing and announces the end once", 
   await eventually(async () => (await announced()).length > 0, 5_000, "the end to be announced");
   await sleep(500); // a few more follower ticks: nothing announces it again
   expect(await announced()).toHaveLength(1);
-  const changes = await bl.store.readConversionChanges(uuid, "0", 100);
+  const changes = await bl.store.conversions.readConversionChanges(uuid, "0", 100);
   expect(changes.filter((c) => c.status === "Finished")).toHaveLength(1);
 }, 40_000);

@@ -77,7 +77,7 @@ test("a second instance finishes a task whose follower was killed, announcing it
 
   // A follows the task until it is under way, then dies without a word.
   await eventually(
-    async () => (await store.getConversion(uuid))?.status === "Converting",
+    async () => (await store.conversions.getConversion(uuid))?.status === "Converting",
     10_000,
     "A to see it converting",
   );
@@ -86,19 +86,19 @@ test("a second instance finishes a task whose follower was killed, announcing it
 
   const b = await instance();
   await eventually(
-    async () => (await store.getConversion(uuid))?.status === "Finished",
+    async () => (await store.conversions.getConversion(uuid))?.status === "Finished",
     30_000,
     "B to finish the task",
   );
   expect(Date.now() - killedAt).toBeLessThan(30_000);
-  const record = await store.getConversion(uuid);
+  const record = await store.conversions.getConversion(uuid);
   expect(record?.pages).toHaveLength(3);
 
   // Saved first, announced right after (another Redis slot, so a separate command).
   const announced = async () => (await store.getWhiteboardEvents("p", "c", 100)).filter((e) => e.taskUuid === uuid);
   await eventually(async () => (await announced()).length > 0, 5_000, "the end to be announced");
   expect(await announced()).toHaveLength(1);
-  const changes = await store.readConversionChanges(uuid, "0", 100);
+  const changes = await store.conversions.readConversionChanges(uuid, "0", 100);
   expect(changes.filter((c) => c.status === "Finished")).toHaveLength(1);
   b.proc.kill("SIGTERM");
 }, 60_000);

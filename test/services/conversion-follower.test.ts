@@ -61,7 +61,7 @@ async function world(answers: Array<ConversionState | Error>, settings: Partial<
     updatedAt: clock.now,
     by: "u",
   };
-  await store.recordConversion(task, clock.now + (settings.firstPollMs ?? SETTINGS.firstPollMs));
+  await store.conversions.recordConversion(task, clock.now + (settings.firstPollMs ?? SETTINGS.firstPollMs));
   const backend = new ScriptedBackend(clock, answers);
   const troubles: unknown[] = [];
   const follower = (owner: string) =>
@@ -99,9 +99,9 @@ describe("the conversion follower", () => {
     await run(w, f, 20_000);
     const created = 1_000_000;
     expect(w.backend.queries.map((t) => t - created)).toEqual([1_000, 2_000, 3_000, 4_500, 6_750]);
-    const record = await w.store.getConversion("task1");
+    const record = await w.store.conversions.getConversion("task1");
     expect(record).toMatchObject({ status: "Finished", percent: 100, pageCount: 1 });
-    expect(await w.store.claimDueConversions(w.clock.now + 60_000, 10, "z", 1_000)).toEqual([]); // not due any more
+    expect(await w.store.conversions.claimDueConversions(w.clock.now + 60_000, 10, "z", 1_000)).toEqual([]); // not due any more
     const events = await w.store.getWhiteboardEvents("p", "c", 10);
     expect(events).toHaveLength(1);
   });
@@ -110,14 +110,14 @@ describe("the conversion follower", () => {
     const w = await world([new Failure("unavailable"), new Failure("deadline_exceeded"), finished]);
     await run(w, w.follower("a"), 10_000);
     expect(w.backend.queries).toHaveLength(3);
-    expect((await w.store.getConversion("task1"))?.status).toBe("Finished");
+    expect((await w.store.conversions.getConversion("task1"))?.status).toBe("Finished");
     expect(w.troubles).toHaveLength(2);
   });
 
   it("records Fail, reason timeout, once followMs has passed", async () => {
     const w = await world([], { followMs: 5_000 });
     await run(w, w.follower("a"), 12_000);
-    expect(await w.store.getConversion("task1")).toMatchObject({ status: "Fail", failedReason: "timeout" });
+    expect(await w.store.conversions.getConversion("task1")).toMatchObject({ status: "Fail", failedReason: "timeout" });
     expect(await w.store.getWhiteboardEvents("p", "c", 10)).toHaveLength(1);
   });
 
@@ -126,12 +126,12 @@ describe("the conversion follower", () => {
     const first = w.follower("a");
     w.clock.now += 1_000;
     // The first follower claims the task and dies before saving anything (its claim stays).
-    expect(await w.store.claimDueConversions(w.clock.now, 10, "a", SETTINGS.leaseMs)).toEqual(["task1"]);
+    expect(await w.store.conversions.claimDueConversions(w.clock.now, 10, "a", SETTINGS.leaseMs)).toEqual(["task1"]);
     void first;
     const second = w.follower("b");
     await run(w, second, SETTINGS.leaseMs - 1_000);
     expect(w.backend.queries).toHaveLength(0); // still leased by the dead one
     await run(w, second, 10_000);
-    expect((await w.store.getConversion("task1"))?.status).toBe("Finished");
+    expect((await w.store.conversions.getConversion("task1"))?.status).toBe("Finished");
   });
 });

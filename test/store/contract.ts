@@ -55,13 +55,16 @@ export const EVERY_METHOD: ReadonlyArray<[string, (store: AdminStore) => Promise
   ["lookupPassphrase", (s) => s.lookupPassphrase("some passphrase")],
   ["getWhiteboard", (s) => s.getWhiteboard("p")],
   ["setMute", (s) => s.setMute({ project: "p", channel: "c", uid: "u", mute: true, by: "sub", at: 1 })],
-  ["recordConversion", (s) => s.recordConversion(conversion("00000000-0000-4000-8000-000000000000"), 1)],
-  ["claimDueConversions", (s) => s.claimDueConversions(Date.now(), 10, "owner", 1000)],
-  ["renewConversionLease", (s) => s.renewConversionLease("00000000-0000-4000-8000-000000000000", "owner", 1000)],
+  ["recordConversion", (s) => s.conversions.recordConversion(conversion("00000000-0000-4000-8000-000000000000"), 1)],
+  ["claimDueConversions", (s) => s.conversions.claimDueConversions(Date.now(), 10, "owner", 1000)],
+  [
+    "renewConversionLease",
+    (s) => s.conversions.renewConversionLease("00000000-0000-4000-8000-000000000000", "owner", 1000),
+  ],
   [
     "saveConversionState",
     (s) =>
-      s.saveConversionState(
+      s.conversions.saveConversionState(
         "00000000-0000-4000-8000-000000000000",
         "owner",
         { status: "Converting", percent: 5, pages: [] },
@@ -69,8 +72,14 @@ export const EVERY_METHOD: ReadonlyArray<[string, (store: AdminStore) => Promise
         2,
       ),
   ],
-  ["rescheduleConversion", (s) => s.rescheduleConversion("00000000-0000-4000-8000-000000000000", "owner", 1)],
-  ["readConversionChanges", (s) => s.readConversionChanges("00000000-0000-4000-8000-000000000000", "0", 10)],
+  [
+    "rescheduleConversion",
+    (s) => s.conversions.rescheduleConversion("00000000-0000-4000-8000-000000000000", "owner", 1),
+  ],
+  [
+    "readConversionChanges",
+    (s) => s.conversions.readConversionChanges("00000000-0000-4000-8000-000000000000", "0", 10),
+  ],
   ["ping", (s) => s.ping()],
   ["createChannel", (s) => s.createChannel({ project: "p", channel: "c", hostPassphrase: "h" })],
   ["deleteChannel", (s) => s.deleteChannel("p", "c")],
@@ -78,7 +87,7 @@ export const EVERY_METHOD: ReadonlyArray<[string, (store: AdminStore) => Promise
   ["clearWhiteboard", (s) => s.clearWhiteboard("p")],
   ["getMuteState", (s) => s.getMuteState("p", "c")],
   ["getMuteEvents", (s) => s.getMuteEvents("p", "c")],
-  ["getConversion", (s) => s.getConversion("00000000-0000-4000-8000-000000000000")],
+  ["getConversion", (s) => s.conversions.getConversion("00000000-0000-4000-8000-000000000000")],
   ["getWhiteboardEvents", (s) => s.getWhiteboardEvents("p", "c")],
 ];
 
@@ -446,7 +455,7 @@ export function storeContract(name: string, options: ContractOptions): void {
       it("writes the documented fields with a 7-day expiry", async () => {
         const uuid = crypto.randomUUID();
         const task = conversion(uuid);
-        await store.recordConversion(task, NEVER_DUE);
+        await store.conversions.recordConversion(task, NEVER_DUE);
 
         const key = keys.conversion(uuid);
         expect(key).toBe(`${keys.prefix}conv:{${uuid}}`);
@@ -465,16 +474,16 @@ export function storeContract(name: string, options: ContractOptions): void {
         const ttl = await raw.ttl(key);
         expect(ttl).toBeGreaterThan(WEEK_SECONDS - 10);
         expect(ttl).toBeLessThanOrEqual(WEEK_SECONDS);
-        expect(await store.getConversion(uuid)).toEqual(task);
-        expect(await store.getConversion(crypto.randomUUID())).toBeUndefined();
+        expect(await store.conversions.getConversion(uuid)).toEqual(task);
+        expect(await store.conversions.getConversion(crypto.randomUUID())).toBeUndefined();
       });
 
       it("a later record of the same task replaces it and renews the expiry", async () => {
         const uuid = crypto.randomUUID();
-        await store.recordConversion(conversion(uuid), NEVER_DUE);
+        await store.conversions.recordConversion(conversion(uuid), NEVER_DUE);
         const finished = { ...conversion(uuid), type: "dynamic" as const, status: "Finished" };
-        await store.recordConversion(finished, NEVER_DUE);
-        expect(await store.getConversion(uuid)).toEqual(finished);
+        await store.conversions.recordConversion(finished, NEVER_DUE);
+        expect(await store.conversions.getConversion(uuid)).toEqual(finished);
         expect(await raw.ttl(keys.conversion(uuid))).toBeGreaterThan(WEEK_SECONDS - 10);
       });
 
@@ -489,17 +498,17 @@ export function storeContract(name: string, options: ContractOptions): void {
         for (const fields of malformed) {
           const uuid = crypto.randomUUID();
           await raw.hset(keys.conversion(uuid), fields);
-          expect(await store.getConversion(uuid), JSON.stringify(fields)).toBeUndefined();
+          expect(await store.conversions.getConversion(uuid), JSON.stringify(fields)).toBeUndefined();
         }
       });
 
       it("forgets records after 7 days", async () => {
         const uuid = crypto.randomUUID();
-        await store.recordConversion(conversion(uuid), NEVER_DUE);
+        await store.conversions.recordConversion(conversion(uuid), NEVER_DUE);
         const advance = subject.advanceClock;
         if (options.hasClock && advance) {
           advance(WEEK_SECONDS * 1000 - 1000);
-          expect(await store.getConversion(uuid)).toBeDefined();
+          expect(await store.conversions.getConversion(uuid)).toBeDefined();
           advance(1000);
         } else {
           // Real Redis keeps its own clock: let the last millisecond of the week run out.
@@ -508,7 +517,7 @@ export function storeContract(name: string, options: ContractOptions): void {
           await raw.expireNow(keys.conversion(uuid));
           await new Promise((r) => setTimeout(r, 20));
         }
-        expect(await store.getConversion(uuid)).toBeUndefined();
+        expect(await store.conversions.getConversion(uuid)).toBeUndefined();
         expect(await raw.ttl(keys.conversion(uuid))).toBe(-2);
       });
     });

@@ -65,8 +65,9 @@ export function conversionFollowContract(current: () => ContractSubject): void {
   /** A recorded task, due at `dueAt`, claimed by `owner` (when given). */
   async function recorded(dueAt: number, owner?: string, over: Partial<ConversionTaskRecord> = {}) {
     const uuid = randomUUID();
-    await store.recordConversion(task(uuid, over), dueAt);
-    if (owner !== undefined) expect(await store.claimDueConversions(dueAt, 100, owner, LEASE_MS)).toContain(uuid);
+    await store.conversions.recordConversion(task(uuid, over), dueAt);
+    if (owner !== undefined)
+      expect(await store.conversions.claimDueConversions(dueAt, 100, owner, LEASE_MS)).toContain(uuid);
     return uuid;
   }
 
@@ -85,8 +86,8 @@ export function conversionFollowContract(current: () => ContractSubject): void {
         failedReason: "none yet",
         updatedAt: 1_700_000_000_500,
       });
-      await store.recordConversion(dynamic, dueWindow());
-      expect(await store.getConversion(uuid)).toEqual(dynamic);
+      await store.conversions.recordConversion(dynamic, dueWindow());
+      expect(await store.conversions.getConversion(uuid)).toEqual(dynamic);
       expect(await raw.hgetall(keys.conversion(uuid))).toMatchObject({
         api: "legacy",
         percent: "42.5",
@@ -98,12 +99,12 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       });
 
       const staticUuid = randomUUID();
-      await store.recordConversion(task(staticUuid, { pages: finished.pages }), dueWindow());
+      await store.conversions.recordConversion(task(staticUuid, { pages: finished.pages }), dueWindow());
       expect((await raw.hgetall(keys.conversion(staticUuid))).pages).toBe(
         '[{"page":1,"url":"https://cdn.example/1.png","width":1280,"height":720},' +
           '{"page":2,"url":"https://cdn.example/2.png","width":1280,"height":720}]',
       );
-      expect((await store.getConversion(staticUuid))?.pages).toEqual(finished.pages);
+      expect((await store.conversions.getConversion(staticUuid))?.pages).toEqual(finished.pages);
     });
 
     it("reads records written before the follower with defaults", async () => {
@@ -144,11 +145,15 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       for (const [fields, over] of cases) {
         const uuid = randomUUID();
         await raw.hset(keys.conversion(uuid), fields);
-        expect(await store.getConversion(uuid), JSON.stringify(fields)).toEqual({ uuid, ...expected, ...over });
+        expect(await store.conversions.getConversion(uuid), JSON.stringify(fields)).toEqual({
+          uuid,
+          ...expected,
+          ...over,
+        });
       }
       const unknownApi = randomUUID();
       await raw.hset(keys.conversion(unknownApi), { ...old, api: "v3" });
-      expect(await store.getConversion(unknownApi)).toBeUndefined();
+      expect(await store.conversions.getConversion(unknownApi)).toBeUndefined();
     });
 
     it("makes a new task due at its first poll, not before, and leases what it hands out", async () => {
@@ -158,8 +163,8 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       expect(keys.conversionsDue()).toBe(`${keys.prefix}conv-due`);
       expect(await raw.zscore(keys.conversionsDue(), uuid)).toBe(w + 1000);
 
-      expect(await store.claimDueConversions(w + 999, 10, "follower-a", LEASE_MS)).toEqual([]);
-      expect(await store.claimDueConversions(w + 1000, 10, "follower-a", LEASE_MS)).toEqual([uuid]);
+      expect(await store.conversions.claimDueConversions(w + 999, 10, "follower-a", LEASE_MS)).toEqual([]);
+      expect(await store.conversions.claimDueConversions(w + 1000, 10, "follower-a", LEASE_MS)).toEqual([uuid]);
       expect(keys.conversionLease(uuid)).toBe(`${keys.prefix}conv:{${uuid}}:lease`);
       expect(await raw.get(keys.conversionLease(uuid))).toBe("follower-a");
       const ttl = await raw.ttl(keys.conversionLease(uuid));
@@ -167,18 +172,18 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       expect(ttl).toBeLessThanOrEqual(60);
       // Still due (until a save moves it), but leased: nobody else gets it.
       expect(await raw.zscore(keys.conversionsDue(), uuid)).toBe(w + 1000);
-      expect(await store.claimDueConversions(w + 1000, 10, "follower-a", LEASE_MS)).toEqual([]);
+      expect(await store.conversions.claimDueConversions(w + 1000, 10, "follower-a", LEASE_MS)).toEqual([]);
     });
 
     it("skips a task another owner holds until that lease runs out", async () => {
       setUp();
       const w = dueWindow();
       const uuid = await recorded(w);
-      expect(await store.claimDueConversions(w, 10, "follower-a", 200)).toEqual([uuid]);
-      expect(await store.claimDueConversions(w, 10, "follower-b", 200)).toEqual([]);
+      expect(await store.conversions.claimDueConversions(w, 10, "follower-a", 200)).toEqual([uuid]);
+      expect(await store.conversions.claimDueConversions(w, 10, "follower-b", 200)).toEqual([]);
       await new Promise((r) => setTimeout(r, 300));
-      expect(await store.claimDueConversions(w, 10, "follower-b", LEASE_MS)).toEqual([uuid]);
-      expect(await store.renewConversionLease(uuid, "follower-a", LEASE_MS)).toBe(false);
+      expect(await store.conversions.claimDueConversions(w, 10, "follower-b", LEASE_MS)).toEqual([uuid]);
+      expect(await store.conversions.renewConversionLease(uuid, "follower-a", LEASE_MS)).toBe(false);
     });
 
     it("hands out at most max tasks, earliest due first, and drops due tasks whose record is gone", async () => {
@@ -188,31 +193,36 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       const orphan = randomUUID();
       await raw.zadd(keys.conversionsDue(), w, orphan);
 
-      expect(await store.claimDueConversions(w + 10, 2, "follower-a", LEASE_MS)).toEqual([uuids[1], uuids[2]]);
+      expect(await store.conversions.claimDueConversions(w + 10, 2, "follower-a", LEASE_MS)).toEqual([
+        uuids[1],
+        uuids[2],
+      ]);
       expect(await raw.zscore(keys.conversionsDue(), orphan)).toBeUndefined();
-      expect(await store.claimDueConversions(w + 10, 2, "follower-b", LEASE_MS)).toEqual([uuids[0]]);
-      expect(await store.claimDueConversions(w + 10, 2, "follower-c", LEASE_MS)).toEqual([]);
-      expect(await store.claimDueConversions(w + 10, 0, "follower-c", LEASE_MS)).toEqual([]);
+      expect(await store.conversions.claimDueConversions(w + 10, 2, "follower-b", LEASE_MS)).toEqual([uuids[0]]);
+      expect(await store.conversions.claimDueConversions(w + 10, 2, "follower-c", LEASE_MS)).toEqual([]);
+      expect(await store.conversions.claimDueConversions(w + 10, 0, "follower-c", LEASE_MS)).toEqual([]);
     });
 
     it("finds due tasks behind many leased ones", async () => {
       setUp();
       const w = dueWindow();
       const held = await Promise.all(Array.from({ length: 60 }, (_, i) => recorded(w + i)));
-      expect(await store.claimDueConversions(w + 100, 100, "follower-a", LEASE_MS)).toHaveLength(held.length);
+      expect(await store.conversions.claimDueConversions(w + 100, 100, "follower-a", LEASE_MS)).toHaveLength(
+        held.length,
+      );
       const free = await recorded(w + 99);
-      expect(await store.claimDueConversions(w + 100, 1, "follower-b", LEASE_MS)).toEqual([free]);
+      expect(await store.conversions.claimDueConversions(w + 100, 1, "follower-b", LEASE_MS)).toEqual([free]);
     });
 
     it("renews a lease only for its owner", async () => {
       setUp();
       const w = dueWindow();
       const uuid = await recorded(w, "follower-a");
-      expect(await store.renewConversionLease(uuid, "follower-b", 600_000)).toBe(false);
+      expect(await store.conversions.renewConversionLease(uuid, "follower-b", 600_000)).toBe(false);
       expect(await raw.ttl(keys.conversionLease(uuid))).toBeLessThanOrEqual(60);
-      expect(await store.renewConversionLease(uuid, "follower-a", 600_000)).toBe(true);
+      expect(await store.conversions.renewConversionLease(uuid, "follower-a", 600_000)).toBe(true);
       expect(await raw.ttl(keys.conversionLease(uuid))).toBeGreaterThan(590);
-      expect(await store.renewConversionLease(randomUUID(), "follower-a", 600_000)).toBe(false);
+      expect(await store.conversions.renewConversionLease(randomUUID(), "follower-a", 600_000)).toBe(false);
     });
 
     it("writes nothing for a follower that does not hold the lease", async () => {
@@ -220,9 +230,11 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       const w = dueWindow();
       const free = await recorded(w);
       const before = await raw.hgetall(keys.conversion(free));
-      expect(await store.saveConversionState(free, "follower-a", converting(10), w, w + 5000)).toBe("not-owner");
+      expect(await store.conversions.saveConversionState(free, "follower-a", converting(10), w, w + 5000)).toBe(
+        "not-owner",
+      );
       const held = await recorded(w, "follower-b");
-      expect(await store.saveConversionState(held, "follower-a", finished, w, undefined)).toBe("not-owner");
+      expect(await store.conversions.saveConversionState(held, "follower-a", finished, w, undefined)).toBe("not-owner");
 
       expect(await raw.hgetall(keys.conversion(free))).toEqual(before);
       expect((await raw.hgetall(keys.conversion(held))).status).toBe("Waiting");
@@ -240,7 +252,9 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       setUp();
       const w = dueWindow();
       const uuid = await recorded(w, "follower-a");
-      expect(await store.saveConversionState(uuid, "follower-a", converting(40), w + 7, w + 5000)).toBe("changed");
+      expect(await store.conversions.saveConversionState(uuid, "follower-a", converting(40), w + 7, w + 5000)).toBe(
+        "changed",
+      );
 
       expect(await raw.hgetall(keys.conversion(uuid))).toMatchObject({
         status: "Converting",
@@ -260,27 +274,39 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       ]);
       expect(await raw.zscore(keys.conversionsDue(), uuid)).toBe(w + 5000);
       expect(await raw.exists(keys.conversionLease(uuid))).toBe(false);
-      expect(await store.getConversion(uuid)).toMatchObject({ status: "Converting", percent: 40, updatedAt: w + 7 });
+      expect(await store.conversions.getConversion(uuid)).toMatchObject({
+        status: "Converting",
+        percent: 40,
+        updatedAt: w + 7,
+      });
     });
 
     it("saves the same state as unchanged, without a changes entry or a new updated_at", async () => {
       setUp();
       const w = dueWindow();
       const uuid = await recorded(w, "follower-a");
-      expect(await store.saveConversionState(uuid, "follower-a", converting(40), w + 1, w + 10)).toBe("changed");
-      await store.claimDueConversions(w + 10, 100, "follower-a", LEASE_MS);
-      expect(await store.saveConversionState(uuid, "follower-a", converting(40), w + 2, w + 20)).toBe("unchanged");
+      expect(await store.conversions.saveConversionState(uuid, "follower-a", converting(40), w + 1, w + 10)).toBe(
+        "changed",
+      );
+      await store.conversions.claimDueConversions(w + 10, 100, "follower-a", LEASE_MS);
+      expect(await store.conversions.saveConversionState(uuid, "follower-a", converting(40), w + 2, w + 20)).toBe(
+        "unchanged",
+      );
       expect(await raw.xlen(keys.conversionChanges(uuid))).toBe(1);
       expect((await raw.hgetall(keys.conversion(uuid))).updated_at).toBe(String(w + 1));
       expect(await raw.zscore(keys.conversionsDue(), uuid)).toBe(w + 20);
       expect(await raw.exists(keys.conversionLease(uuid))).toBe(false);
 
       // New pages at the same status and percent: a change of the record, not of the progress.
-      await store.claimDueConversions(w + 20, 100, "follower-a", LEASE_MS);
+      await store.conversions.claimDueConversions(w + 20, 100, "follower-a", LEASE_MS);
       const withPages = { ...converting(40), pageCount: 1, pages: [{ page: 1, url: "https://cdn.example/1.png" }] };
-      expect(await store.saveConversionState(uuid, "follower-a", withPages, w + 3, w + 30)).toBe("changed");
+      expect(await store.conversions.saveConversionState(uuid, "follower-a", withPages, w + 3, w + 30)).toBe("changed");
       expect(await raw.xlen(keys.conversionChanges(uuid))).toBe(1);
-      expect(await store.getConversion(uuid)).toMatchObject({ pageCount: 1, pages: withPages.pages, updatedAt: w + 3 });
+      expect(await store.conversions.getConversion(uuid)).toMatchObject({
+        pageCount: 1,
+        pages: withPages.pages,
+        updatedAt: w + 3,
+      });
     });
 
     it("announces a terminal state once on the channel, then forgets the task's due time", async () => {
@@ -288,7 +314,9 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       const w = dueWindow();
       const channel = `room ${randomUUID()}`;
       const uuid = await recorded(w, "follower-a", { channel });
-      expect(await store.saveConversionState(uuid, "follower-a", finished, w + 9, undefined)).toBe("changed");
+      expect(await store.conversions.saveConversionState(uuid, "follower-a", finished, w + 9, undefined)).toBe(
+        "changed",
+      );
 
       const eventsKey = keys.whiteboardEvents("proj-f", channel);
       expect(eventsKey).toBe(`${keys.prefix}chan:{proj-f/${channel}}:whiteboard-events`);
@@ -317,7 +345,7 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       expect((await raw.hgetall(keys.conversion(uuid))).announced).toBe("1");
       expect(await raw.zscore(keys.conversionsDue(), uuid)).toBeUndefined();
       expect(await raw.exists(keys.conversionLease(uuid))).toBe(false);
-      expect(await store.getConversion(uuid)).toMatchObject({
+      expect(await store.conversions.getConversion(uuid)).toMatchObject({
         status: "Finished",
         percent: 100,
         pages: finished.pages,
@@ -325,7 +353,9 @@ export function conversionFollowContract(current: () => ContractSubject): void {
 
       // Saved again (say a follower whose lease ran out meanwhile): no second announcement.
       await raw.setString(keys.conversionLease(uuid), "follower-b");
-      expect(await store.saveConversionState(uuid, "follower-b", finished, w + 10, undefined)).toBe("unchanged");
+      expect(await store.conversions.saveConversionState(uuid, "follower-b", finished, w + 10, undefined)).toBe(
+        "unchanged",
+      );
       expect(await raw.xlen(eventsKey)).toBe(1);
       expect(await raw.exists(keys.conversionLease(uuid))).toBe(false);
     });
@@ -336,7 +366,7 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       const channel = `room ${randomUUID()}`;
       await store.createChannel({ project: "proj-f", channel, hostPassphrase: randomUUID() });
       const uuid = await recorded(w, "follower-a", { channel });
-      await store.saveConversionState(uuid, "follower-a", finished, w + 1, undefined);
+      await store.conversions.saveConversionState(uuid, "follower-a", finished, w + 1, undefined);
       expect(await raw.exists(keys.whiteboardEvents("proj-f", channel))).toBe(true);
       expect(await store.deleteChannel("proj-f", channel)).toBe(2); // the passphrase and the stream
       expect(await raw.exists(keys.whiteboardEvents("proj-f", channel))).toBe(false);
@@ -349,7 +379,9 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       const failed = { status: "Fail", percent: 0, pages: [], failedReason: "bad file" } as const;
       // What such a follower leaves: the record terminal and not announced, the task still due.
       const uuid = await recorded(w, "follower-b", { channel, ...failed });
-      expect(await store.saveConversionState(uuid, "follower-b", failed, w + 1, undefined)).toBe("unchanged");
+      expect(await store.conversions.saveConversionState(uuid, "follower-b", failed, w + 1, undefined)).toBe(
+        "unchanged",
+      );
       expect(await store.getWhiteboardEvents("proj-f", channel)).toEqual([
         expect.objectContaining({ taskUuid: uuid, status: "Fail", type: "static", by: "presenter", at: w + 1 }),
       ]);
@@ -362,7 +394,9 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       const w = dueWindow();
       const uuid = await recorded(w, "follower-a");
       await raw.del(keys.conversion(uuid));
-      expect(await store.saveConversionState(uuid, "follower-a", converting(5), w, w + 10)).toBe("not-owner");
+      expect(await store.conversions.saveConversionState(uuid, "follower-a", converting(5), w, w + 10)).toBe(
+        "not-owner",
+      );
       expect(await raw.exists(keys.conversion(uuid))).toBe(false);
       expect(await raw.exists(keys.conversionChanges(uuid))).toBe(false);
       expect(await raw.exists(keys.conversionLease(uuid))).toBe(false);
@@ -374,24 +408,24 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       const w = dueWindow();
       const uuid = await recorded(w, "follower-a");
       const before = await raw.hgetall(keys.conversion(uuid));
-      await store.rescheduleConversion(uuid, "follower-b", w + 50);
+      await store.conversions.rescheduleConversion(uuid, "follower-b", w + 50);
       expect(await raw.zscore(keys.conversionsDue(), uuid)).toBe(w);
       expect(await raw.get(keys.conversionLease(uuid))).toBe("follower-a");
 
-      await store.rescheduleConversion(uuid, "follower-a", w + 9000);
+      await store.conversions.rescheduleConversion(uuid, "follower-a", w + 9000);
       expect(await raw.zscore(keys.conversionsDue(), uuid)).toBe(w + 9000);
       expect(await raw.exists(keys.conversionLease(uuid))).toBe(false);
       expect(await raw.hgetall(keys.conversion(uuid))).toEqual(before);
       expect(await raw.xlen(keys.conversionChanges(uuid))).toBe(0);
-      expect(await store.claimDueConversions(w + 8999, 10, "follower-b", LEASE_MS)).toEqual([]);
-      expect(await store.claimDueConversions(w + 9000, 10, "follower-b", LEASE_MS)).toEqual([uuid]);
+      expect(await store.conversions.claimDueConversions(w + 8999, 10, "follower-b", LEASE_MS)).toEqual([]);
+      expect(await store.conversions.claimDueConversions(w + 9000, 10, "follower-b", LEASE_MS)).toEqual([uuid]);
     });
 
     it("keeps the record and its changes for the retention after the last change", async () => {
       setUp();
       const w = dueWindow();
       const uuid = await recorded(w, "follower-a");
-      await store.saveConversionState(uuid, "follower-a", converting(1), w, w);
+      await store.conversions.saveConversionState(uuid, "follower-a", converting(1), w, w);
       for (const key of [keys.conversion(uuid), keys.conversionChanges(uuid)]) {
         const ttl = await raw.ttl(key);
         expect(ttl, key).toBeGreaterThan(WEEK_SECONDS - 10);
@@ -404,26 +438,26 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       const w = dueWindow();
       const uuid = await recorded(w);
       for (const percent of [10, 20, 30, 40, 50]) {
-        await store.claimDueConversions(w, 100, "follower-a", LEASE_MS);
-        expect(await store.saveConversionState(uuid, "follower-a", converting(percent), w + percent, w)).toBe(
-          "changed",
-        );
+        await store.conversions.claimDueConversions(w, 100, "follower-a", LEASE_MS);
+        expect(
+          await store.conversions.saveConversionState(uuid, "follower-a", converting(percent), w + percent, w),
+        ).toBe("changed");
       }
-      const first = await store.readConversionChanges(uuid, "0", 2);
+      const first = await store.conversions.readConversionChanges(uuid, "0", 2);
       expect(first.map((c) => [c.status, c.percent, c.at])).toEqual([
         ["Converting", 10, w + 10],
         ["Converting", 20, w + 20],
       ]);
       for (const c of first) expect(c.id).toMatch(/^\d+-\d+$/);
-      const second = await store.readConversionChanges(uuid, first[1]?.id ?? "", 2);
+      const second = await store.conversions.readConversionChanges(uuid, first[1]?.id ?? "", 2);
       expect(second.map((c) => c.percent)).toEqual([30, 40]);
-      const last = await store.readConversionChanges(uuid, second[1]?.id ?? "", 2);
+      const last = await store.conversions.readConversionChanges(uuid, second[1]?.id ?? "", 2);
       expect(last.map((c) => c.percent)).toEqual([50]);
-      expect(await store.readConversionChanges(uuid, last[0]?.id ?? "", 2)).toEqual([]);
-      expect(await store.readConversionChanges(uuid, "0", 100)).toEqual([...first, ...second, ...last]);
-      expect(await store.readConversionChanges(randomUUID(), "0", 10)).toEqual([]);
-      await expect(store.readConversionChanges(uuid, "$", 10)).rejects.toMatchObject({ kind: "invalid" });
-      await expect(store.readConversionChanges(uuid, "0", 0)).rejects.toMatchObject({ kind: "invalid" });
+      expect(await store.conversions.readConversionChanges(uuid, last[0]?.id ?? "", 2)).toEqual([]);
+      expect(await store.conversions.readConversionChanges(uuid, "0", 100)).toEqual([...first, ...second, ...last]);
+      expect(await store.conversions.readConversionChanges(randomUUID(), "0", 10)).toEqual([]);
+      await expect(store.conversions.readConversionChanges(uuid, "$", 10)).rejects.toMatchObject({ kind: "invalid" });
+      await expect(store.conversions.readConversionChanges(uuid, "0", 0)).rejects.toMatchObject({ kind: "invalid" });
     });
   });
 }

@@ -21,11 +21,11 @@ async function ttlsAfterAChange(
   ttl: (key: string) => Promise<number>,
 ): Promise<number[]> {
   const uuid = randomUUID();
-  await store.recordConversion(conversion(uuid), 1000);
+  await store.conversions.recordConversion(conversion(uuid), 1000);
   const recorded = await ttl(store.keys.conversion(uuid));
-  expect(await store.claimDueConversions(1000, 1, "follower", 60_000)).toEqual([uuid]);
+  expect(await store.conversions.claimDueConversions(1000, 1, "follower", 60_000)).toEqual([uuid]);
   const state = { status: "Converting", percent: 10, pages: [] } as const;
-  expect(await store.saveConversionState(uuid, "follower", state, 2000, undefined)).toBe("changed");
+  expect(await store.conversions.saveConversionState(uuid, "follower", state, 2000, undefined)).toBe("changed");
   return [recorded, await ttl(store.keys.conversion(uuid)), await ttl(store.keys.conversionChanges(uuid))];
 }
 
