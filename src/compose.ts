@@ -6,8 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "./log.js";
-import type { Server } from "./server/start-server.js";
-import { startServer } from "./server/start-server.js";
+import { type Server, startServer } from "./server/start-server.js";
 import type { ListenOptions } from "./server/listener.js";
 import { servedMethods, servedStreams } from "./server/served-methods.js";
 import {

@@ -23,7 +23,7 @@ import type { Cors } from "./cors.js";
 import { toJsonError, transportError } from "./error-table.js";
 import type { GrpcFastPath } from "./grpc-fast-path.js";
 import type { JsonGateway } from "./json-gateway.js";
-import { type NodeRequest, type NodeResponse, reply, requestIdFrom } from "./node-http.js";
+import { type NodeRequest, type NodeResponse, pathOf, reply, requestIdFrom } from "./node-http.js";
 import type { OpsEndpoints } from "./ops-endpoints.js";
 import type { RpcRouter } from "./rpc-router.js";
 
@@ -70,9 +70,4 @@ export function createDispatch(t: DispatchTargets): Dispatch {
       }
     },
   };
-}
-
-function pathOf(url: string): string {
-  const q = url.indexOf("?");
-  return q < 0 ? url : url.slice(0, q);
 }

@@ -44,3 +44,9 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export function requestIdFrom(given: string | string[] | undefined): string {
   return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
 }
+
+/** The path of a request target, without its query. */
+export function pathOf(url: string): string {
+  const q = url.indexOf("?");
+  return q < 0 ? url : url.slice(0, q);
+}

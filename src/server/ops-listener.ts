@@ -6,6 +6,7 @@
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { pathOf } from "./node-http.js";
 import type { OpsEndpoints } from "./ops-endpoints.js";
 
 export interface OpsListener {
@@ -16,9 +17,7 @@ export interface OpsListener {
 export async function listenOps(host: string, port: number, ops: OpsEndpoints): Promise<OpsListener> {
   const server = http.createServer({ maxHeaderSize: 16 * 1024, headersTimeout: 10_000, requestTimeout: 30_000 });
   server.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const url = req.url ?? "/";
-    const q = url.indexOf("?");
-    ops.handle(q < 0 ? url : url.slice(0, q), req, res);
+    ops.handle(pathOf(req.url ?? "/"), req, res);
   });
   server.on("clientError", (_err, socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
