@@ -5,7 +5,7 @@
  *
  *   verify the Bearer JWT (jose jwtVerify, HS256, exp required) → HGETALL the
  *   passphrase record → project and role check → the same atomic mute script
- *   boardline runs (EVALSHA: HSET + XADD MAXLEN ~ 10000).
+ *   boardline runs (EVALSHA: HSET + XADD MAXLEN ~ 10000 + the meta HSET).
  *
  * No verified-token cache, no passphrase cache, no validation library, no
  * logging, no metrics. Key names and the Lua script are boardline's own
@@ -16,6 +16,7 @@
 import { jwtVerify } from "jose";
 import { Redis } from "ioredis";
 import { keySchema, MUTE_EVENTS_MAXLEN } from "../dist/src/store/keys.js";
+import { muteMetaHead } from "../dist/src/store/records.js";
 import { defineScripts } from "../dist/src/store/redis-scripts.js";
 
 export class MuteError extends Error {
@@ -64,14 +65,18 @@ export function createMuteHandler(env = process.env) {
     const record = await redis.hgetall(keys.passphrase(passphrase));
     if (record.project !== payload.project_id || record.role !== "host")
       throw new MuteError(403, "not the host passphrase");
+    const change = { uid, mute, by: String(payload.sub), at: Date.now() };
     await scripts.blSetMute(
       keys.pstnMute(record.project, record.channel),
       keys.pstnEvents(record.project, record.channel),
+      keys.pstnMuteMeta(record.project, record.channel),
+      keys.pstnNotify(record.project, record.channel),
       uid,
       mute ? "1" : "0",
-      String(payload.sub),
-      String(Date.now()),
+      change.by,
+      String(change.at),
       String(MUTE_EVENTS_MAXLEN),
+      muteMetaHead(change),
     );
     return { uid, mute };
   }

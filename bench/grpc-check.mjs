@@ -4,22 +4,23 @@
  * `{"target","method","grpc_status","details","response"}` as one JSON line.
  * Exits 1 unless the status is 0 (OK).
  *
- *   node bench/grpc-check.mjs <label> <host:port> <mute|convert> <frame file> <jwt file>
+ *   node bench/grpc-check.mjs <label> <host:port> <mute|convert|get> <frame file> <jwt file>
  */
 import { readFileSync } from "node:fs";
 import { fromBinary, toJson } from "@bufbuild/protobuf";
 import grpc from "@grpc/grpc-js";
 import { MuteResponseSchema } from "../dist/gen/channel/v1/pstn_pb.js";
-import { ConvertFileResponseSchema } from "../dist/gen/whiteboard/v1/whiteboard_pb.js";
+import { ConversionSchema, ConvertFileResponseSchema } from "../dist/gen/whiteboard/v1/whiteboard_pb.js";
 
 const [label, address, kind, frameFile, jwtFile] = process.argv.slice(2);
 const methods = {
   mute: { path: "/channel.v1.PstnService/Mute", schema: MuteResponseSchema },
   convert: { path: "/whiteboard.v1.WhiteboardService/ConvertFile", schema: ConvertFileResponseSchema },
+  get: { path: "/whiteboard.v1.WhiteboardService/GetConversion", schema: ConversionSchema },
 };
 const method = methods[kind];
 if (!label || !address || !method || !frameFile || !jwtFile) {
-  console.error("usage: grpc-check.mjs <label> <host:port> <mute|convert> <frame file> <jwt file>");
+  console.error("usage: grpc-check.mjs <label> <host:port> <mute|convert|get> <frame file> <jwt file>");
   process.exit(2);
 }
 // The frame file is what h2load posts; grpc-js adds the 5-byte prefix itself.

@@ -1,8 +1,10 @@
--- wrk script: POSTs one JSON body with a Bearer token, and writes a JSON
--- summary (requests, duration, errors, latency percentiles in µs) to BENCH_OUT.
---   BENCH_BODY  file with the request body
---   BENCH_AUTH  file with the JWT
---   BENCH_OUT   where done() writes its summary (optional)
+-- wrk script: POSTs one JSON body with a Bearer token (or GETs, with
+-- BENCH_METHOD=GET), and writes a JSON summary (requests, duration, errors,
+-- latency percentiles in µs) to BENCH_OUT.
+--   BENCH_BODY    file with the request body (not read for GET)
+--   BENCH_AUTH    file with the JWT
+--   BENCH_OUT     where done() writes its summary (optional)
+--   BENCH_METHOD  POST (default) or GET
 local function slurp(path)
   local f = assert(io.open(path, "rb"))
   local s = f:read("*a")
@@ -10,9 +12,12 @@ local function slurp(path)
   return (s:gsub("%s+$", ""))
 end
 
-wrk.method = "POST"
-wrk.body = slurp(os.getenv("BENCH_BODY"))
-wrk.headers["Content-Type"] = "application/json"
+local method = os.getenv("BENCH_METHOD")
+wrk.method = (method == nil or method == "") and "POST" or method
+if wrk.method ~= "GET" then
+  wrk.body = slurp(os.getenv("BENCH_BODY"))
+  wrk.headers["Content-Type"] = "application/json"
+end
 wrk.headers["Authorization"] = "Bearer " .. slurp(os.getenv("BENCH_AUTH"))
 
 function done(summary, latency, requests)

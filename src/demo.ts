@@ -40,7 +40,11 @@ export async function seedDemo(store: AdminStore, seed: DemoSeed): Promise<void>
   });
 }
 
-export function demoBanner(url: string, token: string, seed: DemoSeed): string {
+/**
+ * The banner: a command per route with `token` (the demo user's), and the
+ * watch of the telephone gateway with `gatewayToken` (scope `pstn.gateway`).
+ */
+export function demoBanner(url: string, token: string, seed: DemoSeed, gatewayToken: string): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   const curl = (path: string, body: object) =>
     [
@@ -55,6 +59,7 @@ export function demoBanner(url: string, token: string, seed: DemoSeed): string {
     `  project ${seed.project}, channel ${seed.channel}`,
     `  host passphrase ${seed.hostPassphrase}, attendee passphrase ${seed.attendeePassphrase}`,
     "  in-memory store, conversion simulator on loopback, random JWT secret (tokens die with the process)",
+    `  API reference: ${url}/docs (paste the token below into Authorize to try the routes)`,
     "",
     "Mute a telephone participant:",
     curl("/v1/channel/pstn/mute", { uid: "pstn-1001", passphrase: seed.hostPassphrase, mute: true }),
@@ -74,7 +79,18 @@ export function demoBanner(url: string, token: string, seed: DemoSeed): string {
     "or over gRPC:",
     `npx buf curl --protocol grpc --http2-prior-knowledge -H ${q(`Authorization: Bearer ${token}`)} \\\n  -d '{"task_uuid":"TASK"}' ${url}/whiteboard.v1.WhiteboardService/WatchConversion`,
     "",
-    "The same over gRPC, with reflection (buf from node_modules):",
+    "Watch the channel's mute events as the telephone gateway does (a pstn.gateway token), then run the mute curl",
+    "above in another terminal: the event arrives here, its cursor resumes a watch (Ctrl-C stops):",
+    `npx buf curl --protocol grpc --http2-prior-knowledge -H ${q(`Authorization: Bearer ${gatewayToken}`)} \\\n  -d ${q(JSON.stringify({ channel_ids: [seed.channel] }))} ${url}/channel.v1.PstnService/WatchPstnEvents`,
+    "or as server-sent events (resume with -H 'Last-Event-ID: <the last id:>'):",
+    [
+      `curl -sS -N -X POST ${url}/v1/channel/pstn/events:watch`,
+      `  -H ${q(`Authorization: Bearer ${gatewayToken}`)}`,
+      "  -H 'Content-Type: application/json'",
+      `  -d ${q(JSON.stringify({ channel_ids: [seed.channel] }))}`,
+    ].join(" \\\n"),
+    "",
+    "Unmute over gRPC, with reflection (buf from node_modules):",
     `npx buf curl --protocol grpc --http2-prior-knowledge -H ${q(`Authorization: Bearer ${token}`)} \\\n  -d ${q(JSON.stringify({ uid: "pstn-1001", passphrase: seed.hostPassphrase, mute: false }))} \\\n  ${url}/channel.v1.PstnService/Mute`,
     "",
   ].join("\n");

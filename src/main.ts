@@ -6,24 +6,28 @@
 import { randomBytes } from "node:crypto";
 import { JwtAuthenticator, mintToken } from "./auth/jwt.js";
 import { type Server, startService } from "./compose.js";
-import { type Config, ConfigError, type JwtKeyConfig, loadConfig } from "./config/index.js";
+import { type Config, ConfigError, type JwtKeyConfig, loadConfig, type WebhookConfig } from "./config/index.js";
 import { NetlessConversionClient } from "./conversion/netless-client.js";
 import { type ConversionSimulator, startConversionSimulator } from "./conversion/simulator/index.js";
 import { type DemoSeed, demoBanner, demoSeed, seedDemo } from "./demo.js";
 import { createLogger, type Logger } from "./log.js";
 import { MissLimitGuard } from "./services/passphrase-guard.js";
-import type { AdminStore } from "./services/ports.js";
+import { type AdminStore, PSTN_GATEWAY_SCOPE } from "./services/ports.js";
+import { retryLockMs } from "./services/safe-retries.js";
 import { MemoryStore } from "./store/memory-store.js";
 import { ReadCachedStore } from "./store/read-cache.js";
 import { createRedisStore } from "./store/redis-store.js";
+import type { ExchangeTracer } from "./tracing/hooks.js";
+import { startTracing } from "./tracing/start-tracing.js";
 
 async function main(): Promise<void> {
   const config = configOrExit();
   const logger = createLogger(config.logLevel);
+  const tracing = await startTracing(config.tracing, logger);
   const store = openStore(config, logger);
   const key = config.jwt.key ?? { kind: "secret" as const, secret: new Uint8Array(randomBytes(32)) };
   const seed = config.demo ? demoSeed() : undefined;
-  const conversion = await conversionBackend(config, seed, logger);
+  const conversion = await conversionBackend(config, seed, logger, tracing?.exchanges);
   const server = await startService({
     host: config.host,
     port: config.port,
@@ -39,6 +43,10 @@ async function main(): Promise<void> {
     ...(config.metricsPort === undefined ? {} : { metricsPort: config.metricsPort }),
     follow: config.conversionFollow,
     maxWatches: config.maxWatches,
+    maxWatchChannels: config.maxWatchChannels,
+    ...(tracing === undefined ? {} : { tracer: tracing.calls }),
+    ...(config.conversionWebhook === undefined ? {} : { webhooks: webhookSettings(config.conversionWebhook) }),
+    idempotencyLockMs: retryLockMs(config.conversionTimeoutMs, config.redisCommandTimeoutMs),
   });
   logger.info(
     { url: server.url, metricsPort: server.metricsPort, demo: config.demo, store: config.redis?.mode ?? "memory" },
@@ -50,6 +58,7 @@ async function main(): Promise<void> {
     conversion.backend.close();
     await conversion.simulator?.close();
     await store.close();
+    await tracing?.shutdown(); // the spans still buffered go out
   });
 }
 
@@ -70,13 +79,21 @@ function openStore(config: Config, logger: Logger): AdminStore {
       logger,
       commandTimeoutMs: config.redisCommandTimeoutMs,
       retentionSeconds: config.conversionRetentionDays * 86_400,
+      replicaAck: config.redisReplicaAck,
+      idempotencyTtlSeconds: config.idempotencyTtlHours * 3600,
     });
   }
   if (!config.demo) logger.warn("REDIS_URL is not set: using the in-memory store; nothing survives a restart");
   return new MemoryStore({
     keyPrefix: config.redisKeyPrefix,
     retentionSeconds: config.conversionRetentionDays * 86_400,
+    idempotencyTtlSeconds: config.idempotencyTtlHours * 3600,
   });
+}
+
+/** The configured webhook key, or (demo mode only) a random one. */
+function webhookSettings(webhook: WebhookConfig): { base: string; secret: Uint8Array } {
+  return { base: webhook.base, secret: webhook.secret ?? new Uint8Array(randomBytes(32)) };
 }
 
 function authenticator(config: Config, key: JwtKeyConfig): JwtAuthenticator {
@@ -84,6 +101,7 @@ function authenticator(config: Config, key: JwtKeyConfig): JwtAuthenticator {
     key,
     algorithms: config.jwt.algorithms,
     projectClaim: config.jwt.projectClaim,
+    scopeClaim: config.jwt.scopeClaim,
     ...(config.jwt.issuer === undefined ? {} : { issuer: config.jwt.issuer }),
     ...(config.jwt.audience === undefined ? {} : { audience: config.jwt.audience }),
   });
@@ -94,6 +112,7 @@ async function conversionBackend(
   config: Config,
   seed: DemoSeed | undefined,
   logger: Logger,
+  tracer: ExchangeTracer | undefined,
 ): Promise<{ backend: NetlessConversionClient; simulator: ConversionSimulator | undefined }> {
   let simulator: ConversionSimulator | undefined;
   let baseUrl = config.conversionApiBase;
@@ -112,6 +131,7 @@ async function conversionBackend(
       timeoutMs: config.conversionTimeoutMs,
       api: config.conversionApi,
       logger,
+      tracer,
     }),
     simulator,
   };
@@ -127,11 +147,19 @@ async function announceDemo(config: Config, server: Server, store: AdminStore, s
     ttlSeconds: 24 * 3600,
     projectClaim: config.jwt.projectClaim,
   });
+  const gatewayToken = await mintToken({
+    secret,
+    project: seed.project,
+    subject: "demo-gateway",
+    ttlSeconds: 24 * 3600,
+    projectClaim: config.jwt.projectClaim,
+    scopeClaim: config.jwt.scopeClaim,
+    scopes: [PSTN_GATEWAY_SCOPE],
+  });
   const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
   const scheme = config.tls === undefined ? "http" : "https";
-  process.stdout.write(
-    `${demoBanner(`${scheme}://${host.includes(":") ? `[${host}]` : host}:${server.port}`, token, seed)}\n`,
-  );
+  const url = `${scheme}://${host.includes(":") ? `[${host}]` : host}:${server.port}`;
+  process.stdout.write(`${demoBanner(url, token, seed, gatewayToken)}\n`);
 }
 
 /** The first SIGTERM/SIGINT shuts down gracefully and exits 0; a second one exits at once. */

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Boardline, startBoardline } from "./harness/boardline.js";
 import { ensureBuilt, ROOT } from "./harness/build-dist.js";
+import { eventually } from "./harness/eventually.js";
 import { redisUrl, uniquePrefix } from "./harness/redis-url.js";
 
 const CLI = join(ROOT, "dist", "src", "cli", "main.js");
@@ -151,6 +152,83 @@ describe("records the CLI writes are what the server reads", () => {
     expect(Number.isNaN(Date.parse(String(json.events[0]?.at)))).toBe(false);
   });
 
+  test("token mint --scope pstn.gateway reads the channel by id (without the scope: 403); mute state agrees", async () => {
+    const minted = JSON.parse(
+      await ok(["token", "mint", "--project", project, "--subject", "gw", "--scope", "pstn.gateway", "--json"]),
+    ) as { token: string; scopes: string[] };
+    expect(minted.scopes).toEqual(["pstn.gateway"]);
+    const byId = await post("/v1/channel/pstn/state", minted.token, { channel_id: channel });
+    expect(byId.status).toBe(200);
+    const state = byId.body as { channel_id: string; as_of_event_id: string; participants: unknown[] };
+    expect(state).toMatchObject({
+      channel_id: channel,
+      participants: [
+        { uid: "pstn-42", mute: true, updated_by: "op-7" },
+        { uid: "pstn-7", mute: false, updated_by: "op-7" },
+      ],
+    });
+    expect(state.as_of_event_id).toMatch(/^\d+-\d+$/);
+    // The token minted without --scope: channel ids are not for it, its passphrases are.
+    expect((await post("/v1/channel/pstn/state", token, { channel_id: channel })).status).toBe(403);
+    expect((await post("/v1/channel/pstn/state", token, { passphrase: attendee })).body).toEqual(state);
+
+    const cliState = JSON.parse(await ok(["mute", "state", project, channel, "--json"])) as typeof state;
+    expect(cliState.as_of_event_id).toBe(state.as_of_event_id);
+    // The same instants (the API may print fewer fractional digits).
+    const instants = (ps: unknown[]) =>
+      (ps as Array<Record<string, unknown>>).map((p) => ({ ...p, updated_at: Date.parse(String(p.updated_at)) }));
+    expect(instants(cliState.participants)).toEqual(instants(state.participants));
+    const human = await ok(["mute", "state", project, channel]);
+    expect(human).toContain(`as of event ${state.as_of_event_id}`);
+    expect(human).toMatch(/pstn-42\s+muted\s+\S+Z\s+by op-7/);
+  });
+
+  test("mute watch prints a line per mute event as it happens, until Ctrl-C (SIGINT: exit 0)", async () => {
+    const child = spawn(process.execPath, [CLI, "mute", "watch", project, channel], {
+      cwd: ROOT,
+      env: baseEnv(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      // The line on stderr comes once the watch is established: every mute after it is printed.
+      await eventually(() => stderr.includes("watching channel"), 10_000, "the watch to start");
+      expect((await mute(token, host, "pstn-w1", true)).status).toBe(200);
+      expect((await mute(token, host, "pstn-w2", false)).status).toBe(200);
+      await eventually(() => stdout.trim().split("\n").length >= 2, 10_000, "two lines");
+      const lines = stdout.trim().split("\n");
+      expect(lines[0]).toMatch(/ {2}pstn-w1 {2}muted {2}by op-7 {2}\(\d+-\d+\)$/);
+      expect(lines[1]).toMatch(/ {2}pstn-w2 {2}unmuted {2}by op-7 /);
+      child.kill("SIGINT");
+      expect(await closed).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+    const [first] = /\((\d+-\d+)\)/.exec(stdout.split("\n")[0] ?? "")?.slice(1) ?? [];
+    // --after: from an event on, as JSON lines (a watch that then waits: stopped by the test).
+    const resumed = spawn(
+      process.execPath,
+      [CLI, "mute", "watch", project, channel, "--after", first ?? "", "--json"],
+      {
+        cwd: ROOT,
+        env: baseEnv(),
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let json = "";
+    resumed.stdout.setEncoding("utf8").on("data", (d: string) => (json += d));
+    try {
+      await eventually(() => json.includes("\n"), 10_000, "the event after it");
+      expect(JSON.parse(json.split("\n")[0] ?? "")).toMatchObject({ uid: "pstn-w2", mute: false, by: "op-7" });
+    } finally {
+      resumed.kill("SIGINT");
+    }
+  });
+
   test("passphrases from the environment are used and never echoed", async () => {
     const given = `env host ${randomBytes(6).toString("hex")}`;
     const out = await ok(["channel", "create", project, "second"], { env: { BOARDLINE_HOST_PASSPHRASE: given } });
@@ -264,8 +342,8 @@ describe("records the CLI writes are what the server reads", () => {
 
   test("channel delete: the passphrases stop working", async () => {
     const out = JSON.parse(await ok(["channel", "delete", project, channel, "--json"])) as { deleted_keys: number };
-    // Two passphrase records, the mute hash and the event stream.
-    expect(out.deleted_keys).toBe(4);
+    // Two passphrase records, the mute hash, its meta hash and the event stream.
+    expect(out.deleted_keys).toBe(5);
     expect((await mute(token, host)).status).toBe(403);
     expect(JSON.parse(await ok(["mute", "show", project, channel, "--json"]))).toMatchObject({ mute: {}, events: [] });
 

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ensureBuilt, ROOT } from "./harness/build-dist.js";
+import { eventually } from "./harness/eventually.js";
 import { ROUTES, RPC_PATHS } from "./harness/routes.js";
 import { sleep } from "./harness/sleep.js";
 
@@ -81,6 +82,14 @@ describe("demo mode", () => {
     expect(res.status).toBe(200);
   });
 
+  test("the printed API reference URL serves the page", async () => {
+    const docs = /API reference: (\S+)/.exec(banner)?.[1];
+    expect(docs).toBe(`${url}/docs`);
+    const res = await fetch(docs ?? "");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+  });
+
   test("the printed mute curl answers 200 with the documented body", async () => {
     const [muteCurl] = printedCommands(banner, "curl ").filter((c) => c.includes(ROUTES.mute));
     expect(muteCurl).toBeDefined();
@@ -117,6 +126,36 @@ describe("demo mode", () => {
     const streamed = await paste((watchBuf ?? "").replace("TASK", await task()));
     expect(streamed).toContain('"status": "Finished"');
   }, 30_000);
+
+  test("the printed mute watches (buf curl and SSE curl, with a pstn.gateway token) show a mute arriving", async () => {
+    const [muteCurl] = printedCommands(banner, "curl ").filter((c) => c.includes(ROUTES.mute));
+    const [watchBuf] = printedCommands(banner, "npx buf curl ").filter((c) => c.includes("WatchPstnEvents"));
+    const [watchSse] = printedCommands(banner, "curl ").filter((c) => c.includes("/v1/channel/pstn/events:watch"));
+    expect(watchBuf).toBeDefined();
+    expect(watchSse).toBeDefined();
+    const watches: Array<[string, RegExp]> = [
+      [watchBuf ?? "", /"uid": "pstn-1001",\s+"mute": true/],
+      [watchSse ?? "", /^id: \d+-\d+\ndata: \{"event_id":"\d+-\d+".*"uid":"pstn-1001","mute":true/m],
+    ];
+    for (const [watch, arrived] of watches) {
+      const child = spawn("bash", ["-c", watch], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "ignore"] });
+      let out = "";
+      child.stdout?.setEncoding("utf8").on("data", (d: string) => (out += d));
+      try {
+        // The watch starts with events from now on: mute until one arrives (the first may come before it is open).
+        await eventually(
+          async () => {
+            await paste(muteCurl ?? "");
+            return arrived.test(out);
+          },
+          20_000,
+          "a mute to arrive on the printed watch",
+        );
+      } finally {
+        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+      }
+    }
+  }, 60_000);
 
   test("the printed buf curl (gRPC with reflection) unmutes", async () => {
     const [bufCurl] = printedCommands(banner, "npx buf curl ").filter((c) => c.includes(RPC_PATHS.mute));

@@ -1,7 +1,7 @@
 /**
  * Bearer JWT verification with jose: an explicit algorithm allow-list, `exp`
  * required, optional issuer and audience, a small clock tolerance, and the
- * caller's project taken from a configurable claim. jose never follows `jku`
+ * caller's project and scopes taken from configurable claims. jose never follows `jku`
  * or `x5u` headers, and a key is only ever used with the algorithms allowed.
  */
 import { readFileSync } from "node:fs";
@@ -28,6 +28,8 @@ export interface JwtOptions {
   readonly audience?: string;
   /** Claim that names the caller's project. */
   readonly projectClaim: string;
+  /** Claim that holds the token's scopes (default `scope`). */
+  readonly scopeClaim?: string;
   readonly clockToleranceSeconds?: number;
 }
 
@@ -86,7 +88,13 @@ export class JwtAuthenticator implements Authenticator {
         detail: `token lacks the "${this.options.projectClaim}" or "sub" claim`,
       });
     }
-    const caller: Caller = { project, subject };
+    const scopes = readScopes(payload[this.options.scopeClaim ?? "scope"]);
+    if (scopes === undefined) {
+      throw new Failure("unauthenticated", {
+        detail: `the token's "${this.options.scopeClaim ?? "scope"}" claim must be a space-separated string or an array of strings`,
+      });
+    }
+    const caller: Caller = { project, subject, scopes };
     this.remember(token, caller, payload["exp"]);
     return caller;
   }
@@ -104,6 +112,22 @@ export class JwtAuthenticator implements Authenticator {
     }
     this.verified.set(token, { caller, expiresAtMs: exp * 1000 });
   }
+}
+
+const NO_SCOPES: ReadonlySet<string> = new Set();
+
+/**
+ * A scope claim: absent → no scopes; a space-separated string (RFC 8693,
+ * RFC 9068) or an array of strings (as some identity providers issue `scp`).
+ * Undefined for anything else: a claim we cannot read is not silently ignored.
+ */
+function readScopes(claim: unknown): ReadonlySet<string> | undefined {
+  if (claim === undefined) return NO_SCOPES;
+  if (typeof claim === "string") return new Set(claim.split(" ").filter((s) => s !== ""));
+  if (Array.isArray(claim) && claim.every((s): s is string => typeof s === "string")) {
+    return new Set(claim.flatMap((s) => s.split(" ")).filter((s) => s !== ""));
+  }
+  return undefined;
 }
 
 function loadKey(source: JwtKeySource): Uint8Array | JWTVerifyGetKey {
@@ -131,13 +155,18 @@ export interface MintOptions {
   readonly subject: string;
   readonly ttlSeconds: number;
   readonly projectClaim?: string;
+  /** Scopes to grant, written space-separated into `scopeClaim` (default `scope`); none: no claim. */
+  readonly scopes?: readonly string[];
+  readonly scopeClaim?: string;
   readonly issuer?: string;
   readonly audience?: string;
 }
 
 /** Mints an HS256 token (demo, CLI and tests). */
 export async function mintToken(o: MintOptions): Promise<string> {
-  let jwt = new SignJWT({ [o.projectClaim ?? "project_id"]: o.project })
+  const claims: Record<string, string> = { [o.projectClaim ?? "project_id"]: o.project };
+  if (o.scopes !== undefined && o.scopes.length > 0) claims[o.scopeClaim ?? "scope"] = o.scopes.join(" ");
+  let jwt = new SignJWT(claims)
     .setProtectedHeader({ alg: "HS256", typ: "JWT" })
     .setSubject(o.subject)
     .setIssuedAt()

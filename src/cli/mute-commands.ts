@@ -1,9 +1,17 @@
 /**
  * `boardline mute show`: a channel's PSTN mute state per uid and its last
- * mute events.
+ * mute events. `boardline mute state`: the snapshot GetPstnState answers
+ * (who set each state when, as of which event), read the same way.
+ * `boardline mute watch`: a line per mute event as it happens, until Ctrl-C,
+ * through the same watch hub the server's WatchPstnEvents uses (notifications,
+ * then reads of the channel: docs/architecture.md, "Watching mute events").
  */
 import type { Command } from "commander";
 import type { MuteEvent } from "../services/ports.js";
+import { participantsByUid } from "../services/pstn-snapshot.js";
+import { PstnWatch } from "../services/pstn-watch.js";
+import { PstnWatchHub } from "../services/pstn-watch-hub.js";
+import { WatchSlots } from "../services/watch-slots.js";
 import { MAX_EVENTS, parseEvents } from "./arguments.js";
 import { formatTime, jsonOption, print, table } from "./output.js";
 import { withStore } from "./redis-session.js";
@@ -18,6 +26,73 @@ export function addMuteCommands(program: Command): void {
     .option("--events <n>", `how many events to show (1 to ${MAX_EVENTS})`, parseEvents, 20)
     .addOption(jsonOption())
     .action(showMute);
+  mute
+    .command("state")
+    .description(
+      "show a channel's snapshot as GetPstnState answers it: each uid's state, who set it when, as of which event",
+    )
+    .argument("<project>", "project id")
+    .argument("<channel>", "channel id")
+    .addOption(jsonOption())
+    .action(showState);
+  mute
+    .command("watch")
+    .description("print a channel's mute events as they happen, a line each, until Ctrl-C")
+    .argument("<project>", "project id")
+    .argument("<channel>", "channel id")
+    .option("--after <event-id>", "start after this event id (default: only events from now on)", "")
+    .option("--json", "print each event as one JSON object (a line each)")
+    .action(watchMute);
+}
+
+async function showState(project: string, channelId: string, o: { json?: boolean }): Promise<void> {
+  const snapshot = await withStore((store) => store.getPstnSnapshot(project, channelId));
+  const rows = participantsByUid(snapshot).map((p) => ({
+    uid: p.uid,
+    mute: p.mute,
+    updated_at: p.updatedAt === undefined ? null : formatTime(p.updatedAt),
+    updated_by: p.updatedBy ?? null,
+  }));
+  const lines = [`PSTN state of channel ${channelId} in project ${project}, as of event ${snapshot.asOfEventId}:`];
+  if (rows.length === 0) lines.push("  (no uid has a mute state)");
+  const cells = (r: (typeof rows)[number]) => [
+    r.uid,
+    r.mute ? "muted" : "unmuted",
+    r.updated_at ?? "-",
+    `by ${r.updated_by ?? "-"}`,
+  ];
+  lines.push(...table(rows.map(cells)));
+  print(
+    o.json === true,
+    { project, channel: channelId, participants: rows, as_of_event_id: snapshot.asOfEventId },
+    lines.join("\n"),
+  );
+}
+
+async function watchMute(project: string, channelId: string, o: { after: string; json?: boolean }): Promise<void> {
+  await withStore(async (store) => {
+    const hub = new PstnWatchHub(store.pstnEvents, new WatchSlots(1));
+    const stop = new AbortController();
+    const onSignal = () => stop.abort();
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+    try {
+      const events = await new PstnWatch(hub, 1).open(project, [channelId], o.after, stop.signal);
+      if (o.json !== true) process.stderr.write(`watching channel ${channelId} of project ${project}; Ctrl-C stops\n`);
+      for await (const { event } of events) {
+        const { id, uid, mute, by, at } = event;
+        process.stdout.write(
+          o.json === true
+            ? `${JSON.stringify({ id, uid, mute, by, at: formatTime(at) })}\n`
+            : `${formatTime(at)}  ${uid}  ${mute ? "muted" : "unmuted"}  by ${by}  (${id})\n`,
+        );
+      }
+    } finally {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      hub.close();
+    }
+  });
 }
 
 async function showMute(project: string, channelId: string, o: { events: number; json?: boolean }): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * The CLI's Redis session: opens the store from the server's variables
  * (REDIS_URL, or REDIS_CLUSTER_NODES / REDIS_SENTINELS + REDIS_SENTINEL_NAME,
- * REDIS_KEY_PREFIX), waits until it is connected, runs one command's work and
+ * REDIS_KEY_PREFIX, REDIS_MIN_REPLICAS), waits until it is connected, runs one command's work and
  * always closes it. There is no in-memory mode. Redis trouble becomes a
  * CliFailure naming where Redis is (never its credentials) and why.
  */
@@ -28,6 +28,7 @@ export async function withStore<T>(work: (store: RedisStore) => Promise<T>, env:
     keyPrefix: settings.keyPrefix,
     logger: silentLogger(),
     commandTimeoutMs: settings.commandTimeoutMs,
+    replicaAck: settings.replicaAck,
   });
   try {
     await waitForRedis(store, where);

@@ -15,6 +15,7 @@ interface MintOptions {
   project: string;
   subject: string;
   ttl: number;
+  scope: string[];
   json?: boolean;
 }
 
@@ -29,14 +30,21 @@ export function addTokenCommands(program: Command): void {
     )
     .option("--subject <subject>", "the token's sub (recorded as `by` in mute events)", TOKEN_SUBJECT)
     .option("--ttl <duration>", "lifetime: 90s, 15m, 1h, 7d (at most 366d)", parseDuration, 3600)
+    .option(
+      "--scope <scope>",
+      "grant a scope (repeatable, or space-separated), e.g. pstn.gateway; claim JWT_SCOPE_CLAIM, default scope",
+      (value: string, previous: string[]) => [...previous, ...value.split(" ").filter((s) => s !== "")],
+      [] as string[],
+    )
     .addOption(jsonOption())
     .addHelpText(
       "after",
       "\nReads JWT_SECRET (at least 32 bytes; the same secret as the server), and JWT_PROJECT_CLAIM,\n" +
-        "JWT_ISSUER and JWT_AUDIENCE so the token passes the server's checks. Needs no Redis.\n" +
+        "JWT_SCOPE_CLAIM, JWT_ISSUER and JWT_AUDIENCE so the token passes the server's checks. Needs no Redis.\n" +
         "\nExample:\n" +
         "  $ TOKEN=$(boardline token mint --project acme --ttl 15m)\n" +
-        '  $ curl -H "Authorization: Bearer $TOKEN" …',
+        '  $ curl -H "Authorization: Bearer $TOKEN" …\n' +
+        "  $ GATEWAY=$(boardline token mint --project acme --subject pstn-gateway --scope pstn.gateway)",
     )
     .action(mint);
 }
@@ -54,9 +62,12 @@ async function mint(o: MintOptions, cmd: Command): Promise<void> {
     subject: o.subject,
     ttlSeconds: o.ttl,
     projectClaim: settings.projectClaim,
+    scopes: o.scope,
+    scopeClaim: settings.scopeClaim,
     ...(settings.issuer === undefined ? {} : { issuer: settings.issuer }),
     ...(settings.audience === undefined ? {} : { audience: settings.audience }),
   });
   const expiresAt = new Date((Math.floor(Date.now() / 1000) + o.ttl) * 1000).toISOString();
-  print(o.json === true, { token: jwt, project: o.project, subject: o.subject, expires_at: expiresAt }, jwt);
+  const described = { token: jwt, project: o.project, subject: o.subject, scopes: o.scope, expires_at: expiresAt };
+  print(o.json === true, described, jwt);
 }

@@ -8,3 +8,4 @@ export type { JwtKeyConfig, JwtSettings, TokenSettings } from "./jwt-settings.js
 export { loadTokenSettings } from "./jwt-settings.js";
 export { type Config, loadConfig } from "./load-config.js";
 export { loadRedisSettings, type RedisConfig, type RedisSettings } from "./redis-settings.js";
+export type { WebhookConfig } from "./webhook-settings.js";

@@ -20,6 +20,7 @@ export interface JwtSettings {
   readonly issuer: string | undefined;
   readonly audience: string | undefined;
   readonly projectClaim: string;
+  readonly scopeClaim: string;
 }
 
 export const KEY_SOURCES = ["JWT_SECRET", "JWT_JWKS_URL", "JWT_JWKS_FILE"] as const;
@@ -42,6 +43,7 @@ export interface TokenSettings {
   readonly issuer: string | undefined;
   readonly audience: string | undefined;
   readonly projectClaim: string;
+  readonly scopeClaim: string;
 }
 
 /** For the operator CLI, which mints tokens with JWT_SECRET (and ignores any JWKS). */
@@ -49,11 +51,12 @@ export function loadTokenSettings(env: Env = process.env): TokenSettings {
   return { secret: readSecret(env), ...readClaims(env) };
 }
 
-function readClaims(env: Env): Pick<JwtSettings, "issuer" | "audience" | "projectClaim"> {
+function readClaims(env: Env): Pick<JwtSettings, "issuer" | "audience" | "projectClaim" | "scopeClaim"> {
   return {
     issuer: readText(env, "JWT_ISSUER"),
     audience: readText(env, "JWT_AUDIENCE"),
     projectClaim: readText(env, "JWT_PROJECT_CLAIM"),
+    scopeClaim: readText(env, "JWT_SCOPE_CLAIM"),
   };
 }
 

@@ -7,13 +7,15 @@
  *   (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS) and no JWT key source;
  * - production requires Redis, and anything but the demo requires a key source;
  * - the demo listens on 127.0.0.1 and converts with the bundled simulator;
- * - TLS_CERT and TLS_KEY come together; GUESS_LIMIT=0 turns the guess limit off.
+ * - TLS_CERT and TLS_KEY come together; GUESS_LIMIT=0 turns the guess limit off;
+ * - conversion webhooks need their secret outside the demo (webhook-settings.ts).
  */
 import { readFileSync } from "node:fs";
 import { ConfigError } from "./config-error.js";
 import { type JwtSettings, KEY_SOURCES, loadJwtSettings } from "./jwt-settings.js";
 import { type Env, isSet, readChoice, readHttpUrl, readInteger, readList, readText } from "./read-variable.js";
-import { loadRedisSettings, type RedisConfig } from "./redis-settings.js";
+import { loadRedisSettings, type RedisConfig, type RedisSettings } from "./redis-settings.js";
+import { loadWebhookSettings, type WebhookConfig } from "./webhook-settings.js";
 
 export interface Config {
   readonly production: boolean;
@@ -26,6 +28,8 @@ export interface Config {
   readonly redis: RedisConfig | undefined;
   readonly redisKeyPrefix: string;
   readonly redisCommandTimeoutMs: number;
+  /** REDIS_MIN_REPLICAS, REDIS_REPLICA_TIMEOUT_MS: replicas a write must reach before it is acknowledged. */
+  readonly redisReplicaAck: RedisSettings["replicaAck"];
   readonly jwt: JwtSettings;
   /** Undefined in demo mode without CONVERSION_API_BASE: the bundled simulator is used. */
   readonly conversionApiBase: string | undefined;
@@ -35,7 +39,12 @@ export interface Config {
   /** How the conversion follower polls (CONVERSION_POLL_*, CONVERSION_FOLLOW_MS). */
   readonly conversionFollow: { readonly firstPollMs: number; readonly maxPollMs: number; readonly followMs: number };
   readonly conversionRetentionDays: number;
+  /** How long the answer of a ConvertFile with an Idempotency-Key is kept (IDEMPOTENCY_TTL_HOURS). */
+  readonly idempotencyTtlHours: number;
+  /** Conversion webhooks (CONVERSION_WEBHOOK_BASE, CONVERSION_WEBHOOK_SECRET); undefined: off. */
+  readonly conversionWebhook: WebhookConfig | undefined;
   readonly maxWatches: number;
+  readonly maxWatchChannels: number;
   readonly corsOrigins: readonly string[];
   readonly maxBodyBytes: number;
   readonly tls: { readonly cert: Buffer; readonly key: Buffer } | undefined;
@@ -44,6 +53,8 @@ export interface Config {
   readonly guessLimit: { readonly attempts: number; readonly windowSeconds: number } | undefined;
   /** How long a passphrase or whiteboard record may be served from memory; 0 = always read. */
   readonly passphraseCacheMs: number;
+  /** Traces (OpenTelemetry), on when OTEL_EXPORTER_OTLP_ENDPOINT is set; undefined: off. */
+  readonly tracing: { readonly endpoint: string; readonly serviceName: string } | undefined;
 }
 
 /** The variables that configure a Redis; with none of them, the store is in memory. */
@@ -71,6 +82,7 @@ export function loadConfig(env: Env = process.env): Config {
     );
   }
   const jwt = loadJwtSettings(env, !demo);
+  const conversionApi = readChoice(env, "CONVERSION_API") === "legacy" ? "legacy" : "projector";
   return {
     production,
     demo,
@@ -80,9 +92,10 @@ export function loadConfig(env: Env = process.env): Config {
     redis: redisSettings.redis,
     redisKeyPrefix: redisSettings.keyPrefix,
     redisCommandTimeoutMs: redisSettings.commandTimeoutMs,
+    redisReplicaAck: redisSettings.replicaAck,
     jwt,
     conversionApiBase: demo && !isSet(env, "CONVERSION_API_BASE") ? undefined : readHttpUrl(env, "CONVERSION_API_BASE"),
-    conversionApi: readChoice(env, "CONVERSION_API") === "legacy" ? "legacy" : "projector",
+    conversionApi,
     conversionTimeoutMs: readInteger(env, "CONVERSION_TIMEOUT_MS"),
     conversionFollow: {
       firstPollMs: readInteger(env, "CONVERSION_POLL_FIRST_MS"),
@@ -90,7 +103,10 @@ export function loadConfig(env: Env = process.env): Config {
       followMs: readInteger(env, "CONVERSION_FOLLOW_MS"),
     },
     conversionRetentionDays: readInteger(env, "CONVERSION_RETENTION_DAYS"),
+    idempotencyTtlHours: readInteger(env, "IDEMPOTENCY_TTL_HOURS"),
+    conversionWebhook: loadWebhookSettings(env, demo, conversionApi),
     maxWatches: readInteger(env, "MAX_WATCHES"),
+    maxWatchChannels: readInteger(env, "MAX_WATCH_CHANNELS"),
     corsOrigins: (readList(env, "CORS_ORIGINS") ?? []).map((origin) => origin.replace(/\/$/, "")),
     maxBodyBytes: readInteger(env, "MAX_BODY_BYTES"),
     tls: readTls(env),
@@ -98,7 +114,13 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceMs: readInteger(env, "SHUTDOWN_GRACE_MS"),
     guessLimit: readGuessLimit(env),
     passphraseCacheMs: readInteger(env, "PASSPHRASE_CACHE_MS"),
+    tracing: readTracing(env),
   };
+}
+
+function readTracing(env: Env): Config["tracing"] {
+  const endpoint = readHttpUrl(env, "OTEL_EXPORTER_OTLP_ENDPOINT");
+  return endpoint === undefined ? undefined : { endpoint, serviceName: readText(env, "OTEL_SERVICE_NAME") };
 }
 
 /** Both TLS_CERT and TLS_KEY, read at start-up, or neither. */

@@ -1,9 +1,11 @@
 /**
  * The Redis part of the configuration: which Redis (one node, a Cluster or a
- * Sentinel group), the key prefix and the command timeout. The operator CLI
- * reads only this (and the token settings).
+ * Sentinel group), the key prefix, the command timeout and how many replicas
+ * must have a write before it is acknowledged. The operator CLI reads only
+ * this (and the token settings).
  */
 import type { RedisConnectionOptions } from "../store/redis-connection.js";
+import type { ReplicaAck } from "../store/replica-ack.js";
 import { ConfigError } from "./config-error.js";
 import { type Env, readHostPorts, readInteger, readText } from "./read-variable.js";
 
@@ -14,14 +16,38 @@ export interface RedisSettings {
   readonly redis: RedisConfig | undefined;
   readonly keyPrefix: string;
   readonly commandTimeoutMs: number;
+  /** REDIS_MIN_REPLICAS and REDIS_REPLICA_TIMEOUT_MS; `minReplicas` 0: no WAIT. */
+  readonly replicaAck: ReplicaAck;
 }
 
 export function loadRedisSettings(env: Env = process.env): RedisSettings {
+  const redis = readRedis(env);
+  const commandTimeoutMs = readInteger(env, "REDIS_COMMAND_TIMEOUT_MS");
   return {
-    redis: readRedis(env),
+    redis,
     keyPrefix: readText(env, "REDIS_KEY_PREFIX"),
-    commandTimeoutMs: readInteger(env, "REDIS_COMMAND_TIMEOUT_MS"),
+    commandTimeoutMs,
+    replicaAck: readReplicaAck(env, redis !== undefined, commandTimeoutMs),
   };
+}
+
+/**
+ * Replicas are asked for only with a Redis, and the WAIT must end before the
+ * command timeout would cut it off (so its count, not a time-out, decides).
+ */
+function readReplicaAck(env: Env, hasRedis: boolean, commandTimeoutMs: number): ReplicaAck {
+  const minReplicas = readInteger(env, "REDIS_MIN_REPLICAS");
+  const timeoutMs = readInteger(env, "REDIS_REPLICA_TIMEOUT_MS");
+  if (minReplicas > 0 && !hasRedis) {
+    throw new ConfigError("REDIS_MIN_REPLICAS", "needs a Redis (REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS)");
+  }
+  if (minReplicas > 0 && timeoutMs >= commandTimeoutMs) {
+    throw new ConfigError(
+      "REDIS_REPLICA_TIMEOUT_MS",
+      `must be below REDIS_COMMAND_TIMEOUT_MS (${commandTimeoutMs}) when REDIS_MIN_REPLICAS is set`,
+    );
+  }
+  return { minReplicas, timeoutMs };
 }
 
 /**

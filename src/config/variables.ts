@@ -3,24 +3,20 @@
  * values it accepts and what it means. The parser reads values through these
  * rows (see read-variable.ts), and the README's configuration table is
  * generated from them (`npm run generate`), so neither can drift from this file.
+ * The Redis rows are written in redis-variables.ts and take their place here.
  * Rules that tie several variables together live in load-config.ts,
  * redis-settings.ts and jwt-settings.ts.
  */
 import { JWT_ALGORITHMS } from "./jwt-algorithms.js";
+import { isOrigin } from "./origins.js";
+import { REDIS_VARIABLES } from "./redis-variables.js";
 import type { Variable } from "./variable-kinds.js";
+import { checkWebhookBase } from "./webhook-base.js";
 
 export type * from "./variable-kinds.js";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 const CONVERSION_APIS = ["projector", "legacy"];
-
-function isOrigin(value: string): boolean {
-  try {
-    return new URL(value).origin === value.replace(/\/$/, "");
-  } catch {
-    return false;
-  }
-}
 
 /** The rows, in the README's order. A variable set to an empty (or blank) value counts as not set. */
 export const VARIABLES = {
@@ -53,42 +49,7 @@ export const VARIABLES = {
     meaning:
       "`production`: no demo, no in-memory store; `REDIS_URL` (or cluster/sentinel) and a JWT key source are required",
   },
-  REDIS_URL: {
-    kind: "text",
-    defaultNote: "— (in-memory store)",
-    allowed: "`redis://[user:pass@]host:port[/db]` or `rediss://…` (TLS)",
-    check: (v) => (/^rediss?:\/\//.test(v) ? undefined : "must start with redis:// or rediss://"),
-    meaning: "the Redis to use; with cluster/sentinel it only carries credentials and TLS",
-  },
-  REDIS_CLUSTER_NODES: {
-    kind: "hosts",
-    defaultPort: 6379,
-    meaning: "seed nodes of a Redis Cluster (not together with `REDIS_SENTINELS`)",
-  },
-  REDIS_SENTINELS: {
-    kind: "hosts",
-    defaultPort: 26379,
-    meaning: "the Sentinels to ask for the master; needs `REDIS_SENTINEL_NAME`",
-  },
-  REDIS_SENTINEL_NAME: {
-    kind: "text",
-    allowed: "a name",
-    meaning: "the master group name the Sentinels monitor",
-  },
-  REDIS_KEY_PREFIX: {
-    kind: "text",
-    default: "bl:",
-    allowed: "no braces or white space",
-    check: (v) => (/[{}\s]/.test(v) ? "must not contain braces or white space" : undefined),
-    meaning: "prefix of every key",
-  },
-  REDIS_COMMAND_TIMEOUT_MS: {
-    kind: "integer",
-    default: 1000,
-    min: 50,
-    max: 60_000,
-    meaning: "a Redis call slower than this fails as 503",
-  },
+  ...REDIS_VARIABLES,
   JWT_SECRET: {
     kind: "text",
     defaultNote: "— (random in demo mode)",
@@ -133,6 +94,13 @@ export const VARIABLES = {
     allowed: "a claim name",
     meaning: "claim naming the caller's project",
   },
+  JWT_SCOPE_CLAIM: {
+    kind: "text",
+    default: "scope",
+    allowed: "a claim name",
+    meaning:
+      "claim holding the token's scopes (space-separated, as RFC 9068's `scope`, or a JSON array); `pstn.gateway` lets a service read and watch its project's channels by channel id",
+  },
   CONVERSION_API_BASE: {
     kind: "http-url",
     default: "https://api.netless.link",
@@ -174,12 +142,35 @@ export const VARIABLES = {
     max: 86_400_000,
     meaning: "a task not ended this long after its creation is recorded as `Fail`, reason `timeout`",
   },
+  CONVERSION_WEBHOOK_BASE: {
+    kind: "text",
+    allowed: "an absolute `https://` URL, no query or fragment (`http://` only for a loopback host)",
+    check: checkWebhookBase,
+    meaning:
+      "boardline's public base URL: projector tasks are then created with the webhook `<base>/v1/whiteboard/conversion-webhook/<id>?sig=…`, whose call makes the follower query the task at once (the polls go on regardless); needs `CONVERSION_WEBHOOK_SECRET`",
+  },
+  CONVERSION_WEBHOOK_SECRET: {
+    kind: "text",
+    defaultNote: "— (random in demo mode)",
+    allowed: "at least 32 bytes; not the `JWT_SECRET`",
+    untrimmed: true,
+    check: (v) => (new TextEncoder().encode(v).length < 32 ? "must be at least 32 bytes" : undefined),
+    meaning:
+      "the HMAC-SHA256 key of the webhook URLs' `sig`: the same on every instance; required with `CONVERSION_WEBHOOK_BASE` outside demo mode. A new key makes the URLs of running tasks fail (401); those tasks are still followed by polling",
+  },
   MAX_WATCHES: {
     kind: "integer",
     default: 10_000,
     min: 1,
     max: 1_000_000,
-    meaning: "watch streams (WatchConversion) open at once on one instance; past it → 429 / RESOURCE_EXHAUSTED",
+    meaning: "watch streams open at once on one instance (WatchConversion and WatchPstnEvents together); past it → 429",
+  },
+  MAX_WATCH_CHANNELS: {
+    kind: "integer",
+    default: 1000,
+    min: 1,
+    max: 100_000,
+    meaning: "channels one WatchPstnEvents may name; more → 429 / RESOURCE_EXHAUSTED (split them over several watches)",
   },
   CONVERSION_RETENTION_DAYS: {
     kind: "integer",
@@ -187,6 +178,14 @@ export const VARIABLES = {
     min: 1,
     max: 365,
     meaning: "how long a task's record (and its pages) is kept after its last change",
+  },
+  IDEMPOTENCY_TTL_HOURS: {
+    kind: "integer",
+    default: 24,
+    min: 1,
+    max: 720,
+    meaning:
+      "how long the answer of a ConvertFile sent with an `Idempotency-Key` is kept: a retry with the same key and request within it gets that answer again, without a second conversion",
   },
   CORS_ORIGINS: {
     kind: "list",
@@ -218,6 +217,18 @@ export const VARIABLES = {
     default: "info",
     values: LOG_LEVELS,
     meaning: "JSON lines on stdout (pino)",
+  },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    kind: "http-url",
+    defaultNote: "— (no traces)",
+    meaning:
+      "turns tracing on (OpenTelemetry): a span per call, with the Redis commands and Netless exchanges as its children, exported over OTLP to this collector (HTTP: `/v1/traces` is appended). The OpenTelemetry SDK reads the other standard `OTEL_*` variables itself: `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf` by default, `http/json`, `grpc`), `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`(`_ARG`), `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_BSP_*`…",
+  },
+  OTEL_SERVICE_NAME: {
+    kind: "text",
+    default: "boardline",
+    allowed: "any text",
+    meaning: "the `service.name` of the spans (with tracing on)",
   },
   SHUTDOWN_GRACE_MS: {
     kind: "integer",

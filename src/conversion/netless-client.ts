@@ -26,6 +26,7 @@ import type {
   Region,
   WhiteboardCredentials,
 } from "../services/ports.js";
+import type { ExchangeTracer } from "../tracing/hooks.js";
 import { failureForAnswer, isTaskNotFound, unreadableAnswer } from "./answer-failures.js";
 import { type ConversionTaskStatus, legacyState, parseLegacyCreated, parseLegacyTask } from "./legacy-shapes.js";
 import { type NetlessAnswer, NetlessHttp, type Operation } from "./netless-http.js";
@@ -47,6 +48,8 @@ export interface NetlessConversionClientOptions {
    * between us and the backend. Default 5 minutes.
    */
   readonly tokenLifespanMs?: number;
+  /** Tracing (a client span per exchange inside a traced call, `traceparent` sent along); none when it is off. */
+  readonly tracer?: ExchangeTracer | undefined;
 }
 
 const TASKS_PATHS: Readonly<Record<ConversionApi, string>> = {
@@ -85,6 +88,7 @@ export class NetlessConversionClient implements ConversionBackend {
       timeoutMs: options.timeoutMs,
       logger: options.logger,
       tokenLifespanMs: options.tokenLifespanMs ?? DEFAULT_TOKEN_LIFESPAN_MS,
+      tracer: options.tracer,
     });
   }
 

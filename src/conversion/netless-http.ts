@@ -7,6 +7,7 @@
 import type { Logger } from "../log.js";
 import { Failure } from "../services/failure.js";
 import type { Region, WhiteboardCredentials } from "../services/ports.js";
+import type { ExchangeSpan, ExchangeTracer } from "../tracing/hooks.js";
 import { type Agents, ExchangeTimeoutError, createAgents, exchange } from "./http-exchange.js";
 import { createSdkToken } from "./netless-token.js";
 
@@ -31,6 +32,8 @@ export interface NetlessHttpOptions {
   readonly timeoutMs: number;
   readonly logger: Logger;
   readonly tokenLifespanMs: number;
+  /** A client span per exchange inside a traced call, its `traceparent` sent along; none when tracing is off. */
+  readonly tracer?: ExchangeTracer | undefined;
 }
 
 /** A task's status can list one URL per converted page; leave room for big decks. */
@@ -47,6 +50,7 @@ export class NetlessHttp {
     const started = performance.now();
     const headers = this.headers(call.credentials, call.region);
     if (call.body !== undefined) headers["content-type"] = "application/json";
+    const span = this.options.tracer?.startExchange({ method: call.method, url: call.url, operation: op }, headers);
     try {
       const answer = await exchange(this.agents, {
         method: call.method,
@@ -66,8 +70,10 @@ export class NetlessHttp {
         },
         "conversion backend answered",
       );
+      span?.end({ status: answer.status });
       return answer;
     } catch (error) {
+      endWithError(span, signal, error);
       // The caller gave up: hand back its own reason, as fetch does, so that
       // cancellation is never mistaken for a backend failure.
       if (signal?.aborted && error === signal.reason) throw error;
@@ -101,6 +107,11 @@ export class NetlessHttp {
           });
     return { token, region, accept: "application/json", "user-agent": "boardline" };
   }
+}
+
+function endWithError(span: ExchangeSpan | undefined, signal: AbortSignal | undefined, error: unknown): void {
+  if (signal?.aborted && error === signal.reason) span?.end({ error: "aborted" });
+  else span?.end({ error: error instanceof ExchangeTimeoutError ? "timeout" : "unreachable" });
 }
 
 /** Which kind of credentials, for the logs (never the token or the secret). */

@@ -6,8 +6,17 @@
 import { cors as connectCors } from "@connectrpc/connect";
 import type { NodeRequest, NodeResponse } from "./node-http.js";
 
+// Last-Event-ID: a fetch-based SSE client resuming a watch of mute events sends it.
 const ALLOW_HEADERS = [
-  ...new Set(["Authorization", "Content-Type", "X-Request-Id", "X-Session-Id", ...connectCors.allowedHeaders]),
+  ...new Set([
+    "Authorization",
+    "Content-Type",
+    "X-Request-Id",
+    "X-Session-Id",
+    "Last-Event-ID",
+    "Idempotency-Key",
+    ...connectCors.allowedHeaders,
+  ]),
 ].join(", ");
 const EXPOSE_HEADERS = [
   ...new Set(["X-Request-Id", "WWW-Authenticate", "Retry-After", ...connectCors.exposedHeaders]),

@@ -8,9 +8,12 @@
  *   request (HTTP/1.1 or HTTP/2) ─► X-Request-Id, CORS (preflights end here)
  *        ├─ a JSON route (google.api.http; json-routes.ts) ─► JSON gateway (json-gateway.ts),
  *        │                                          or 405 for a known path with another method
+ *        ├─ /v1/whiteboard/conversion-webhook/{id} ─► the backend's webhook (conversion-webhook.ts;
+ *        │                                          only with CONVERSION_WEBHOOK_BASE; no JWT, a signed URL)
  *        ├─ an RPC path (/pkg.Service/Method)   ─► connect-es: Connect, gRPC-Web, other gRPC,
  *        │                                          health, reflection (rpc-router.ts)
  *        ├─ /healthz, /readyz, /metrics         ─► ops-endpoints.ts
+ *        ├─ /openapi.json, /docs (and its files) ─► api-docs.ts (the API reference)
  *        └─ anything else                       ─► 404 from the error table
  *
  * Every served method then runs the same call pipeline (call-pipeline.ts):
@@ -19,6 +22,8 @@
  */
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { Logger } from "../log.js";
+import type { ApiDocs } from "./api-docs.js";
+import type { ConversionWebhookEndpoint } from "./conversion-webhook.js";
 import type { Cors } from "./cors.js";
 import { toJsonError, transportError } from "./error-table.js";
 import type { GrpcFastPath } from "./grpc-fast-path.js";
@@ -32,6 +37,9 @@ export interface DispatchTargets {
   readonly gateway: JsonGateway;
   readonly rpc: RpcRouter;
   readonly ops: OpsEndpoints;
+  /** The conversion backend's webhook; only with CONVERSION_WEBHOOK_BASE. */
+  readonly webhook: ConversionWebhookEndpoint | undefined;
+  readonly docs: ApiDocs;
   readonly cors: Cors;
   readonly logger: Logger;
 }
@@ -54,17 +62,23 @@ export function createDispatch(t: DispatchTargets): Dispatch {
 
       const path = pathOf(req.url ?? "/");
       const json = t.gateway.match(req.method ?? "GET", path);
+      const hook = t.webhook?.match(path);
+      const failed = (e: unknown) => {
+        t.logger.error({ err: e, requestId }, "request failed unexpectedly");
+        reply(res, toJsonError(e));
+      };
       if (json !== undefined && "allow" in json) {
         reply(res, transportError({ kind: "method_not_allowed", allow: json.allow }));
       } else if (json !== undefined) {
-        t.gateway.handle(json, req, res, requestId).catch((e: unknown) => {
-          t.logger.error({ err: e, requestId }, "request failed unexpectedly");
-          reply(res, toJsonError(e));
-        });
+        t.gateway.handle(json, req, res, requestId).catch(failed);
+      } else if (hook !== undefined) {
+        t.webhook?.handle(hook, req, res, requestId).catch(failed);
       } else if (t.rpc.has(path)) {
         t.rpc.handle(path, req, res);
       } else if (t.ops.has(path)) {
         t.ops.handle(path, req, res);
+      } else if (t.docs.has(path)) {
+        t.docs.handle(path, req, res);
       } else {
         reply(res, transportError({ kind: "no_route" }));
       }

@@ -3,7 +3,10 @@
  * Every failure that leaves the service — on a JSON route, a plain endpoint,
  * over Connect, gRPC or gRPC-Web — is shaped here: the gRPC code, the HTTP
  * status, the documented numeric `error.code`, and the message. Nothing else
- * in the code base picks a status or a code.
+ * in the code base picks a status or a code. Two rows may share an HTTP
+ * status (409: a legacy task cannot be cancelled, FAILED_PRECONDITION; an
+ * Idempotency-Key in use, ABORTED): the kind tells them apart. The OpenAPI
+ * document lists the rows by status (error-docs.ts).
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -16,7 +19,7 @@ export const INVALID_REQUEST_MESSAGE = "the API request is invalid, improperly f
 /** The `domain` of the `google.rpc.ErrorInfo` detail attached to every error. */
 export const ERROR_DOMAIN = "boardline";
 
-interface Row {
+export interface Row {
   readonly grpc: Code;
   readonly http: number;
   /** The documented `error.code`. */
@@ -25,15 +28,21 @@ interface Row {
   readonly reason: string;
   /** The message when the failure carries no safe detail of its own. */
   readonly message: string;
+  /** When it happens, in the OpenAPI document (`documentedJsonErrors`). */
+  readonly when: string;
+  /** Whether the answer may carry `Retry-After` (the failure's `retryAfterSeconds`). */
+  readonly retryAfter?: true;
 }
 
-const table: Record<FailureKind, Row> = {
+/** The rows, by failure kind. */
+export const table: Readonly<Record<FailureKind, Row>> = {
   invalid: {
     grpc: Code.InvalidArgument,
     http: 400,
     code: 611,
     reason: "INVALID_REQUEST",
     message: INVALID_REQUEST_MESSAGE,
+    when: "The body is not JSON, a field has the wrong type, or the request fails a validation rule (the message names the field when there is one).",
   },
   unauthenticated: {
     grpc: Code.Unauthenticated,
@@ -41,6 +50,7 @@ const table: Record<FailureKind, Row> = {
     code: 401,
     reason: "UNAUTHENTICATED",
     message: "a valid Bearer token is required",
+    when: "The Bearer token is missing, malformed, invalid or expired.",
   },
   permission_denied: {
     grpc: Code.PermissionDenied,
@@ -48,14 +58,24 @@ const table: Record<FailureKind, Row> = {
     code: 403,
     reason: "PERMISSION_DENIED",
     message: "permission denied",
+    when: "The caller may not do this (the operation's description says when).",
   },
-  not_found: { grpc: Code.NotFound, http: 404, code: 404, reason: "NOT_FOUND", message: "not found" },
+  not_found: {
+    grpc: Code.NotFound,
+    http: 404,
+    code: 404,
+    reason: "NOT_FOUND",
+    message: "not found",
+    when: "What the request names is unknown, or of another project (the operation's description says what).",
+  },
   rate_limited: {
     grpc: Code.ResourceExhausted,
     http: 429,
     code: 429,
     reason: "RATE_LIMITED",
     message: "too many requests, retry later",
+    when: "Too many wrong passphrases from this caller, or too many watches open: retry after `Retry-After` seconds; or more channels in one watch than `MAX_WATCH_CHANNELS` (no `Retry-After`: split them over several watches).",
+    retryAfter: true,
   },
   failed_precondition: {
     grpc: Code.FailedPrecondition,
@@ -63,6 +83,32 @@ const table: Record<FailureKind, Row> = {
     code: 409,
     reason: "FAILED_PRECONDITION",
     message: "the request cannot be carried out in the resource's current state",
+    when: "The resource's current state does not allow it (the operation's description says when).",
+  },
+  out_of_range: {
+    grpc: Code.OutOfRange,
+    http: 410,
+    code: 410,
+    reason: "OUT_OF_RANGE",
+    message: "the events after this position are gone: take a new snapshot and watch from it",
+    when: "A watch resumed from events that were trimmed away (WatchPstnEvents): take a new snapshot (GetPstnState) and watch from its `as_of_event_id`.",
+  },
+  idempotency_key_busy: {
+    grpc: Code.Aborted,
+    http: 409,
+    code: 409,
+    reason: "IDEMPOTENCY_KEY_IN_USE",
+    message: "a request with this Idempotency-Key is still in progress, retry later",
+    when: "ConvertFile with an `Idempotency-Key` that a call still in progress holds, or whose outcome is unknown (a time-out): retry after `Retry-After` seconds.",
+    retryAfter: true,
+  },
+  idempotency_key_reused: {
+    grpc: Code.FailedPrecondition,
+    http: 422,
+    code: 422,
+    reason: "IDEMPOTENCY_KEY_REUSED",
+    message: "this Idempotency-Key was used with a different request",
+    when: "ConvertFile with an `Idempotency-Key` this caller used with a different request within `IDEMPOTENCY_TTL_HOURS`: use a new key for a new request.",
   },
   unavailable: {
     grpc: Code.Unavailable,
@@ -70,6 +116,8 @@ const table: Record<FailureKind, Row> = {
     code: 503,
     reason: "UNAVAILABLE",
     message: "the service is temporarily unavailable, retry later",
+    when: "Redis or the conversion backend is unavailable, a write did not reach `REDIS_MIN_REPLICAS` replicas in time, or the backend is busy (with `Retry-After`): the outcome is unknown, retry.",
+    retryAfter: true,
   },
   deadline_exceeded: {
     grpc: Code.DeadlineExceeded,
@@ -77,8 +125,16 @@ const table: Record<FailureKind, Row> = {
     code: 504,
     reason: "BACKEND_TIMEOUT",
     message: "the conversion backend did not answer in time",
+    when: "The conversion backend did not answer in time.",
   },
-  internal: { grpc: Code.Internal, http: 500, code: 500, reason: "INTERNAL", message: "internal server error" },
+  internal: {
+    grpc: Code.Internal,
+    http: 500,
+    code: 500,
+    reason: "INTERNAL",
+    message: "internal server error",
+    when: "A bug of boardline's, logged with the request id.",
+  },
 };
 
 /** What a caller is told about a failure, independent of the protocol. */
@@ -159,18 +215,35 @@ export type TransportFailure =
   | { readonly kind: "body_too_large"; readonly limit: number }
   | { readonly kind: "unsupported_media_type" };
 
-type TransportRow<F extends TransportFailure> = { readonly http: number; readonly code: number; message(f: F): string };
+export type TransportRow<F extends TransportFailure> = {
+  readonly http: number;
+  readonly code: number;
+  message(f: F): string;
+  readonly when: string;
+};
 
-const transportTable: {
+/** The rows of the transport failures, by kind. */
+export const transportTable: {
   readonly [K in TransportFailure["kind"]]: TransportRow<Extract<TransportFailure, { kind: K }>>;
 } = {
-  no_route: { http: 404, code: 404, message: () => "no such route" },
-  method_not_allowed: { http: 405, code: 405, message: (f) => `method not allowed; use ${f.allow.join(" or ")}` },
-  body_too_large: { http: 413, code: 611, message: (f) => `${INVALID_REQUEST_MESSAGE}: body exceeds ${f.limit} bytes` },
+  no_route: { http: 404, code: 404, message: () => "no such route", when: "No route has this path." },
+  method_not_allowed: {
+    http: 405,
+    code: 405,
+    message: (f) => `method not allowed; use ${f.allow.join(" or ")}`,
+    when: "The path is known, with another method (`Allow` names it).",
+  },
+  body_too_large: {
+    http: 413,
+    code: 611,
+    message: (f) => `${INVALID_REQUEST_MESSAGE}: body exceeds ${f.limit} bytes`,
+    when: "The body is longer than the server's limit (`MAX_BODY_BYTES`).",
+  },
   unsupported_media_type: {
     http: 415,
     code: 611,
     message: () => `${INVALID_REQUEST_MESSAGE}: Content-Type must be application/json`,
+    when: "The `Content-Type` is not `application/json`.",
   },
 };
 

@@ -22,7 +22,7 @@ import { setTrailerStatus } from "./connect-internals.js";
 import { toConnectError } from "./error-table.js";
 import { encodeGrpcMessage } from "./grpc-status-trailer.js";
 import { firstHeader, requestIdFrom } from "./node-http.js";
-import { rpcPath, type ServedMethod } from "./served-methods.js";
+import { IDEMPOTENCY_KEY_HEADER, rpcPath, type ServedMethod } from "./served-methods.js";
 
 const GRPC_CONTENT_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
 
@@ -80,6 +80,8 @@ export class GrpcFastPath {
             authorization: firstHeader(headers.authorization),
             requestId,
             cancellation: call.cancellation,
+            traceCarrier: headers,
+            idempotencyKey: firstHeader(headers[IDEMPOTENCY_KEY_HEADER]),
           },
           () => decode(op, body),
         )

@@ -15,7 +15,7 @@ import { JsonRouteTable, type RouteMatch } from "./json-routes.js";
 import { firstHeader, type NodeRequest, type NodeResponse, reply } from "./node-http.js";
 import { readBody } from "./read-body.js";
 import { writeEventStream } from "./event-stream.js";
-import { isStream, type Served } from "./served-methods.js";
+import { IDEMPOTENCY_KEY_HEADER, isStream, type Served, type ServedStream } from "./served-methods.js";
 
 const JSON_CONTENT_TYPE = /^application\/json\s*(;|$)/i;
 
@@ -49,14 +49,19 @@ export class JsonGateway {
       authorization: firstHeader(req.headers.authorization),
       requestId,
       cancellation,
+      traceCarrier: req.headers,
+      route: found.route,
+      idempotencyKey: firstHeader(req.headers[IDEMPOTENCY_KEY_HEADER]),
     };
+    const params = isStream(served) ? withLastEventId(served, found.params, req) : found.params;
     const readRequest = () =>
       body.bytes === undefined
-        ? requestFromPath(served.method.input, found.params)
-        : parseJsonRequest(served.method.input, body.bytes, found.params);
+        ? requestFromPath(served.method.input, params)
+        : parseJsonRequest(served.method.input, body.bytes, params);
     try {
       if (isStream(served)) {
-        await writeEventStream(res, served.method.output, await this.pipeline.runStream(served, ctx, readRequest));
+        const messages = await this.pipeline.runStream(served, ctx, readRequest);
+        await writeEventStream(res, served.method.output, messages, served.resume?.eventId);
         return;
       }
       const output = await this.pipeline.run(served, ctx, readRequest);
@@ -91,4 +96,20 @@ export class JsonGateway {
     if (body.kind === "aborted") return { kind: "answered" };
     return { kind: "ok", bytes: body.bytes };
   }
+}
+
+/**
+ * A stream a client resumes (`ServedStream.resume`): a non-empty
+ * `Last-Event-ID` header — what an EventSource-style client sends when it
+ * reconnects, with the request it first made — is the resume field, over the
+ * body's (the body still holds where the first request started).
+ */
+function withLastEventId(
+  served: ServedStream,
+  params: Readonly<Record<string, string>>,
+  req: NodeRequest,
+): Readonly<Record<string, string>> {
+  const lastEventId = firstHeader(req.headers["last-event-id"]);
+  if (served.resume === undefined || lastEventId === undefined || lastEventId === "") return params;
+  return { ...params, [served.resume.field]: lastEventId };
 }

@@ -12,10 +12,23 @@
  *
  * Anything else in an annotation stops start-up with the method's name.
  */
-import { getOption, hasOption } from "@bufbuild/protobuf";
+import { type DescMethod, getOption, hasOption } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
 import type { Served } from "./served-methods.js";
+
+/** A method's `google.api.http` annotation, checked (see above). */
+export interface HttpBinding {
+  readonly httpMethod: string;
+  /** The annotation's path, e.g. `/v1/whiteboard/fileconvert/{task_uuid}`. */
+  readonly template: string;
+  /** Whether the request message is the JSON body (else: the path variables). */
+  readonly hasBody: boolean;
+  /** The template's segments after its leading "/": literals, and variables naming a request field. */
+  readonly segments: readonly Segment[];
+}
+
+export type Segment = { readonly literal: string } | { readonly field: string };
 
 export interface JsonRoute {
   readonly httpMethod: string;
@@ -31,8 +44,6 @@ export interface RouteMatch {
   readonly route: JsonRoute;
   readonly params: Readonly<Record<string, string>>;
 }
-
-type Segment = { readonly literal: string } | { readonly field: string };
 
 interface Compiled {
   readonly route: JsonRoute;
@@ -51,12 +62,18 @@ export class JsonRouteTable {
   /** The routes of the methods' `google.api.http` annotations. */
   static fromAnnotations(methods: readonly Served[]): JsonRouteTable {
     return new JsonRouteTable(
-      methods.filter((m) => hasOption(m.method, http)).map((m) => ({ served: m, rule: getOption(m.method, http) })),
+      methods.flatMap((served) => {
+        const rule = httpRuleOf(served.method);
+        return rule === undefined ? [] : [{ served, rule }];
+      }),
     );
   }
 
   constructor(rules: ReadonlyArray<{ readonly served: Served; readonly rule: HttpRule }>) {
-    for (const { served, rule } of rules) this.add(compile(served, rule));
+    for (const { served, rule } of rules) {
+      const { httpMethod, template, hasBody, segments } = httpBinding(served.method, rule);
+      this.add({ route: { httpMethod, template, served, hasBody }, segments });
+    }
   }
 
   /**
@@ -97,8 +114,17 @@ export class JsonRouteTable {
   }
 }
 
-function compile(served: Served, rule: HttpRule): Compiled {
-  const where = `${served.method.parent.typeName}.${served.method.name}`;
+/** The method's `google.api.http` annotation; undefined when it has none. */
+export function httpRuleOf(method: DescMethod): HttpRule | undefined {
+  return hasOption(method, http) ? getOption(method, http) : undefined;
+}
+
+/**
+ * What `rule` (an annotation of `method`) binds the method to. Throws, naming
+ * the method, for anything this table does not support (see above).
+ */
+export function httpBinding(method: DescMethod, rule: HttpRule): HttpBinding {
+  const where = `${method.parent.typeName}.${method.name}`;
   const { pattern } = rule;
   if (pattern.case === undefined || pattern.case === "custom" || rule.additionalBindings.length > 0) {
     throw new Error(`${where}: only get/post/put/patch/delete with one path is supported`);
@@ -118,12 +144,12 @@ function compile(served: Served, rule: HttpRule): Compiled {
       const v = VARIABLE.exec(part);
       if (v === null) throw new Error(`${where}: unsupported path segment "${part}"`);
       const field = v[1] as string;
-      if (served.method.input.fields.find((f) => f.name === field) === undefined) {
-        throw new Error(`${where}: {${field}} is not a field of ${served.method.input.typeName}`);
+      if (method.input.fields.find((f) => f.name === field) === undefined) {
+        throw new Error(`${where}: {${field}} is not a field of ${method.input.typeName}`);
       }
       return { field };
     });
-  return { route: { httpMethod, template, served, hasBody }, segments };
+  return { httpMethod, template, hasBody, segments };
 }
 
 /** The path variables when `parts` (the path split at "/", with its leading empty part) fits the segments. */

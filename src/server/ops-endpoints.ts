@@ -13,7 +13,14 @@ export interface OpsEndpointsOptions {
   readonly metrics: Metrics | undefined;
   /** Resolves true when the store answers and the server is not draining. */
   readonly ready: () => Promise<boolean>;
+  /** True once the server is shutting down (then /readyz says so rather than blaming the store). */
+  readonly draining?: () => boolean;
   readonly logger: Logger;
+}
+
+function notReadyBody(draining: boolean): string {
+  const reason = draining ? "the server is shutting down" : "the store does not answer";
+  return JSON.stringify({ status: "unavailable", reason });
 }
 
 export class OpsEndpoints {
@@ -28,7 +35,7 @@ export class OpsEndpoints {
         async () =>
           (await o.ready())
             ? { status: 200, body: '{"status":"ready"}' }
-            : { status: 503, body: '{"status":"unavailable","reason":"the store does not answer"}' },
+            : { status: 503, body: notReadyBody(o.draining?.() ?? false) },
       ],
     ]);
     if (metrics !== undefined) {

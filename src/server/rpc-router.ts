@@ -36,7 +36,7 @@ import {
 } from "./grpc-status-trailer.js";
 import { decodeUtf8, parseJsonRequest } from "./json-request.js";
 import type { NodeRequest, NodeResponse } from "./node-http.js";
-import type { Served, ServedMethod, ServedStream } from "./served-methods.js";
+import { IDEMPOTENCY_KEY_HEADER, type Served, type ServedMethod, type ServedStream } from "./served-methods.js";
 
 export interface RpcRouterOptions {
   readonly methods: readonly ServedMethod[];
@@ -62,6 +62,8 @@ const CALLER = createContextKey<Caller | undefined>(undefined, { description: "b
  * been counted by the pipeline yet; `handle` counts it when it ends.
  */
 interface CallProgress {
+  /** When `handle` began the call (`performance.now()`). */
+  readonly startedAt: number;
   gatePassed: boolean;
   ran: boolean;
 }
@@ -75,6 +77,9 @@ function callContext(ctx: HandlerContext): CallContext {
     authorization: ctx.requestHeader.get("authorization") ?? undefined,
     requestId: ctx.requestHeader.get("x-request-id") ?? "",
     cancellation: cancellationOf(ctx.signal),
+    traceCarrier: ctx.requestHeader,
+    startedAt: ctx.values.get(PROGRESS)?.startedAt,
+    idempotencyKey: ctx.requestHeader.get(IDEMPOTENCY_KEY_HEADER) ?? undefined,
     ...(caller === undefined ? {} : { caller }),
   };
 }
@@ -183,7 +188,7 @@ export class RpcRouter {
     const started = performance.now();
     const contentType = String(req.headers["content-type"] ?? "");
     const protocol = protocolOf(contentType);
-    const progress: CallProgress = { gatePassed: false, ran: false };
+    const progress: CallProgress = { startedAt: started, gatePassed: false, ran: false };
     const op = this.servedByPath.get(path);
     let status: number = Code.Unknown;
     const onStatus = (s: number) => {
@@ -197,7 +202,13 @@ export class RpcRouter {
         // connect-es answered INTERNAL by itself: only ever our bug (client errors map to the table).
         this.options.logger.error({ rpc: handler.method.name, protocol, path }, "rpc answered INTERNAL");
       }
-      if (op !== undefined && progress.gatePassed) this.options.pipeline.countUnrun(op, protocol, status, started);
+      if (op === undefined || !progress.gatePassed) return;
+      const requestId = String(req.headers["x-request-id"] ?? "");
+      this.options.pipeline.countUnrun(
+        op,
+        { protocol, requestId, traceCarrier: req.headers, startedAt: started },
+        status,
+      );
     });
     // A deadline longer than a timer can hold means none (call-deadline.ts).
     dropUnarmableDeadline(req.headers);

@@ -16,20 +16,58 @@ import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import type { ConversionTasks } from "../services/conversion-tasks.js";
 import type { PstnControl } from "../services/pstn.js";
+import type { PstnStateReader } from "../services/pstn-state.js";
+import type { PstnWatch } from "../services/pstn-watch.js";
 import type { Caller } from "../services/ports.js";
 import type { WhiteboardConversions } from "../services/whiteboard.js";
 import type { Cancellation } from "./call-cancellation.js";
 
+/** The request header (JSON routes) and metadata key (gRPC, gRPC-Web, Connect) of safe retries. */
+export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
+
+/** The methods that honour an Idempotency-Key (their bindings below pass it on); every other one ignores it. */
+export const IDEMPOTENT_METHODS: readonly DescMethodUnary[] = [WhiteboardService.method.convertFile];
+
+/** What a transport hands the domain call besides the request: the call's metadata it may use. */
+export interface CallMetadata {
+  /** The `Idempotency-Key` header or `idempotency-key` metadata, as sent (checked by the domain). */
+  readonly idempotencyKey?: string | undefined;
+}
+
 export interface ServedMethod<I extends DescMessage = DescMessage, O extends DescMessage = DescMessage> {
   readonly method: DescMethodUnary<I, O>;
   /** The domain call; the caller is authenticated and the request validated by then. */
-  invoke(caller: Caller, request: MessageShape<I>, cancellation: Cancellation): Promise<MessageInitShape<O>>;
+  invoke(
+    caller: Caller,
+    request: MessageShape<I>,
+    cancellation: Cancellation,
+    metadata: CallMetadata,
+  ): Promise<MessageInitShape<O>>;
 }
 
 export interface ServedStream<I extends DescMessage = DescMessage, O extends DescMessage = DescMessage> {
   readonly method: DescMethodServerStreaming<I, O>;
-  /** The domain call; it yields until it is done, or until the call is cancelled. */
-  invoke(caller: Caller, request: MessageShape<I>, cancellation: Cancellation): AsyncIterable<MessageInitShape<O>>;
+  /**
+   * The domain call; it yields until it is done, or until the call is
+   * cancelled. Either the messages at once — the stream is answered when the
+   * first one is there — or a promise of them that resolves when the stream
+   * is established — answered then, before any message (a watch of events
+   * that may not come for a long time).
+   */
+  invoke(
+    caller: Caller,
+    request: MessageShape<I>,
+    cancellation: Cancellation,
+  ): AsyncIterable<MessageInitShape<O>> | Promise<AsyncIterable<MessageInitShape<O>>>;
+  /**
+   * As server-sent events (the JSON route): each event's `id:` line, and the
+   * request field a `Last-Event-ID` header fills, so a client resumes after
+   * the last event it got.
+   */
+  readonly resume?: {
+    readonly field: string;
+    eventId(message: MessageShape<O>): string;
+  };
 }
 
 /** Either kind, where only the descriptor matters (routes, paths, metrics). */
@@ -42,8 +80,10 @@ export function isStream(served: Served): served is ServedStream {
 /** The domain services a server serves. */
 export interface Domain {
   readonly pstn: PstnControl;
+  readonly pstnState: PstnStateReader;
   readonly whiteboard: WhiteboardConversions;
   readonly conversions: ConversionTasks;
+  readonly pstnWatch: PstnWatch;
 }
 
 function served<I extends DescMessage, O extends DescMessage>(
@@ -57,8 +97,9 @@ function served<I extends DescMessage, O extends DescMessage>(
 export function servedMethods(domain: Domain): ServedMethod[] {
   return [
     served(PstnService.method.mute, (caller, req) => domain.pstn.mute(caller, req)),
-    served(WhiteboardService.method.convertFile, (caller, req, cancellation) =>
-      domain.whiteboard.convertFile(caller, req, cancellation.signal),
+    served(PstnService.method.getPstnState, (caller, req) => domain.pstnState.getState(caller, req)),
+    served(WhiteboardService.method.convertFile, (caller, req, cancellation, metadata) =>
+      domain.whiteboard.convertFile(caller, req, cancellation.signal, metadata.idempotencyKey),
     ),
     served(WhiteboardService.method.getConversion, (caller, req) => domain.conversions.getConversion(caller, req)),
     served(WhiteboardService.method.cancelConversion, (caller, req, cancellation) =>
@@ -71,10 +112,17 @@ export function servedStreams(domain: Domain): ServedStream[] {
   const stream = <I extends DescMessage, O extends DescMessage>(
     method: DescMethodServerStreaming<I, O>,
     invoke: ServedStream<I, O>["invoke"],
-  ) => ({ method, invoke }) as unknown as ServedStream;
+    resume?: ServedStream<I, O>["resume"],
+  ) => ({ method, invoke, ...(resume === undefined ? {} : { resume }) }) as unknown as ServedStream;
   return [
     stream(WhiteboardService.method.watchConversion, (caller, req, cancellation) =>
       domain.conversions.watchConversion(caller, req, cancellation.signal),
+    ),
+    stream(
+      PstnService.method.watchPstnEvents,
+      (caller, req, cancellation) => domain.pstnWatch.watchPstnEvents(caller, req, cancellation.signal),
+      // The cursor, so an EventSource-style client resumes with Last-Event-ID.
+      { field: "after", eventId: (event) => event.cursor },
     ),
   ];
 }

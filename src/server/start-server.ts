@@ -1,7 +1,7 @@
 /**
  * Assembles the transport around the served methods: call pipeline → JSON
  * gateway, gRPC fast path and RPC router (+ health, reflection, ops
- * endpoints) → dispatch → listener on one port. It knows nothing of the
+ * endpoints, the API reference) → dispatch → listener on one port. It knows nothing of the
  * domain: src/compose.ts hands it the methods to serve.
  */
 import { setMaxListeners } from "node:events";
@@ -15,7 +15,10 @@ import {
 } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import type { Logger } from "../log.js";
 import type { Authenticator } from "../services/ports.js";
+import type { CallTracer } from "../tracing/hooks.js";
+import { apiDocs } from "./api-docs.js";
 import { CallPipeline } from "./call-pipeline.js";
+import { ConversionWebhookEndpoint, type WebhookReceiver } from "./conversion-webhook.js";
 import { Cors } from "./cors.js";
 import { createDispatch } from "./dispatch.js";
 import { GrpcFastPath } from "./grpc-fast-path.js";
@@ -43,6 +46,10 @@ export interface ServerOptions extends ListenOptions {
   readonly collectDefaultMetrics?: boolean;
   /** Serve `/metrics` (and `/healthz`, `/readyz`) on this port of `host` instead of the main one. */
   readonly metricsPort?: number;
+  /** A span per call (OpenTelemetry); none when tracing is off. */
+  readonly tracer?: CallTracer;
+  /** Receive the conversion backend's webhooks (CONVERSION_WEBHOOK_BASE); none by default. */
+  readonly conversionWebhook?: WebhookReceiver;
 }
 
 export interface Server extends RunningServer {
@@ -53,7 +60,7 @@ export interface Server extends RunningServer {
 
 export async function startServer(o: ServerOptions): Promise<Server> {
   const metrics = new Metrics({ collectDefault: o.collectDefaultMetrics ?? false });
-  const pipeline = new CallPipeline(o.authenticator, o.logger, metrics);
+  const pipeline = new CallPipeline(o.authenticator, o.logger, metrics, o.tracer);
   // Draining starts at shutdown: readiness turns false and health Watch streams
   // end. In-flight calls are cancelled only when the grace period is over.
   const draining = new AbortController();
@@ -91,7 +98,15 @@ export async function startServer(o: ServerOptions): Promise<Server> {
     fastPath: new GrpcFastPath({ methods: o.methods, pipeline, maxBodyBytes: o.maxBodyBytes }),
     gateway: new JsonGateway([...o.methods, ...streams], pipeline, o.maxBodyBytes),
     rpc,
-    ops: new OpsEndpoints({ metrics: o.metricsPort === undefined ? metrics : undefined, ready, logger: o.logger }),
+    ops: new OpsEndpoints({
+      metrics: o.metricsPort === undefined ? metrics : undefined,
+      ready,
+      draining: () => draining.signal.aborted,
+      logger: o.logger,
+    }),
+    webhook:
+      o.conversionWebhook === undefined ? undefined : new ConversionWebhookEndpoint(o.conversionWebhook, o.logger),
+    docs: apiDocs(),
     cors: new Cors(o.corsOrigins),
     logger: o.logger,
   });
@@ -101,7 +116,11 @@ export async function startServer(o: ServerOptions): Promise<Server> {
   const opsPort =
     o.metricsPort === undefined
       ? undefined
-      : await listenOps(o.host, o.metricsPort, new OpsEndpoints({ metrics, ready, logger: o.logger }));
+      : await listenOps(
+          o.host,
+          o.metricsPort,
+          new OpsEndpoints({ metrics, ready, draining: () => draining.signal.aborted, logger: o.logger }),
+        );
   return {
     ...running,
     metrics,

@@ -1,7 +1,8 @@
 /**
  * Follows every conversion task boardline created until it ends (Finished,
- * Fail or Abort), so its result is kept and announced even though the
- * backend never calls back. Transport-free, like every service.
+ * Fail or Abort), so its result is kept and announced whether or not the
+ * backend calls back: a conversion webhook only makes a task due sooner and
+ * wakes the follower (conversion-webhooks.ts). Transport-free, like every service.
  *
  * Each instance runs one follower. Tasks wait in the store's due index; a
  * follower claims the due ones under a lease (so exactly one instance polls
@@ -66,6 +67,8 @@ export function isTerminal(status: string): boolean {
 export class ConversionFollower {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  /** A wake came during a look: look again right after it. */
+  private again = false;
   private readonly now: () => number;
 
   constructor(private readonly o: FollowerOptions) {
@@ -75,19 +78,37 @@ export class ConversionFollower {
   /** Looks for due tasks every `tickMs` until `stop`. */
   start(): void {
     if (this.timer !== undefined) return;
-    this.timer = setInterval(() => {
-      this.running ??= this.tick().finally(() => {
-        this.running = undefined;
-      });
-    }, this.o.settings.tickMs);
+    this.timer = setInterval(() => this.look(), this.o.settings.tickMs);
     this.timer.unref();
+  }
+
+  /**
+   * Looks for due tasks now rather than at the next tick (a webhook made a task
+   * due); right after the look under way, if there is one. Nothing once stopped.
+   */
+  wake(): void {
+    if (this.timer === undefined) return;
+    if (this.running === undefined) this.look();
+    else this.again = true;
   }
 
   /** Stops looking and waits for the polls under way. */
   async stop(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.again = false;
     await this.running;
+  }
+
+  /** One look unless one is under way; then another when a wake came meanwhile. */
+  private look(): void {
+    this.running ??= this.tick().finally(() => {
+      this.running = undefined;
+      if (this.again && this.timer !== undefined) {
+        this.again = false;
+        this.look();
+      }
+    });
   }
 
   /** One look: claims the due tasks and polls each. Never throws. */

@@ -7,11 +7,13 @@
  * where one blocking read could not span the tasks' slots. A change reaches
  * its watchers within `pollMs` of being saved by any instance.
  *
- * At most `maxWatches` watches at a time (`rate_limited` beyond); `close`
- * ends every watch as `unavailable`, so clients reconnect elsewhere.
+ * Each watch takes a slot of the instance's watches (watch-slots.ts, shared
+ * with the mute-event watches: MAX_WATCHES); `close` ends every watch as
+ * `unavailable`, so clients reconnect elsewhere.
  */
 import { Failure } from "./failure.js";
 import type { ConversionTaskRecord, Store } from "./ports.js";
+import type { WatchSlots } from "./watch-slots.js";
 
 interface Waiter {
   readonly seenUpdatedAt: number;
@@ -21,14 +23,13 @@ interface Waiter {
 
 export class ConversionWatchHub {
   private readonly waiters = new Map<string, Set<Waiter>>();
-  private watches = 0;
   private closed = false;
   private readonly timer: NodeJS.Timeout;
   private reading = false;
 
   constructor(
     private readonly store: Store,
-    private readonly o: { readonly pollMs: number; readonly maxWatches: number },
+    private readonly o: { readonly pollMs: number; readonly slots: WatchSlots },
   ) {
     this.timer = setInterval(() => void this.read(), o.pollMs);
     this.timer.unref();
@@ -37,18 +38,7 @@ export class ConversionWatchHub {
   /** Takes one watch slot; the function it answers gives it back. */
   open(): () => void {
     if (this.closed) throw shuttingDown();
-    if (this.watches >= this.o.maxWatches) {
-      throw new Failure("rate_limited", {
-        detail: "too many watches on this server, retry later",
-        retryAfterSeconds: 1,
-      });
-    }
-    this.watches++;
-    let released = false;
-    return () => {
-      if (!released) this.watches--;
-      released = true;
-    };
+    return this.o.slots.take();
   }
 
   /** The task's record once it is newer than `seenUpdatedAt`. */
@@ -80,10 +70,6 @@ export class ConversionWatchHub {
     this.closed = true;
     clearInterval(this.timer);
     for (const waiters of [...this.waiters.values()]) for (const w of [...waiters]) w.reject(shuttingDown());
-  }
-
-  get watching(): number {
-    return this.watches;
   }
 
   private async read(): Promise<void> {

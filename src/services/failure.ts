@@ -13,6 +13,9 @@ export type FailureKind =
   | "not_found" // 404
   | "rate_limited" // 429
   | "failed_precondition" // 409: not possible in the resource's current state (e.g. cancelling a legacy conversion)
+  | "out_of_range" // 410: a watch resumed from events that are gone (trimmed away)
+  | "idempotency_key_busy" // 409 (gRPC ABORTED): a call with this Idempotency-Key is in progress, or its outcome is unknown
+  | "idempotency_key_reused" // 422 (gRPC FAILED_PRECONDITION): this Idempotency-Key came with another request
   | "unavailable" // 503: Redis or the conversion backend is down
   | "deadline_exceeded" // 504: the conversion backend timed out
   | "internal"; // 500
@@ -21,7 +24,10 @@ export class Failure extends Error {
   override readonly name = "Failure";
   readonly kind: FailureKind;
   readonly detail: string | undefined;
-  /** Seconds the caller should wait before trying again (`rate_limited`; `unavailable` when the backend is busy). */
+  /**
+   * Seconds the caller should wait before trying again (`rate_limited`;
+   * `unavailable` when the backend is busy; `idempotency_key_busy`).
+   */
   readonly retryAfterSeconds: number | undefined;
 
   constructor(kind: FailureKind, options: { detail?: string; cause?: unknown; retryAfterSeconds?: number } = {}) {

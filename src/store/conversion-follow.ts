@@ -59,6 +59,15 @@ export interface RawConversions {
   appendWhiteboardEvent(project: string, channel: string, fields: Fields): Promise<void>;
   /** Entries of the changes stream with ids after `afterId`, oldest first, at most `count`. */
   readChanges(uuid: string, afterId: string, count: number): Promise<Array<{ id: string; fields: Fields }>>;
+  /** SET `conv-hook:{id}` to the uuid, expiring after the retention, in one step. */
+  writeWebhook(id: string, uuid: string): Promise<void>;
+  /** The uuid under `conv-hook:{id}`; undefined when missing or not a string. */
+  readWebhook(id: string): Promise<string | undefined>;
+  /**
+   * In one step: when `uuid` is in `conv-due` scored after `at`, scores it `at`.
+   * True when it is in `conv-due` (moved or not); never adds it.
+   */
+  advanceDue(uuid: string, at: number): Promise<boolean>;
 }
 
 /** How many due tasks one look at `conv-due` reads at least (leased ones are skipped). */
@@ -149,6 +158,19 @@ export class ConversionFollow {
     }
     const entries = await this.raw.readChanges(uuid, afterId, count);
     return entries.flatMap(({ id, fields }) => parseConversionChange(id, fields) ?? []);
+  }
+
+  recordWebhook(id: string, uuid: string): Promise<void> {
+    return this.raw.writeWebhook(id, uuid);
+  }
+
+  webhookTask(id: string): Promise<string | undefined> {
+    return this.raw.readWebhook(id);
+  }
+
+  /** Only a task still in `conv-due` moves: an ended task is never made due again. */
+  wakeConversion(uuid: string, at: number): Promise<boolean> {
+    return this.raw.advanceDue(uuid, at);
   }
 
   /** The task's end on its channel's whiteboard-events stream (once, unless a follower dies: see above). */

@@ -7,28 +7,37 @@
  *   <prefix>proj:{<project>}:whiteboard                    hash
  *   <prefix>chan:{<project>/<channel>}:pstn-mute           hash
  *   <prefix>chan:{<project>/<channel>}:pstn-events         stream
+ *   <prefix>chan:{<project>/<channel>}:pstn-mute-meta      hash
+ *   <prefix>chan:{<project>/<channel>}:pstn-notify         sharded pub/sub channel (SPUBLISH)
  *   <prefix>chan:{<project>/<channel>}:whiteboard-events   stream
  *   <prefix>conv:{<task uuid>}                             hash
  *   <prefix>conv:{<task uuid>}:changes                     stream
  *   <prefix>conv:{<task uuid>}:lease                       string
  *   <prefix>conv-due                                       sorted set
+ *   <prefix>conv-hook:{<webhook id>}                       string
+ *   <prefix>idem:{<project>}:<sha256 hex of [sub, key]>    hash
  *
  * About the `{…}` hash tags: Redis Cluster hashes only the text between the
- * first `{` and the first `}` after it. The mute hash and the event stream
- * share everything up to the closing brace we add, so they always share a tag,
- * with one exception: an id that starts with `}` gives an empty tag `{}`, and
- * then Cluster hashes the whole key and the two keys land in different slots
- * (the atomic mute script fails with CROSSSLOT). A task's record, changes
- * stream and lease share its `{<uuid>}` tag the same way, so one script can
- * update them; `conv-due` (one key for every task) and the channel's
- * whiteboard-events stream live in other slots. A `/` in a project id makes
- * `a/b` + `c` and `a` + `b/c` the same channel key. So ids with braces (or a
- * project id with `/`) are refused where records are created (`checkProjectId`,
- * `checkChannelId`, used by the admin functions and the CLI); keys are still
- * built verbatim for records other services wrote, to stay compatible.
+ * first `{` and the first `}` after it. The mute hash, its meta hash and the
+ * event stream share everything up to the closing brace we add, so they always
+ * share a tag, with one exception: an id that starts with `}` gives an empty
+ * tag `{}`, and then Cluster hashes the whole key and the keys land in
+ * different slots (the atomic mute script fails with CROSSSLOT). A task's
+ * record, changes stream and lease share its `{<uuid>}` tag the same way, so
+ * one script can update them; `conv-due` (one key for every task) and the
+ * channel's whiteboard-events stream live in other slots. An idempotency
+ * record is one key, addressed alone; its `{<project>}` tag keeps a project's
+ * records on one node (ConvertFile runs at about one call a second per
+ * project, the backend's own limit, so that slot is never hot). A `/` in a project
+ * id makes `a/b` + `c` and `a` + `b/c` the same channel key. So ids with
+ * braces (or a project id with `/`) are refused where records are created
+ * (`checkProjectId`, `checkChannelId`, used by the admin functions and the
+ * CLI); keys are still built verbatim for records other services wrote, to
+ * stay compatible.
  *
- * Passphrases (and the caller keys of the wrong-passphrase counters) are given
- * to the schema in clear and hashed here, so no key can carry one in clear.
+ * Passphrases (and the caller keys of the wrong-passphrase counters, and the
+ * subjects and Idempotency-Keys of idempotency records) are given to the
+ * schema in clear and hashed here, so no key can carry one in clear.
  */
 import { createHash } from "node:crypto";
 
@@ -45,6 +54,12 @@ export const CONVERSION_TTL_SECONDS = 7 * 24 * 60 * 60;
 
 /** Cap of each task's changes stream (XADD MAXLEN ~). */
 export const CONVERSION_CHANGES_MAXLEN = 100;
+
+/**
+ * Default of how long the answer of a call sent with an Idempotency-Key is kept
+ * (IDEMPOTENCY_TTL_HOURS; the stores' `idempotencyTtlSeconds` setting).
+ */
+export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
 
 /** Cap of each channel's whiteboard-events stream (XADD MAXLEN ~). */
 export const WHITEBOARD_EVENTS_MAXLEN = 10_000;
@@ -63,6 +78,10 @@ export interface KeySchema {
   whiteboard(project: string): string;
   pstnMute(project: string, channel: string): string;
   pstnEvents(project: string, channel: string): string;
+  /** uid → JSON `{"at":<ms>,"by":"<sub>","event_id":"<stream id>"}` of the uid's last mute change. */
+  pstnMuteMeta(project: string, channel: string): string;
+  /** The sharded pub/sub channel on which a mute announces its event id (same hash tag, so same slot). */
+  pstnNotify(project: string, channel: string): string;
   /** Terminal states of the channel's conversion tasks, for the notifier. */
   whiteboardEvents(project: string, channel: string): string;
   conversion(taskUuid: string): string;
@@ -72,6 +91,13 @@ export interface KeySchema {
   conversionLease(taskUuid: string): string;
   /** Every followed task, scored by when it is next due for a poll (ms). */
   conversionsDue(): string;
+  /** The task uuid a conversion webhook id (conversion-webhooks.ts) stands for. */
+  conversionWebhook(id: string): string;
+  /**
+   * The record of a call sent with an Idempotency-Key, per project and token
+   * subject; the key name carries the sha256 hex of the JSON `[subject, key]`.
+   */
+  idempotency(project: string, subject: string, key: string): string;
   /** Wrong-passphrase counter of a caller; its key in clear, the counter's key carries its sha256 hex. */
   guesses(callerKey: string): string;
 }
@@ -85,11 +111,16 @@ export function keySchema(prefix: string = DEFAULT_KEY_PREFIX): KeySchema {
     whiteboard: (project) => `${prefix}proj:{${project}}:whiteboard`,
     pstnMute: (project, channel) => `${channelTag(project, channel)}:pstn-mute`,
     pstnEvents: (project, channel) => `${channelTag(project, channel)}:pstn-events`,
+    pstnMuteMeta: (project, channel) => `${channelTag(project, channel)}:pstn-mute-meta`,
+    pstnNotify: (project, channel) => `${channelTag(project, channel)}:pstn-notify`,
     whiteboardEvents: (project, channel) => `${channelTag(project, channel)}:whiteboard-events`,
     conversion: (uuid) => `${prefix}conv:{${uuid}}`,
     conversionChanges: (uuid) => `${prefix}conv:{${uuid}}:changes`,
     conversionLease: (uuid) => `${prefix}conv:{${uuid}}:lease`,
     conversionsDue: () => `${prefix}conv-due`,
+    conversionWebhook: (id) => `${prefix}conv-hook:{${id}}`,
+    idempotency: (project, subject, key) =>
+      `${prefix}idem:{${project}}:${hashPassphrase(JSON.stringify([subject, key]))}`,
     guesses: (callerKey) => `${prefix}guess:{${hashPassphrase(callerKey)}}`,
   };
 }

@@ -51,6 +51,7 @@ export class MemoryAdmin implements RawAdmin {
       ...this.channelPassphraseKeys(project, channel),
       this.keys.pstnMute(project, channel),
       this.keys.pstnEvents(project, channel),
+      this.keys.pstnMuteMeta(project, channel),
       this.keys.whiteboardEvents(project, channel),
     ];
     for (const key of keys) {

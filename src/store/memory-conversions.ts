@@ -128,6 +128,27 @@ export class MemoryConversions implements RawConversions {
     return entry.entries.filter((e) => compareIds(streamId(e.id), after) > 0).slice(0, count);
   }
 
+  async writeWebhook(id: string, uuid: string): Promise<void> {
+    this.guard();
+    const expiresAt = this.data.now() + this.retentionSeconds * 1000;
+    this.data.set(this.keys.conversionWebhook(id), { type: "string", value: uuid, expiresAt });
+  }
+
+  async readWebhook(id: string): Promise<string | undefined> {
+    this.guard();
+    const entry = this.data.get(this.keys.conversionWebhook(id));
+    return entry?.type === "string" ? entry.value : undefined;
+  }
+
+  async advanceDue(uuid: string, at: number): Promise<boolean> {
+    this.guard();
+    const entry = this.data.get(this.keys.conversionsDue());
+    const score = entry?.type === "zset" ? entry.scores.get(uuid) : undefined;
+    if (entry?.type !== "zset" || score === undefined) return false;
+    if (score > at) entry.scores.set(uuid, at);
+    return true;
+  }
+
   private holds(uuid: string, owner: string): boolean {
     const lease = this.data.get(this.keys.conversionLease(uuid));
     return lease?.type === "string" && lease.value === owner;

@@ -17,6 +17,8 @@ export type StreamValue = {
   entries: StreamEntry[];
   lastMs: number;
   lastSeq: number;
+  /** Entries ever appended (XINFO `entries-added`); those no longer in `entries` were trimmed. */
+  added: number;
   expiresAt?: number;
 };
 
@@ -73,6 +75,12 @@ export class MemoryKeyspace {
     return entry.fields;
   }
 
+  /** Fails as WRONGTYPE would when the key exists with another type; creates nothing. */
+  checkType(key: string, type: MemoryEntry["type"]): void {
+    const entry = this.get(key);
+    if (entry !== undefined && entry.type !== type) throw wrongType(key);
+  }
+
   /** The sorted set's member → score map, created when missing; another type fails as WRONGTYPE would. */
   writableSortedSet(key: string): Map<string, number> {
     const entry = this.get(key);
@@ -94,13 +102,13 @@ export class MemoryKeyspace {
   /** The stream to append to (a new one is not stored until `append`); another type fails as WRONGTYPE would. */
   writableStream(key: string): StreamValue {
     const entry = this.get(key);
-    if (entry === undefined) return { type: "stream", entries: [], lastMs: 0, lastSeq: -1 };
+    if (entry === undefined) return { type: "stream", entries: [], lastMs: 0, lastSeq: -1, added: 0 };
     if (entry.type !== "stream") throw wrongType(key);
     return entry;
   }
 
-  /** XADD with `*` ids (ms-seq, strictly increasing) and an exact MAXLEN cap. */
-  append(key: string, stream: StreamValue, fields: Fields, maxlen: number): void {
+  /** XADD with `*` ids (ms-seq, strictly increasing) and an exact MAXLEN cap; answers the new entry's id. */
+  append(key: string, stream: StreamValue, fields: Fields, maxlen: number): string {
     const now = this.now();
     if (now > stream.lastMs) {
       stream.lastMs = now;
@@ -108,10 +116,13 @@ export class MemoryKeyspace {
     } else {
       stream.lastSeq++;
     }
-    stream.entries.push({ id: `${stream.lastMs}-${stream.lastSeq}`, fields });
+    const id = `${stream.lastMs}-${stream.lastSeq}`;
+    stream.entries.push({ id, fields });
+    stream.added++;
     const excess = stream.entries.length - maxlen;
     if (excess > 0) stream.entries.splice(0, excess);
     this.entries.set(key, stream);
+    return id;
   }
 }
 

@@ -13,13 +13,29 @@
  */
 import { Failure } from "../services/failure.js";
 import type { AdminStore, MuteChange, PassphraseRecord, WhiteboardSettings } from "../services/ports.js";
+import type { PstnSnapshot } from "../services/pstn-snapshot.js";
 import { AdminFront } from "./admin-front.js";
 import { ConversionFollow } from "./conversion-follow.js";
-import { CONVERSION_TTL_SECONDS, type KeySchema, keySchema, MUTE_EVENTS_MAXLEN } from "./keys.js";
+import {
+  CONVERSION_TTL_SECONDS,
+  IDEMPOTENCY_TTL_SECONDS,
+  type KeySchema,
+  keySchema,
+  MUTE_EVENTS_MAXLEN,
+} from "./keys.js";
 import { MemoryAdmin } from "./memory-admin.js";
 import { MemoryConversions } from "./memory-conversions.js";
+import { MemoryIdempotency } from "./memory-idempotency.js";
 import { MemoryKeyspace } from "./memory-keyspace.js";
-import { muteEventFields, muteFlag, parsePassphrase, parseWhiteboard } from "./records.js";
+import { MemoryPstnEvents } from "./memory-pstn-events.js";
+import {
+  muteEventFields,
+  muteFlag,
+  muteMetaValue,
+  parsePassphrase,
+  parsePstnSnapshot,
+  parseWhiteboard,
+} from "./records.js";
 
 export interface MemoryStoreOptions {
   keyPrefix?: string;
@@ -27,6 +43,8 @@ export interface MemoryStoreOptions {
   now?: () => number;
   /** How long a conversion task's record and changes stream outlive its last change; default 7 days. */
   retentionSeconds?: number;
+  /** How long the answer of a call sent with an Idempotency-Key is kept; default 24 hours. */
+  idempotencyTtlSeconds?: number;
 }
 
 export class MemoryStore extends AdminFront implements AdminStore {
@@ -35,6 +53,8 @@ export class MemoryStore extends AdminFront implements AdminStore {
   readonly data: MemoryKeyspace;
   protected readonly rawAdmin: MemoryAdmin;
   readonly conversions: ConversionFollow;
+  readonly pstnEvents: MemoryPstnEvents;
+  readonly idempotency: MemoryIdempotency;
   private unavailable = false;
   private closed = false;
 
@@ -47,6 +67,9 @@ export class MemoryStore extends AdminFront implements AdminStore {
     this.conversions = new ConversionFollow(
       new MemoryConversions(this.data, this.keys, () => this.guard(), retentionSeconds),
     );
+    this.pstnEvents = new MemoryPstnEvents(this.data, this.keys, () => this.guard());
+    const idempotencyTtlSeconds = options.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS;
+    this.idempotency = new MemoryIdempotency(this.data, this.keys, () => this.guard(), idempotencyTtlSeconds);
   }
 
   /** While on, every call throws `Failure("unavailable")`, as a Redis outage would. */
@@ -68,11 +91,27 @@ export class MemoryStore extends AdminFront implements AdminStore {
     this.guard();
     const muteKey = this.keys.pstnMute(change.project, change.channel);
     const eventsKey = this.keys.pstnEvents(change.project, change.channel);
-    // Check both types before writing either, so a bad key never leaves half a change.
+    const metaKey = this.keys.pstnMuteMeta(change.project, change.channel);
+    // Check every type before writing anything, so a bad key never leaves part of a change.
+    this.data.checkType(muteKey, "hash");
+    this.data.checkType(metaKey, "hash");
     const stream = this.data.writableStream(eventsKey); // creates nothing yet
-    const hash = this.data.writableHash(muteKey);
-    hash.set(change.uid, muteFlag(change.mute));
-    this.data.append(eventsKey, stream, muteEventFields(change), MUTE_EVENTS_MAXLEN);
+    this.data.writableHash(muteKey).set(change.uid, muteFlag(change.mute));
+    const id = this.data.append(eventsKey, stream, muteEventFields(change), MUTE_EVENTS_MAXLEN);
+    this.data.writableHash(metaKey).set(change.uid, muteMetaValue(change, id));
+    this.pstnEvents.notifications.publish(change, id);
+  }
+
+  async getPstnSnapshot(project: string, channel: string): Promise<PstnSnapshot> {
+    this.guard();
+    const hash = (key: string) => {
+      const entry = this.data.get(key);
+      return entry?.type === "hash" ? entry.fields : new Map<string, string>();
+    };
+    const stream = this.data.get(this.keys.pstnEvents(project, channel));
+    const newest = stream?.type === "stream" ? stream.entries.at(-1)?.id : undefined;
+    const mute = hash(this.keys.pstnMute(project, channel));
+    return parsePstnSnapshot(mute, hash(this.keys.pstnMuteMeta(project, channel)), newest ?? "0-0");
   }
 
   async recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {

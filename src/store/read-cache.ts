@@ -6,7 +6,16 @@
  * creates, changes or deletes takes effect within that time on every
  * instance. Failures are never cached.
  */
-import type { ConversionStore, MuteChange, PassphraseRecord, Store, WhiteboardSettings } from "../services/ports.js";
+import type {
+  ConversionStore,
+  IdempotencyStore,
+  MuteChange,
+  PassphraseRecord,
+  PstnEventLog,
+  Store,
+  WhiteboardSettings,
+} from "../services/ports.js";
+import type { PstnSnapshot } from "../services/pstn-snapshot.js";
 
 export const READ_CACHE_MAX_ENTRIES = 10_000;
 
@@ -60,6 +69,16 @@ export class ReadCachedStore implements Store {
     return this.inner.conversions;
   }
 
+  /** Not cached: watches read what is new. */
+  get pstnEvents(): PstnEventLog {
+    return this.inner.pstnEvents;
+  }
+
+  /** Not cached: each claim must see the record as it is now. */
+  get idempotency(): IdempotencyStore {
+    return this.inner.idempotency;
+  }
+
   async lookupPassphrase(passphrase: string): Promise<PassphraseRecord | undefined> {
     const hit = this.passphrases.get(passphrase);
     if (hit !== undefined) return hit.value;
@@ -78,6 +97,10 @@ export class ReadCachedStore implements Store {
 
   setMute(change: MuteChange): Promise<void> {
     return this.inner.setMute(change);
+  }
+  /** Not cached: a snapshot is worth taking only when it is current. */
+  getPstnSnapshot(project: string, channel: string): Promise<PstnSnapshot> {
+    return this.inner.getPstnSnapshot(project, channel);
   }
   recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {
     return this.inner.recordPassphraseMiss(callerKey, windowSeconds);

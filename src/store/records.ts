@@ -14,6 +14,7 @@ import {
   type Region,
   type WhiteboardSettings,
 } from "../services/ports.js";
+import type { PstnParticipantState, PstnSnapshot } from "../services/pstn-snapshot.js";
 
 export type Fields = Readonly<Record<string, string>>;
 
@@ -80,6 +81,55 @@ export function parseMuteEvent(id: string, fields: Fields): MuteEvent | undefine
   return { id, uid, mute: mute === "1", by, at };
 }
 
+/**
+ * The start of a uid's value in the meta hash, up to where the script appends
+ * the new stream entry's id and `"}`: `{"at":<ms>,"by":"<sub>","event_id":"`.
+ * Written here rather than in Lua so both stores write the same bytes.
+ */
+export function muteMetaHead(change: MuteChange): string {
+  return `{"at":${String(change.at)},"by":${JSON.stringify(change.by)},"event_id":"`;
+}
+
+/** The whole meta hash value of a change whose stream entry is `eventId`. */
+export function muteMetaValue(change: MuteChange, eventId: string): string {
+  return `${muteMetaHead(change)}${eventId}"}`;
+}
+
+/**
+ * A channel's snapshot from its mute hash, its meta hash and the id of its
+ * newest event: every uid of the mute hash with a `1`/`0` value, with `at` and
+ * `by` from its meta when that is readable (another writer may have set the
+ * state without it). Maps, not objects, so any uid (`__proto__` too) is a uid.
+ */
+export function parsePstnSnapshot(
+  mute: ReadonlyMap<string, string>,
+  meta: ReadonlyMap<string, string>,
+  asOfEventId: string,
+): PstnSnapshot {
+  const participants: PstnParticipantState[] = [];
+  for (const [uid, value] of mute) {
+    if (value === "1" || value === "0")
+      participants.push({ uid, mute: value === "1", ...parseMuteMeta(meta.get(uid)) });
+  }
+  return { participants, asOfEventId };
+}
+
+function parseMuteMeta(value: string | undefined): { updatedAt?: number; updatedBy?: string } {
+  if (value === undefined) return {};
+  let meta: unknown;
+  try {
+    meta = JSON.parse(value);
+  } catch {
+    return {};
+  }
+  if (typeof meta !== "object" || meta === null) return {};
+  const { at, by } = meta as Record<string, unknown>;
+  return {
+    ...(typeof at === "number" && Number.isSafeInteger(at) && at >= 0 ? { updatedAt: at } : {}),
+    ...(typeof by === "string" ? { updatedBy: by } : {}),
+  };
+}
+
 /** The mute hash as uid → muted; values other than `1`/`0` are skipped. */
 export function parseMuteState(fields: Fields): Record<string, boolean> {
   const state: Record<string, boolean> = {};
@@ -87,6 +137,13 @@ export function parseMuteState(fields: Fields): Record<string, boolean> {
     if (value === "1" || value === "0") state[uid] = value === "1";
   }
   return state;
+}
+
+/** Field/value pairs of a flat reply (`[f1, v1, f2, v2, …]`) as a map. */
+export function pairsToMap(pairs: readonly string[]): Map<string, string> {
+  const map = new Map<string, string>();
+  for (let i = 0; i + 1 < pairs.length; i += 2) map.set(pairs[i] as string, pairs[i + 1] as string);
+  return map;
 }
 
 /** Field/value pairs of a raw stream entry (`[f1, v1, f2, v2, …]`). */

@@ -2,7 +2,8 @@
  * The Redis store's raw admin writes and reads. The admin front
  * (admin-front.ts) checks the input before calling these. Every key is
  * addressed on its own (or with keys of the same hash tag), so all of this
- * works on a Cluster too.
+ * works on a Cluster too. The writes the CLI reports as done are acknowledged
+ * writes (`calls.write`: with REDIS_MIN_REPLICAS, on that many replicas too).
  */
 import { Cluster } from "ioredis";
 import type { MuteEvent, WhiteboardEvent, WhiteboardSettings } from "../services/ports.js";
@@ -12,6 +13,7 @@ import type { KeySchema } from "./keys.js";
 import { parseWhiteboardEvent } from "./conversion-records.js";
 import { type Fields, pairsToFields, parseMuteEvent, parseMuteState, whiteboardFields } from "./records.js";
 import { execAll, orIfWrongType, type RedisCalls } from "./redis-calls.js";
+import type { RedisClient } from "./redis-connection.js";
 import type { ScriptCommands } from "./redis-scripts.js";
 
 /** Passphrase records are found by SCAN; this many keys per round trip. */
@@ -21,7 +23,8 @@ export class RedisAdmin implements RawAdmin {
   constructor(
     private readonly calls: RedisCalls,
     private readonly keys: KeySchema,
-    private readonly scripts: ScriptCommands,
+    /** The store's scripts on a connection (a Cluster node's own, for a write with WAIT). */
+    private readonly scriptsOn: (client: RedisClient) => ScriptCommands,
   ) {}
 
   async writeChannel(project: string, channel: string, passphrases: readonly ChannelPassphrase[]): Promise<void> {
@@ -36,8 +39,8 @@ export class RedisAdmin implements RawAdmin {
     // …and claim atomically, in case another writer got there in between.
     const created: string[] = [];
     for (const { key, record } of wanted) {
-      const reply = await this.calls.call("createChannel", () =>
-        this.scripts.blClaimPassphrase(key, record.project, record.channel, record.role),
+      const reply = await this.calls.write("createChannel", key, (c) =>
+        this.scriptsOn(c).blClaimPassphrase(key, record.project, record.channel, record.role),
       );
       if (reply[0] === 0) {
         await Promise.all(created.map((k) => this.calls.call("createChannel", (c) => c.unlink(k))));
@@ -47,19 +50,21 @@ export class RedisAdmin implements RawAdmin {
     }
     const keep = new Set(wanted.map((w) => w.key));
     const stale = (await this.channelPassphraseKeys(project, channel)).filter((k) => !keep.has(k));
-    await Promise.all(stale.map((k) => this.calls.call("createChannel", (c) => c.unlink(k))));
+    await Promise.all(stale.map((k) => this.calls.write("createChannel", k, (c) => c.unlink(k))));
   }
 
   async deleteChannel(project: string, channel: string): Promise<number> {
     const passKeys = await this.channelPassphraseKeys(project, channel);
     // One key per command: in a Cluster the passphrase records live in many slots.
+    const muteKey = this.keys.pstnMute(project, channel);
     const counts = await Promise.all([
-      ...passKeys.map((k) => this.calls.call("deleteChannel", (c) => c.unlink(k))),
+      ...passKeys.map((k) => this.calls.write("deleteChannel", k, (c) => c.unlink(k))),
       // Same hash tag, same slot: one command is fine here.
-      this.calls.call("deleteChannel", (c) =>
+      this.calls.write("deleteChannel", muteKey, (c) =>
         c.unlink(
-          this.keys.pstnMute(project, channel),
+          muteKey,
           this.keys.pstnEvents(project, channel),
+          this.keys.pstnMuteMeta(project, channel),
           this.keys.whiteboardEvents(project, channel),
         ),
       ),
@@ -70,7 +75,7 @@ export class RedisAdmin implements RawAdmin {
   async writeWhiteboard(project: string, settings: WhiteboardSettings): Promise<void> {
     const key = this.keys.whiteboard(project);
     const { set, remove } = whiteboardFields(settings);
-    await this.calls.call("setWhiteboard", (c) =>
+    await this.calls.write("setWhiteboard", key, (c) =>
       execAll(
         c
           .multi()
@@ -81,7 +86,8 @@ export class RedisAdmin implements RawAdmin {
   }
 
   async clearWhiteboard(project: string): Promise<void> {
-    await this.calls.call("clearWhiteboard", (c) => c.unlink(this.keys.whiteboard(project)));
+    const key = this.keys.whiteboard(project);
+    await this.calls.write("clearWhiteboard", key, (c) => c.unlink(key));
   }
 
   async getMuteState(project: string, channel: string): Promise<Record<string, boolean>> {

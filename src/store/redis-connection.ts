@@ -79,7 +79,12 @@ export type RedisClient = Redis | Cluster;
  */
 export const LOADING_POLL_MS = 100;
 
-export function createRedisClient(options: RedisConnectionOptions, tuning: ConnectionTuning): RedisClient {
+/** `name`: the connection's CLIENT SETNAME, as operators see it in CLIENT LIST. */
+export function createRedisClient(
+  options: RedisConnectionOptions,
+  tuning: ConnectionTuning,
+  name = "boardline",
+): RedisClient {
   const retryStrategy = (attempt: number) => reconnectDelay(attempt, tuning.maxReconnectDelayMs);
   const common = {
     commandTimeout: tuning.commandTimeoutMs,
@@ -88,7 +93,7 @@ export function createRedisClient(options: RedisConnectionOptions, tuning: Conne
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
     maxLoadingRetryTime: LOADING_POLL_MS,
-    connectionName: "boardline",
+    connectionName: name,
   } satisfies RedisOptions;
 
   switch (options.mode) {
@@ -99,7 +104,13 @@ export function createRedisClient(options: RedisConnectionOptions, tuning: Conne
       const secure = /^rediss:/i.test(options.url);
       if (options.tls && !secure) throw new Error("TLS settings need a rediss:// Redis URL");
       const tls = options.tls ? { tls: options.tls } : {};
-      return new Redis(options.url, { ...common, ...tls, enableOfflineQueue: false, retryStrategy });
+      return new Redis(options.url, {
+        ...common,
+        ...tls,
+        enableOfflineQueue: false,
+        retryStrategy,
+        reconnectOnError: demoted,
+      });
     }
     case "sentinel":
       return new Redis({
@@ -112,6 +123,7 @@ export function createRedisClient(options: RedisConnectionOptions, tuning: Conne
         sentinelPassword: options.sentinelPassword,
         tls: tlsOption(options.tls),
         enableTLSForSentinelMode: options.sentinelTls ?? false,
+        reconnectOnError: demoted,
         db: options.db,
         enableOfflineQueue: false,
         retryStrategy,
@@ -135,6 +147,19 @@ export function createRedisClient(options: RedisConnectionOptions, tuning: Conne
       });
     }
   }
+}
+
+/**
+ * Whether an error says the server we write to is a replica now (a failover
+ * demoted it while the connection stayed up): then reconnect, which through
+ * Sentinel asks for the new master. The failed command is not resent (1).
+ * (ioredis's `failoverDetector`, which reconnects on `+switch-master`, is not
+ * used: a +switch-master that arrives while the client is already
+ * reconnecting after the master died ends the client for good — seen in
+ * test/faults/sentinel-failover.test.ts.)
+ */
+function demoted(error: Error): 1 | false {
+  return /^READONLY|replica instances/.test(error.message) ? 1 : false;
 }
 
 /** Exponential from 50 ms, capped (with a little jitter below the cap). */

@@ -73,6 +73,18 @@ redis.call('HSET', KEYS[1], 'announced', '1')
 return 1
 `;
 
+/**
+ * Moves a task of the due set to an earlier score; never adds one (ZADD XX LT,
+ * which needs Redis 6.2, as a script). KEYS: conv-due. ARGV: score, uuid.
+ * Returns 1 when the task is in the set (moved or already due sooner), else 0.
+ */
+const WAKE = `
+local score = redis.call('ZSCORE', KEYS[1], ARGV[2])
+if not score then return 0 end
+if tonumber(score) > tonumber(ARGV[1]) then redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]) end
+return 1
+`;
+
 /** The script commands, as ioredis adds them to the client. */
 export interface ConversionScriptCommands {
   blConvClaim(recordKey: string, leaseKey: string, owner: string, leaseMs: string): Promise<1 | 0 | -1>;
@@ -80,6 +92,7 @@ export interface ConversionScriptCommands {
   blConvRelease(leaseKey: string, owner: string): Promise<1 | 0>;
   blConvSave(recordKey: string, changesKey: string, leaseKey: string, ...args: string[]): Promise<string>;
   blConvMarkAnnounced(recordKey: string): Promise<1 | 0>;
+  blConvWake(dueKey: string, score: string, uuid: string): Promise<1 | 0>;
 }
 
 export function defineConversionScripts(client: RedisClient): ConversionScriptCommands {
@@ -88,6 +101,7 @@ export function defineConversionScripts(client: RedisClient): ConversionScriptCo
   client.defineCommand("blConvRelease", { numberOfKeys: 1, lua: RELEASE });
   client.defineCommand("blConvSave", { numberOfKeys: 3, lua: SAVE });
   client.defineCommand("blConvMarkAnnounced", { numberOfKeys: 1, lua: MARK_ANNOUNCED });
+  client.defineCommand("blConvWake", { numberOfKeys: 1, lua: WAKE });
   // defineCommand adds methods ioredis' types cannot know about.
   return client as unknown as ConversionScriptCommands;
 }

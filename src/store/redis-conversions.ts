@@ -5,14 +5,27 @@
  * conversion front's (conversion-follow.ts). The keys of one task share a hash
  * tag, so the scripts work on a Cluster; `conv-due` and the channel's stream
  * are addressed on their own.
+ *
+ * Acknowledged writes (`calls.write`: with REDIS_MIN_REPLICAS, on that many
+ * replicas before they count as done): what ConvertFile answers for — the
+ * record, its place in `conv-due`, the webhook mapping — and what the follower
+ * builds on — its saves and the whiteboard-events announcement, which must not
+ * be lost once the task has left `conv-due` (on a Cluster those live on other
+ * masters, whose failovers are independent). Leases, the `announced` mark, the
+ * removal from `conv-due` and wake-ups are not: losing one only repeats a
+ * poll or an announcement.
  */
 import type { ConversionState } from "../services/ports.js";
 import type { LeaseAttempt, RawConversions, StateWrite } from "./conversion-follow.js";
 import { progressFields } from "./conversion-records.js";
 import { CONVERSION_CHANGES_MAXLEN, type KeySchema, WHITEBOARD_EVENTS_MAXLEN } from "./keys.js";
 import { type Fields, pairsToFields } from "./records.js";
+import { perConnection } from "./node-connections.js";
 import { execAll, orIfWrongType, type RedisCalls } from "./redis-calls.js";
 import { type ConversionScriptCommands, defineConversionScripts } from "./redis-conversion-scripts.js";
+
+/** The conversion scripts on a connection: the client's, or (writes with WAIT on a Cluster) a node's own. */
+const scriptsOn = perConnection(defineConversionScripts);
 
 export class RedisConversions implements RawConversions {
   private readonly scripts: ConversionScriptCommands;
@@ -22,13 +35,13 @@ export class RedisConversions implements RawConversions {
     private readonly keys: KeySchema,
     private readonly retentionSeconds: number,
   ) {
-    this.scripts = defineConversionScripts(calls.client);
+    this.scripts = scriptsOn(calls.client);
   }
 
   async writeRecord(uuid: string, fields: Fields): Promise<void> {
     const key = this.keys.conversion(uuid);
     // One transaction, so a record never exists without its expiry.
-    await this.calls.call("recordConversion", (c) =>
+    await this.calls.write("recordConversion", key, (c) =>
       execAll(c.multi().hset(key, fields).expire(key, this.retentionSeconds)),
     );
   }
@@ -38,7 +51,8 @@ export class RedisConversions implements RawConversions {
   }
 
   async setDue(uuid: string, at: number): Promise<void> {
-    await this.calls.call("setConversionDue", (c) => c.zadd(this.keys.conversionsDue(), String(at), uuid));
+    const key = this.keys.conversionsDue();
+    await this.calls.write("setConversionDue", key, (c) => c.zadd(key, String(at), uuid));
   }
 
   async removeDue(uuid: string): Promise<void> {
@@ -81,9 +95,10 @@ export class RedisConversions implements RawConversions {
   async writeState(uuid: string, owner: string, state: ConversionState, at: number): Promise<StateWrite> {
     // Status and percent go first (the script compares them); then the state's other fields.
     const others = Object.entries(progressFields(state)).filter(([field]) => field !== "status" && field !== "percent");
-    const reply = await this.calls.call("saveConversionState", () =>
-      this.scripts.blConvSave(
-        this.keys.conversion(uuid),
+    const recordKey = this.keys.conversion(uuid);
+    const reply = await this.calls.write("saveConversionState", recordKey, (c) =>
+      scriptsOn(c).blConvSave(
+        recordKey,
         this.keys.conversionChanges(uuid),
         this.keys.conversionLease(uuid),
         owner,
@@ -107,9 +122,28 @@ export class RedisConversions implements RawConversions {
 
   async appendWhiteboardEvent(project: string, channel: string, fields: Fields): Promise<void> {
     const key = this.keys.whiteboardEvents(project, channel);
-    await this.calls.call("announceConversion", (c) =>
+    await this.calls.write("announceConversion", key, (c) =>
       c.xadd(key, "MAXLEN", "~", String(WHITEBOARD_EVENTS_MAXLEN), "*", ...Object.entries(fields).flat()),
     );
+  }
+
+  async writeWebhook(id: string, uuid: string): Promise<void> {
+    const key = this.keys.conversionWebhook(id);
+    await this.calls.write("recordConversionWebhook", key, (c) => c.set(key, uuid, "EX", this.retentionSeconds));
+  }
+
+  async readWebhook(id: string): Promise<string | undefined> {
+    const key = this.keys.conversionWebhook(id);
+    const uuid = await this.calls.call("conversionWebhookTask", (c) =>
+      c.get(key).catch(orIfWrongType<string | null>(null)),
+    );
+    return uuid ?? undefined;
+  }
+
+  async advanceDue(uuid: string, at: number): Promise<boolean> {
+    const key = this.keys.conversionsDue();
+    const reply = await this.calls.call("wakeConversion", () => this.scripts.blConvWake(key, String(at), uuid));
+    return reply === 1;
   }
 
   async readChanges(uuid: string, afterId: string, count: number): Promise<Array<{ id: string; fields: Fields }>> {

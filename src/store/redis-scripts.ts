@@ -7,20 +7,51 @@
 import type { RedisClient } from "./redis-connection.js";
 
 /**
- * PSTN mute: hash field + stream entry, atomically (a script runs alone).
- * KEYS: mute hash, event stream. ARGV: uid, mute (1|0), by, at (ms), maxlen.
- * Redis does not roll a script back when a later command fails, so the key
- * types are checked before anything is written: both writes or none.
+ * PSTN mute: hash field + stream entry + who set it when, atomically (a script
+ * runs alone), and the new event id announced on the channel's sharded pub/sub
+ * channel for the watch hubs (docs/architecture.md, "Watching mute events";
+ * SPUBLISH to a channel nobody subscribes to costs next to nothing; `pcall`, so
+ * a Redis older than 7.0, which has no SPUBLISH and cannot be watched, still
+ * mutes). KEYS: mute hash, event stream, meta hash, notify channel (one hash
+ * tag, so one slot: Cluster refuses a shard channel of another slot in a
+ * script). ARGV: uid, mute (1|0), by, at (ms), maxlen, the meta value up to
+ * the event id (records.ts, `muteMetaHead`). Redis does not roll a script back
+ * when a later command fails, so the key types are checked before anything is
+ * written: all writes or none. Answers the new stream entry's id.
  */
 const SET_MUTE = `
 local hashType = redis.call('TYPE', KEYS[1]).ok
 local streamType = redis.call('TYPE', KEYS[2]).ok
-if (hashType ~= 'none' and hashType ~= 'hash') or (streamType ~= 'none' and streamType ~= 'stream') then
+local metaType = redis.call('TYPE', KEYS[3]).ok
+if (hashType ~= 'none' and hashType ~= 'hash') or (streamType ~= 'none' and streamType ~= 'stream')
+  or (metaType ~= 'none' and metaType ~= 'hash') then
   return redis.error_reply('WRONGTYPE pstn mute keys hold the wrong kind of value')
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-return redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*',
+local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*',
   'uid', ARGV[1], 'mute', ARGV[2], 'by', ARGV[3], 'at', ARGV[4])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[6] .. id .. '"}')
+redis.pcall('SPUBLISH', KEYS[4], id)
+return id
+`;
+
+/**
+ * A channel's PSTN snapshot in one step, so no mute lands between reading the
+ * state and reading how far the event stream got. KEYS: mute hash, meta hash,
+ * event stream. Answers {mute hash pairs, meta hash pairs, newest event id or
+ * "0-0"}; a key of another type reads as empty (a malformed record is absent).
+ */
+const PSTN_SNAPSHOT = `
+local function pairs_of(key)
+  if redis.call('TYPE', key).ok ~= 'hash' then return {} end
+  return redis.call('HGETALL', key)
+end
+local last = '0-0'
+if redis.call('TYPE', KEYS[3]).ok == 'stream' then
+  local newest = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
+  if newest[1] then last = newest[1][1] end
+end
+return {pairs_of(KEYS[1]), pairs_of(KEYS[2]), last}
 `;
 
 /**
@@ -60,12 +91,16 @@ export interface ScriptCommands {
   blSetMute(
     muteKey: string,
     eventsKey: string,
+    metaKey: string,
+    notifyChannel: string,
     uid: string,
     mute: string,
     by: string,
     at: string,
     maxlen: string,
+    metaHead: string,
   ): Promise<string>;
+  blPstnSnapshot(muteKey: string, metaKey: string, eventsKey: string): Promise<[string[], string[], string]>;
   blClaimPassphrase(key: string, project: string, channel: string, role: string): Promise<ClaimReply>;
   blCountMiss(key: string, windowSeconds: string): Promise<number>;
 }
@@ -73,7 +108,8 @@ export interface ScriptCommands {
 export type ClaimReply = [0, string, string] | [1] | [2];
 
 export function defineScripts(client: RedisClient): ScriptCommands {
-  client.defineCommand("blSetMute", { numberOfKeys: 2, lua: SET_MUTE });
+  client.defineCommand("blSetMute", { numberOfKeys: 4, lua: SET_MUTE });
+  client.defineCommand("blPstnSnapshot", { numberOfKeys: 3, lua: PSTN_SNAPSHOT });
   client.defineCommand("blClaimPassphrase", { numberOfKeys: 1, lua: CLAIM_PASSPHRASE });
   client.defineCommand("blCountMiss", { numberOfKeys: 1, lua: COUNT_MISS });
   // defineCommand adds methods ioredis' types cannot know about.

@@ -18,13 +18,22 @@
 import type { Logger } from "../log.js";
 import { Failure } from "../services/failure.js";
 import type { AdminStore, MuteChange, PassphraseRecord, WhiteboardSettings } from "../services/ports.js";
+import type { PstnSnapshot } from "../services/pstn-snapshot.js";
 import { AdminFront } from "./admin-front.js";
 import { ConversionFollow } from "./conversion-follow.js";
-import { CONVERSION_TTL_SECONDS, type KeySchema, keySchema, MUTE_EVENTS_MAXLEN } from "./keys.js";
-import { muteFlag, parsePassphrase, parseWhiteboard } from "./records.js";
+import {
+  CONVERSION_TTL_SECONDS,
+  IDEMPOTENCY_TTL_SECONDS,
+  type KeySchema,
+  keySchema,
+  MUTE_EVENTS_MAXLEN,
+} from "./keys.js";
+import { muteFlag, muteMetaHead, pairsToMap, parsePassphrase, parsePstnSnapshot, parseWhiteboard } from "./records.js";
 import { RedisAdmin } from "./redis-admin.js";
+import { pingMasters, perConnection } from "./node-connections.js";
 import { RedisCalls, withDeadline } from "./redis-calls.js";
 import { RedisConversions } from "./redis-conversions.js";
+import { RedisIdempotency } from "./redis-idempotency.js";
 import {
   type ConnectionTuning,
   createRedisClient,
@@ -32,7 +41,10 @@ import {
   type RedisClient,
   type RedisConnectionOptions,
 } from "./redis-connection.js";
+import { RedisNotifications } from "./redis-notifications.js";
+import { RedisPstnEvents } from "./redis-pstn-events.js";
 import { defineScripts, type ScriptCommands } from "./redis-scripts.js";
+import type { ReplicaAck } from "./replica-ack.js";
 
 export type { RedisConnectionOptions, RedisNodeAddress } from "./redis-connection.js";
 
@@ -48,7 +60,14 @@ export interface RedisStoreSettings {
   maxReconnectDelayMs?: number;
   /** How long a conversion task's record and changes stream outlive its last change; default 7 days. */
   retentionSeconds?: number;
+  /** Replicas an acknowledged write must reach (REDIS_MIN_REPLICAS, REDIS_REPLICA_TIMEOUT_MS); default none. */
+  replicaAck?: ReplicaAck;
+  /** How long the answer of a call sent with an Idempotency-Key is kept; default 24 hours. */
+  idempotencyTtlSeconds?: number;
 }
+
+/** The store's scripts on a connection: the client's, or (writes with WAIT on a Cluster) a node's own. */
+const scriptsOn = perConnection(defineScripts);
 
 /**
  * Connects (in the background) and returns the store at once; requests fail
@@ -61,12 +80,42 @@ export function createRedisStore(options: RedisConnectionOptions, settings: Redi
     connectTimeoutMs: settings.connectTimeoutMs ?? DEFAULT_TUNING.connectTimeoutMs,
     maxReconnectDelayMs: settings.maxReconnectDelayMs ?? DEFAULT_TUNING.maxReconnectDelayMs,
   };
+  const replicated = (settings.replicaAck?.minReplicas ?? 0) > 0;
   return new RedisStore(createRedisClient(options, tuning), {
     keyPrefix: settings.keyPrefix,
     logger: settings.logger,
     commandTimeoutMs: tuning.commandTimeoutMs,
     retentionSeconds: settings.retentionSeconds,
+    replicaAck: settings.replicaAck,
+    ackClient: replicated ? createRedisClient(options, tuning, "boardline-acked-writes") : undefined,
+    idempotencyTtlSeconds: settings.idempotencyTtlSeconds,
   });
+}
+
+/** Resolves once `client` is ready; else `Failure("unavailable")` with its last connection error (see waitUntilReady). */
+async function readyWithin(client: RedisClient, timeoutMs: number): Promise<void> {
+  if (client.status === "ready") return;
+  let lastError: unknown;
+  const onError = (err: unknown) => {
+    lastError = err;
+  };
+  client.on("error", onError);
+  let onReady: (() => void) | undefined;
+  try {
+    await withDeadline(
+      new Promise<void>((resolve) => {
+        onReady = resolve;
+        client.once("ready", resolve);
+      }),
+      timeoutMs,
+      `Redis not ready after ${timeoutMs} ms`,
+    );
+  } catch (e) {
+    throw new Failure("unavailable", { cause: lastError ?? e });
+  } finally {
+    client.off("error", onError);
+    if (onReady) client.off("ready", onReady);
+  }
 }
 
 export class RedisStore extends AdminFront implements AdminStore {
@@ -75,53 +124,48 @@ export class RedisStore extends AdminFront implements AdminStore {
   private readonly calls: RedisCalls;
   private readonly scripts: ScriptCommands;
   readonly conversions: ConversionFollow;
+  readonly pstnEvents: RedisPstnEvents;
+  readonly idempotency: RedisIdempotency;
 
   constructor(
-    private readonly client: RedisClient,
+    client: RedisClient,
     settings: {
       keyPrefix?: string | undefined;
       logger: Logger;
       commandTimeoutMs?: number | undefined;
       retentionSeconds?: number | undefined;
+      replicaAck?: ReplicaAck | undefined;
+      /** The acknowledged writes' own connection (see RedisCalls); default `client`. */
+      ackClient?: RedisClient | undefined;
+      idempotencyTtlSeconds?: number | undefined;
     },
   ) {
     super();
     this.keys = keySchema(settings.keyPrefix);
-    this.calls = new RedisCalls(client, settings.logger, settings.commandTimeoutMs ?? DEFAULT_TUNING.commandTimeoutMs);
-    this.scripts = defineScripts(client);
-    this.rawAdmin = new RedisAdmin(this.calls, this.keys, this.scripts);
+    const timeoutMs = settings.commandTimeoutMs ?? DEFAULT_TUNING.commandTimeoutMs;
+    this.calls = new RedisCalls(client, settings.logger, timeoutMs, settings.replicaAck, settings.ackClient ?? client);
+    this.scripts = scriptsOn(client);
+    this.rawAdmin = new RedisAdmin(this.calls, this.keys, scriptsOn);
     const retentionSeconds = settings.retentionSeconds ?? CONVERSION_TTL_SECONDS;
     this.conversions = new ConversionFollow(new RedisConversions(this.calls, this.keys, retentionSeconds));
+    this.pstnEvents = new RedisPstnEvents(
+      client,
+      this.calls,
+      this.keys,
+      new RedisNotifications(client, this.keys, timeoutMs),
+    );
+    const idempotencyTtlSeconds = settings.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS;
+    this.idempotency = new RedisIdempotency(this.calls, this.keys, idempotencyTtlSeconds);
   }
 
   /**
-   * Resolves once connected. After `timeoutMs` throws `Failure("unavailable")`
-   * whose `cause` is the last connection error the client reported while
-   * waiting (e.g. ECONNREFUSED), or the time-out itself when it reported none.
+   * Resolves once connected (the acknowledged writes' own connection too).
+   * After `timeoutMs` throws `Failure("unavailable")` whose `cause` is the last
+   * connection error the client reported while waiting (e.g. ECONNREFUSED), or
+   * the time-out itself when it reported none.
    */
   async waitUntilReady(timeoutMs = 5000): Promise<void> {
-    if (this.client.status === "ready") return;
-    let lastError: unknown;
-    const onError = (err: unknown) => {
-      lastError = err;
-    };
-    this.client.on("error", onError);
-    let onReady: (() => void) | undefined;
-    try {
-      await withDeadline(
-        new Promise<void>((resolve) => {
-          onReady = resolve;
-          this.client.once("ready", resolve);
-        }),
-        timeoutMs,
-        `Redis not ready after ${timeoutMs} ms`,
-      );
-    } catch (e) {
-      throw new Failure("unavailable", { cause: lastError ?? e });
-    } finally {
-      this.client.off("error", onError);
-      if (onReady) this.client.off("ready", onReady);
-    }
+    await Promise.all(this.calls.clients.map((client) => readyWithin(client, timeoutMs)));
   }
 
   async lookupPassphrase(passphrase: string): Promise<PassphraseRecord | undefined> {
@@ -135,17 +179,32 @@ export class RedisStore extends AdminFront implements AdminStore {
 
   async setMute(change: MuteChange): Promise<void> {
     const { project, channel } = change;
-    await this.calls.call("setMute", () =>
-      this.scripts.blSetMute(
-        this.keys.pstnMute(project, channel),
+    const muteKey = this.keys.pstnMute(project, channel);
+    await this.calls.write("setMute", muteKey, (c) =>
+      scriptsOn(c).blSetMute(
+        muteKey,
         this.keys.pstnEvents(project, channel),
+        this.keys.pstnMuteMeta(project, channel),
+        this.keys.pstnNotify(project, channel),
         change.uid,
         muteFlag(change.mute),
         change.by,
         String(change.at),
         String(MUTE_EVENTS_MAXLEN),
+        muteMetaHead(change),
       ),
     );
+  }
+
+  async getPstnSnapshot(project: string, channel: string): Promise<PstnSnapshot> {
+    const [mute, meta, asOf] = await this.calls.call("getPstnSnapshot", () =>
+      this.scripts.blPstnSnapshot(
+        this.keys.pstnMute(project, channel),
+        this.keys.pstnMuteMeta(project, channel),
+        this.keys.pstnEvents(project, channel),
+      ),
+    );
+    return parsePstnSnapshot(pairsToMap(mute), pairsToMap(meta), asOf);
   }
 
   async recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {
@@ -165,12 +224,14 @@ export class RedisStore extends AdminFront implements AdminStore {
     return { count: Number.isFinite(count) ? count : 0, resetSeconds: ttl > 0 ? ttl : 0 };
   }
 
+  /** Every master answers (on a Cluster: the master of every slot), so /readyz turns 503 while one is gone. */
   async ping(): Promise<void> {
-    await this.calls.call("ping", (c) => c.ping());
+    await this.calls.call("ping", pingMasters);
   }
 
-  /** QUIT (pending replies arrive first), then drop the connection. Idempotent. */
+  /** Drops the subscriber, QUITs (pending replies arrive first), then drops the connection. Idempotent. */
   close(): Promise<void> {
+    this.pstnEvents.notifications.close();
     return this.calls.close();
   }
 }

@@ -42,8 +42,20 @@ const cases: Array<[string, Record<string, string>, string | RegExp]> = [
   ["JWT_ALGORITHMS", { JWT_SECRET: SECRET, JWT_ALGORITHMS: "HS256,none" }, 'unsupported algorithm "none"'],
   ["CONVERSION_API_BASE", { CONVERSION_API_BASE: "api.netless.link" }, "must be an absolute http(s) URL"],
   ["CONVERSION_API_BASE", { CONVERSION_API_BASE: "ws://api.netless.link" }, "must be an http or https URL"],
+  ["OTEL_EXPORTER_OTLP_ENDPOINT", { OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" }, "must be an http or https URL"],
+  ["OTEL_EXPORTER_OTLP_ENDPOINT", { OTEL_EXPORTER_OTLP_ENDPOINT: "otel collector" }, "must be an absolute http(s) URL"],
   ["CONVERSION_API", { CONVERSION_API: "v4" }, "must be one of projector, legacy"],
   ["CONVERSION_API", { CONVERSION_API: "Projector" }, "must be one of projector, legacy"],
+  [
+    "CONVERSION_WEBHOOK_BASE",
+    { CONVERSION_WEBHOOK_BASE: "http://boardline.example.com", CONVERSION_WEBHOOK_SECRET: "w".repeat(32) },
+    "must be an https URL",
+  ],
+  [
+    "CONVERSION_WEBHOOK_SECRET",
+    { CONVERSION_WEBHOOK_BASE: "https://boardline.example.com", CONVERSION_WEBHOOK_SECRET: "short" },
+    "must be at least 32 bytes",
+  ],
   ["CORS_ORIGINS", { CORS_ORIGINS: "https://app.example.com/path" }, "must list origins like"],
   ["CORS_ORIGINS", { CORS_ORIGINS: "app.example.com" }, '(got "app.example.com")'],
   ["TLS_CERT", { TLS_CERT: "/nonexistent/cert.pem", TLS_KEY: PEM }, "cannot be read (ENOENT)"],
@@ -65,7 +77,16 @@ describe("each kind of bad value stops start-up with one line naming the variabl
   it("every variable in the table has at least one bad-value or rule test", () => {
     const covered = new Set(cases.map(([variable]) => variable));
     // Free text, or checked only together with other variables (see cross-variable-rules.test.ts).
-    for (const name of ["HOST", "NODE_ENV", "REDIS_SENTINEL_NAME", "JWT_ISSUER", "JWT_AUDIENCE", "JWT_PROJECT_CLAIM"]) {
+    for (const name of [
+      "HOST",
+      "NODE_ENV",
+      "REDIS_SENTINEL_NAME",
+      "JWT_ISSUER",
+      "JWT_AUDIENCE",
+      "JWT_PROJECT_CLAIM",
+      "JWT_SCOPE_CLAIM",
+      "OTEL_SERVICE_NAME",
+    ]) {
       covered.add(name);
     }
     expect(Object.keys(VARIABLES).filter((name) => !covered.has(name))).toEqual([]);

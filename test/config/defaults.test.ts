@@ -14,19 +14,24 @@ describe("defaults", () => {
       redis: undefined,
       redisKeyPrefix: "bl:",
       redisCommandTimeoutMs: 1000,
+      redisReplicaAck: { minReplicas: 0, timeoutMs: 500 },
       jwt: {
         key: { kind: "secret", secret: new TextEncoder().encode(SECRET) },
         algorithms: ["HS256"],
         issuer: undefined,
         audience: undefined,
         projectClaim: "project_id",
+        scopeClaim: "scope",
       },
       conversionApiBase: "https://api.netless.link",
       conversionApi: "projector",
       conversionTimeoutMs: 10_000,
       conversionFollow: { firstPollMs: 1_500, maxPollMs: 5_000, followMs: 600_000 },
       conversionRetentionDays: 7,
+      idempotencyTtlHours: 24,
+      conversionWebhook: undefined,
       maxWatches: 10_000,
+      maxWatchChannels: 1000,
       corsOrigins: [],
       maxBodyBytes: 65_536,
       tls: undefined,
@@ -34,7 +39,25 @@ describe("defaults", () => {
       shutdownGraceMs: 10_000,
       guessLimit: { attempts: 10, windowSeconds: 60 },
       passphraseCacheMs: 1000,
+      tracing: undefined,
     });
+  });
+
+  it("OTEL_EXPORTER_OTLP_ENDPOINT turns tracing on; OTEL_SERVICE_NAME names the service (boardline by default)", () => {
+    expect(
+      loadConfig({ JWT_SECRET: SECRET, OTEL_SERVICE_NAME: "ignored while tracing is off" }).tracing,
+    ).toBeUndefined();
+    expect(loadConfig({ JWT_SECRET: SECRET, OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" }).tracing).toEqual({
+      endpoint: "http://collector:4318",
+      serviceName: "boardline",
+    });
+    const named = {
+      JWT_SECRET: SECRET,
+      OTEL_EXPORTER_OTLP_ENDPOINT: "https://otel.example",
+      OTEL_SERVICE_NAME: "bl-eu",
+    };
+    expect(loadConfig(named).tracing).toEqual({ endpoint: "https://otel.example", serviceName: "bl-eu" });
+    expect(loadConfig({ JWT_SECRET: SECRET, OTEL_EXPORTER_OTLP_ENDPOINT: " " }).tracing).toBeUndefined();
   });
 
   it("CONVERSION_API picks the API new conversion tasks are created on (projector unless legacy)", () => {
@@ -82,17 +105,25 @@ describe("defaults", () => {
     const read = {
       PORT: config.port,
       REDIS_COMMAND_TIMEOUT_MS: config.redisCommandTimeoutMs,
+      REDIS_MIN_REPLICAS: config.redisReplicaAck.minReplicas,
+      REDIS_REPLICA_TIMEOUT_MS: config.redisReplicaAck.timeoutMs,
       CONVERSION_TIMEOUT_MS: config.conversionTimeoutMs,
       MAX_BODY_BYTES: config.maxBodyBytes,
       SHUTDOWN_GRACE_MS: config.shutdownGraceMs,
       GUESS_LIMIT: config.guessLimit?.attempts,
       GUESS_WINDOW_SECONDS: config.guessLimit?.windowSeconds,
       PASSPHRASE_CACHE_MS: config.passphraseCacheMs,
+      IDEMPOTENCY_TTL_HOURS: config.idempotencyTtlHours,
     };
     for (const [name, value] of Object.entries(read)) {
       const row = VARIABLES[name as keyof typeof read];
       expect({ name, value }).toEqual({ name, value: row.default });
     }
+  });
+
+  it("IDEMPOTENCY_TTL_HOURS is taken from 1 to 720 hours", () => {
+    expect(loadConfig({ JWT_SECRET: SECRET, IDEMPOTENCY_TTL_HOURS: "1" }).idempotencyTtlHours).toBe(1);
+    expect(loadConfig({ JWT_SECRET: SECRET, IDEMPOTENCY_TTL_HOURS: "720" }).idempotencyTtlHours).toBe(720);
   });
 
   it("values within range are taken, at both ends", () => {
@@ -109,25 +140,29 @@ describe("defaults", () => {
       JWT_ISSUER: "iss",
       JWT_AUDIENCE: "aud",
       JWT_PROJECT_CLAIM: "tenant",
+      JWT_SCOPE_CLAIM: "scp",
       LOG_LEVEL: "silent",
     });
     expect(config.corsOrigins).toEqual(["https://app.example.com", "http://localhost:3000", "*"]);
-    expect(config.jwt).toMatchObject({ issuer: "iss", audience: "aud", projectClaim: "tenant" });
+    expect(config.jwt).toMatchObject({ issuer: "iss", audience: "aud", projectClaim: "tenant", scopeClaim: "scp" });
     expect(config.logLevel).toBe("silent");
   });
 
   it("the CLI's parts: Redis settings and token settings", () => {
-    expect(loadRedisSettings({})).toEqual({ redis: undefined, keyPrefix: "bl:", commandTimeoutMs: 1000 });
+    const replicaAck = { minReplicas: 0, timeoutMs: 500 };
+    expect(loadRedisSettings({})).toEqual({ redis: undefined, keyPrefix: "bl:", commandTimeoutMs: 1000, replicaAck });
     expect(loadRedisSettings({ REDIS_URL: "redis://h:1/2", REDIS_KEY_PREFIX: "x:" })).toEqual({
       redis: { mode: "single", url: "redis://h:1/2" },
       keyPrefix: "x:",
       commandTimeoutMs: 1000,
+      replicaAck,
     });
     expect(loadTokenSettings({})).toEqual({
       secret: undefined,
       issuer: undefined,
       audience: undefined,
       projectClaim: "project_id",
+      scopeClaim: "scope",
     });
     // token mint signs with JWT_SECRET only; a JWKS source beside it is not its concern.
     const tokens = loadTokenSettings({ JWT_SECRET: SECRET, JWT_JWKS_URL: "https://idp.example/jwks" });

@@ -217,6 +217,7 @@ describe("projector: cancel", () => {
     at(20);
     expect((await query(uuid)).json.status).toBe("Abort");
     expect(sim.tasks().find((t) => t.uuid === uuid)?.state.status).toBe("Abort");
+    expect(sim.tasks().find((t) => t.uuid === uuid)?.endsAt).toBe(T0 + 3 * STEP_MS + 1); // when it was cancelled
   });
 
   it("leaves a finished task as it is, 404s an unknown one, and wants a writer token", async () => {

@@ -197,6 +197,23 @@ describe("task progress", () => {
     expect(sim.tasks().find((t) => t.uuid === uuid)?.state.status).toBe("Finished");
   });
 
+  it("tells when a task ends: the first instant a query answers its terminal state", async () => {
+    const finishing = (await create()).json.uuid;
+    const failing = (await create({ ...goodBody, resource: "https://files.example.com/broken.pptx" })).json.uuid;
+    const endsAt = (uuid: unknown) => sim.tasks().find((t) => t.uuid === uuid)?.endsAt ?? Number.NaN;
+    expect(endsAt(finishing)).toBe(T0 + 4 * STEP_MS); // Waiting, three pages, then Finished
+    expect(endsAt(failing)).toBe(T0 + 3 * STEP_MS); // fails where it would convert its second page
+    for (const [uuid, end] of [
+      [finishing, "Finished"],
+      [failing, "Fail"],
+    ] as const) {
+      clock = endsAt(uuid) - 1;
+      expect((await query(uuid)).json.status).toBe("Converting");
+      clock = endsAt(uuid);
+      expect((await query(uuid)).json.status).toBe(end);
+    }
+  });
+
   it("reports currentStep for dynamic conversions only", async () => {
     const { json } = await create({ ...goodBody, type: "dynamic" });
     clock = T0 + STEP_MS + 1;

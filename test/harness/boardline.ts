@@ -12,12 +12,20 @@ import { type ConversionSimulator, startConversionSimulator } from "../../src/co
 import { type Logger, silentLogger } from "../../src/log.js";
 import { type Server, startService } from "../../src/compose.js";
 import type { PassphraseGuard } from "../../src/services/passphrase-guard.js";
-import type { AdminStore, Authenticator, ConversionApi } from "../../src/services/ports.js";
+import {
+  type AdminStore,
+  type Authenticator,
+  type ConversionApi,
+  PSTN_GATEWAY_SCOPE,
+} from "../../src/services/ports.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
-import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
+import { createRedisStore, type RedisConnectionOptions, type RedisStore } from "../../src/store/redis-store.js";
+import { freePort } from "./redis-server.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "./redis-url.js";
 import type { ListenOptions } from "../../src/server/listener.js";
 import type { FollowerSettings } from "../../src/services/conversion-follower.js";
+import type { PstnWatchSettings } from "../../src/services/pstn-watch-hub.js";
+import { retryLockMs } from "../../src/services/safe-retries.js";
 
 export interface World {
   /** Project A: whiteboard set up (access/secret key signing), one channel. */
@@ -52,6 +60,8 @@ export interface Boardline {
   readonly world: World;
   /** A valid token for `world.project` (or the given project/subject), for 600 s unless told. */
   token(project?: string, subject?: string, ttlSeconds?: number): Promise<string>;
+  /** A valid token of the telephone gateway (scope `pstn.gateway`) for `world.project` (or the given one). */
+  gatewayToken(project?: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -71,6 +81,11 @@ export interface BoardlineOptions {
   /** How the conversion follower polls (default: quick, for tests: first poll after 100 ms, every 200 ms at most). */
   readonly follow?: Partial<FollowerSettings>;
   readonly maxWatches?: number;
+  readonly maxWatchChannels?: number;
+  /** How the mute-event watches read (src/services/pstn-watch-hub.ts). */
+  readonly pstnWatch?: Partial<PstnWatchSettings>;
+  /** The Redis deployment of the "redis" store (default: the single node at `redisUrl`). */
+  readonly connection?: RedisConnectionOptions;
   readonly guard?: (store: AdminStore) => PassphraseGuard;
   readonly logger?: Logger;
   readonly headersTimeoutMs?: number;
@@ -89,16 +104,33 @@ export interface BoardlineOptions {
    * either way, and the simulator accepts its credentials either way.
    */
   readonly seed?: boolean;
+  /**
+   * Conversion webhooks signed with `secret`, with the instance's own loopback
+   * URL as CONVERSION_WEBHOOK_BASE (so it listens on a port picked beforehand).
+   */
+  readonly webhooks?: { readonly secret: Uint8Array };
+  /** How long an Idempotency-Key's answer is kept (the store's setting; default 24 hours). */
+  readonly idempotencyTtlSeconds?: number;
+  /** How long a call holds its Idempotency-Key (default: `retryLockMs` of the backend's and Redis's deadlines). */
+  readonly idempotencyLockMs?: number;
 }
 
 /** The options that set up one instance (a server and its backend client), for `startTwin`. */
-export type InstanceOptions = Omit<BoardlineOptions, "store" | "redisUrl" | "prefix" | "secret" | "seed">;
+export type InstanceOptions = Omit<
+  BoardlineOptions,
+  "store" | "redisUrl" | "prefix" | "secret" | "seed" | "idempotencyTtlSeconds"
+>;
 
 export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardline> {
   const logger = o.logger ?? silentLogger();
   const prefix = o.prefix ?? uniquePrefix("bl-test");
   const url = o.redisUrl ?? (o.store === "memory" ? "" : redisUrl());
-  const store = await openStore(o.store === "memory" ? undefined : url, prefix, logger);
+  const store = await openStore(
+    o.store === "memory" ? undefined : (o.connection ?? url),
+    prefix,
+    logger,
+    o.idempotencyTtlSeconds,
+  );
   const world = newWorld();
   if (o.seed !== false) await seedWorld(store, world);
   const simulator = await startConversionSimulator({
@@ -113,11 +145,13 @@ export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardlin
     ...instance,
     token: (project = world.project, subject = "tester", ttlSeconds = 600) =>
       mintToken({ secret, project, subject, ttlSeconds }),
+    gatewayToken: (project = world.project) =>
+      mintToken({ secret, project, subject: "gateway", ttlSeconds: 600, scopes: [PSTN_GATEWAY_SCOPE] }),
     async close() {
       await instance.close();
       await simulator.close();
       await store.close();
-      if (o.store !== "memory") await deleteKeysWithPrefix(url, prefix);
+      if (o.store !== "memory" && o.connection === undefined) await deleteKeysWithPrefix(url, prefix);
     },
   };
 }
@@ -138,21 +172,28 @@ type Shared = Pick<Boardline, "store" | "prefix" | "redisUrl" | "simulator" | "s
 type Instance = Pick<Boardline, "url" | "port" | "server" | "backend" | "close">;
 
 async function startInstance(shared: Shared, o: InstanceOptions, logger: Logger): Promise<Instance> {
+  // The webhook base names the port, so it is picked before the server listens on it.
+  const port = o.webhooks === undefined ? 0 : await freePort();
+  const timeoutMs = o.conversionTimeoutMs ?? 2000;
   const backend = new NetlessConversionClient({
     baseUrl: shared.simulator.url,
-    timeoutMs: o.conversionTimeoutMs ?? 2000,
+    timeoutMs,
     api: o.conversionApi ?? "legacy",
     logger,
   });
   const server = await startService({
     host: "127.0.0.1",
-    port: 0,
+    port,
+    ...(o.webhooks === undefined ? {} : { webhooks: { base: `http://127.0.0.1:${port}`, secret: o.webhooks.secret } }),
     ...(o.tls === undefined ? {} : { tls: o.tls }),
     ...(o.headersTimeoutMs === undefined ? {} : { headersTimeoutMs: o.headersTimeoutMs }),
     ...o.deadlines,
     ...(o.metricsPort === undefined ? {} : { metricsPort: o.metricsPort }),
     follow: { firstPollMs: 100, maxPollMs: 200, tickMs: 50, ...o.follow },
     ...(o.maxWatches === undefined ? {} : { maxWatches: o.maxWatches }),
+    ...(o.maxWatchChannels === undefined ? {} : { maxWatchChannels: o.maxWatchChannels }),
+    ...(o.pstnWatch === undefined ? {} : { pstnWatch: o.pstnWatch }),
+    idempotencyLockMs: o.idempotencyLockMs ?? retryLockMs(timeoutMs, 1000),
     store: shared.store,
     authenticator:
       o.authenticator ??
@@ -179,10 +220,17 @@ async function startInstance(shared: Shared, o: InstanceOptions, logger: Logger)
   };
 }
 
-/** The Redis store at `url` (the in-memory store when there is none). */
-async function openStore(url: string | undefined, prefix: string, logger: Logger): Promise<AdminStore> {
-  if (url === undefined) return new MemoryStore({ keyPrefix: prefix });
-  const redis: RedisStore = createRedisStore({ mode: "single", url }, { keyPrefix: prefix, logger });
+/** The Redis store at `url` or of `connection` (the in-memory store when there is none). */
+async function openStore(
+  at: string | RedisConnectionOptions | undefined,
+  prefix: string,
+  logger: Logger,
+  idempotencyTtlSeconds: number | undefined,
+): Promise<AdminStore> {
+  const ttl = idempotencyTtlSeconds === undefined ? {} : { idempotencyTtlSeconds };
+  if (at === undefined) return new MemoryStore({ keyPrefix: prefix, ...ttl });
+  const connection: RedisConnectionOptions = typeof at === "string" ? { mode: "single", url: at } : at;
+  const redis: RedisStore = createRedisStore(connection, { keyPrefix: prefix, logger, ...ttl });
   await redis.waitUntilReady();
   return redis;
 }

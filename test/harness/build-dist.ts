@@ -6,13 +6,14 @@
  * while another file's build is rewriting dist/.
  */
 import { execFile } from "node:child_process";
-import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { sleep } from "./sleep.js";
 
-export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+/** The repository: the nearest folder with a package.json (test/harness, or dist/test/harness for the soak). */
+export const ROOT = repositoryRoot(fileURLToPath(new URL(".", import.meta.url)));
 const LOCK = join(ROOT, "dist", ".build-lock");
 const STALE_LOCK_MS = 120_000;
 /** Outputs whose age is compared with the sources. */
@@ -74,5 +75,12 @@ async function acquire(): Promise<void> {
       // gone in between: try again
     }
     await sleep(200);
+  }
+}
+
+function repositoryRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, "package.json"))) return `${dir.replace(/\/$/, "")}/`;
+    if (dirname(dir) === dir) throw new Error(`no package.json above ${from}`);
   }
 }

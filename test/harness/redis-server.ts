@@ -141,7 +141,7 @@ async function launch(port: number, head: readonly string[], args: readonly stri
   exited.catch(() => {}); // only observed while starting
 
   try {
-    await Promise.race([waitForPing(port), exited]);
+    await Promise.race([waitForPing(port, child.pid), exited]);
   } catch (e) {
     await terminate(child, "SIGKILL");
     throw e;
@@ -149,17 +149,22 @@ async function launch(port: number, head: readonly string[], args: readonly stri
   return child;
 }
 
-async function waitForPing(port: number): Promise<void> {
+async function waitForPing(port: number, pid: number | undefined): Promise<void> {
   const deadline = Date.now() + START_TIMEOUT_MS;
   for (;;) {
-    if (await answersPing(port)) return;
+    if (await answersPing(port, pid)) return;
     if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer PING`);
     await sleep(20);
   }
 }
 
-/** One raw RESP round trip, so the harness needs no client library. */
-function answersPing(port: number): Promise<boolean> {
+/**
+ * One raw RESP round trip, so the harness needs no client library: PING
+ * answered (not LOADING), by our own process — when two test files start
+ * servers at once, a probed port may be taken by the other one's server,
+ * which would answer PING while ours exits with "address in use".
+ */
+function answersPing(port: number, pid: number | undefined): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = createConnection({ host: HOST, port });
     let reply = "";
@@ -169,10 +174,12 @@ function answersPing(port: number): Promise<boolean> {
     };
     socket.setTimeout(500, () => done(false));
     socket.once("error", () => done(false));
-    socket.once("connect", () => socket.write("PING\r\n"));
+    socket.once("connect", () => socket.write("PING\r\nINFO server\r\n"));
     socket.on("data", (chunk) => {
       reply += chunk.toString("utf8");
-      if (reply.includes("\r\n")) done(reply.startsWith("+PONG"));
+      if (reply.includes("\r\n") && !reply.startsWith("+PONG")) return done(false);
+      const id = /process_id:(\d+)\r\n/.exec(reply);
+      if (id !== null) done(pid === undefined || Number(id[1]) === pid);
     });
   });
 }

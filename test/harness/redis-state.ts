@@ -54,6 +54,10 @@ export function eventsKey(at: WorldPlace, project = at.world.project, channel = 
   return `${at.prefix}chan:{${project}/${channel}}:pstn-events`;
 }
 
+export function muteMetaKey(at: WorldPlace, project = at.world.project, channel = at.world.channel): string {
+  return `${at.prefix}chan:{${project}/${channel}}:pstn-mute-meta`;
+}
+
 export function conversionKey(at: Pick<WorldPlace, "prefix">, uuid: string): string {
   return `${at.prefix}conv:{${uuid}}`;
 }

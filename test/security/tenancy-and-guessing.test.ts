@@ -10,6 +10,7 @@ import { type Boardline, startBoardline, startTwin } from "../harness/boardline.
 import { parseBody, postJson } from "../harness/http.js";
 import { convertBody, muteBody } from "../harness/request-bodies.js";
 import { ROUTES } from "../harness/routes.js";
+import { STATE_ROUTE } from "../e2e/helpers-pstn-state.js";
 
 /** Three wrong passphrases in 30 s lock a caller out. */
 const guard = (store: AdminStore) => new MissLimitGuard(store, { attempts: 3, windowSeconds: 30 });
@@ -86,5 +87,31 @@ describe("passphrase guessing", () => {
     const t = await bl.token(bl.world.project, "innocent");
     const r = await post(bl, ROUTES.mute, t, muteBody(bl, { uid: "w", passphrase: bl.world.hostPassphrase }));
     expect(r.status).toBe(200);
+  });
+
+  test("GetPstnState misses count toward the same limit, and the lock-out refuses reads and mutes alike", async () => {
+    const t = await bl.token(bl.world.project, "state-guesser");
+    const read = (on: Boardline, passphrase: string) => post(on, STATE_ROUTE, t, { passphrase });
+    expect((await read(bl, bl.world.attendeePassphrase)).status).toBe(200);
+    expect((await read(bl, "guess a")).status).toBe(403);
+    expect((await read(twin, bl.world.otherHostPassphrase)).status).toBe(403);
+    // The third miss is a mute's: one counter for both.
+    const miss = await post(bl, ROUTES.mute, t, muteBody(bl, { uid: "g", passphrase: "guess b" }));
+    expect(miss.status).toBe(403);
+
+    const locked = await read(twin, bl.world.hostPassphrase);
+    expect(locked.status).toBe(429);
+    expect(Number(locked.retryAfter)).toBeGreaterThanOrEqual(1);
+    const mute = await post(bl, ROUTES.mute, t, muteBody(bl, { uid: "g", passphrase: bl.world.hostPassphrase }));
+    expect(mute.status).toBe(429);
+    expect(await bl.store.getMuteState(bl.world.project, bl.world.channel)).not.toHaveProperty("g");
+  });
+
+  test("a channel-id read refused for want of scope guesses no passphrase and is not counted", async () => {
+    const t = await bl.token(bl.world.project, "scopeless");
+    for (let i = 0; i < 5; i++) {
+      expect((await post(bl, STATE_ROUTE, t, { channel_id: bl.world.channel })).status).toBe(403);
+    }
+    expect((await post(bl, STATE_ROUTE, t, { passphrase: bl.world.hostPassphrase })).status).toBe(200);
   });
 });

@@ -13,6 +13,7 @@ import type {
   ConversionTaskRef,
 } from "../../src/services/ports.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
+import { eventually } from "../harness/eventually.js";
 
 const SETTINGS: FollowerSettings = {
   firstPollMs: 1_000,
@@ -119,6 +120,30 @@ describe("the conversion follower", () => {
     await run(w, w.follower("a"), 12_000);
     expect(await w.store.conversions.getConversion("task1")).toMatchObject({ status: "Fail", failedReason: "timeout" });
     expect(await w.store.getWhiteboardEvents("p", "c", 10)).toHaveLength(1);
+  });
+
+  it("wake looks for due tasks at once; wakes during a look make one more look; none once stopped", async () => {
+    const w = await world([converting(10), converting(20)]);
+    const claims: number[] = [];
+    const claim = w.store.conversions.claimDueConversions.bind(w.store.conversions);
+    w.store.conversions.claimDueConversions = (...args) => {
+      claims.push(args[0]);
+      return claim(...args);
+    };
+    const f = w.follower("a");
+    f.wake(); // not started: nothing
+    expect(claims).toEqual([]);
+    f.start(); // its ticks are a million ms apart: every look below is a wake's
+    expect(await w.store.conversions.wakeConversion("task1", w.clock.now)).toBe(true);
+    f.wake();
+    f.wake();
+    f.wake();
+    await eventually(() => claims.length === 2, 2_000, "the second look");
+    await f.stop();
+    expect(claims).toHaveLength(2);
+    expect(w.backend.queries).toEqual([w.clock.now]); // the first look polled the woken task
+    f.wake();
+    expect(claims).toHaveLength(2);
   });
 
   it("a second follower takes a task over once the first one's lease has run out", async () => {

@@ -8,6 +8,9 @@
  * otherwise, or on any answer outside the documented ones).
  *
  * SOAK_SECONDS (default 120) and SOAK_CONCURRENCY (default 16) tune it.
+ * SOAK_INSTANCES=3 (2–9; default 1, the run above) runs the load over that many
+ * boardline processes on a Redis Cluster instead, killing and restarting one
+ * of them periodically (./soak-instances.ts).
  */
 import type { AdminStore } from "../../src/services/ports.js";
 import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
@@ -18,9 +21,11 @@ import { muteKey, rawRedis } from "../harness/redis-state.js";
 import { convertBody, muteBody } from "../harness/request-bodies.js";
 import { ROUTES } from "../harness/routes.js";
 import { sleep } from "../harness/sleep.js";
+import { soakInstances } from "./soak-instances.js";
 
 const seconds = Number(process.env.SOAK_SECONDS ?? 120);
 const concurrency = Number(process.env.SOAK_CONCURRENCY ?? 16);
+const instances = Number(process.env.SOAK_INSTANCES ?? 1);
 
 async function main() {
   const redis = await startRedisServer({ durable: true });
@@ -114,7 +119,17 @@ async function main() {
   process.exit(lost === 0 && unexpected === 0 ? 0 : 1);
 }
 
-main().catch((e: unknown) => {
+const run =
+  instances === 1
+    ? main
+    : async () => {
+        if (!Number.isInteger(instances) || instances < 2 || instances > 9) {
+          throw new Error(`SOAK_INSTANCES must be 1 to 9, not ${JSON.stringify(process.env.SOAK_INSTANCES)}`);
+        }
+        process.exit((await soakInstances({ seconds, concurrency, instances })) ? 0 : 1);
+      };
+
+run().catch((e: unknown) => {
   console.error(e);
   process.exit(1);
 });

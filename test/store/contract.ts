@@ -12,8 +12,13 @@ import type { AdminStore, ConversionTaskRecord, MuteChange } from "../../src/ser
 import { silentLogger } from "../../src/log.js";
 import { hashPassphrase, type KeySchema } from "../../src/store/keys.js";
 import { createRedisStore, type RedisConnectionOptions } from "../../src/store/redis-store.js";
+import type { ReplicaAck } from "../../src/store/replica-ack.js";
 import { freePort } from "../harness/redis-server.js";
 import { conversionFollowContract } from "./conversion-contract.js";
+import { conversionWebhookContract } from "./conversion-webhook-contract.js";
+import { idempotencyContract } from "./idempotency-contract.js";
+import { pstnSnapshotContract } from "./pstn-snapshot-contract.js";
+import { pstnEventsContract } from "./pstn-events-contract.js";
 import { uniquePrefix } from "../harness/redis-url.js";
 
 /** Direct access to the key space, bypassing the store. */
@@ -25,6 +30,10 @@ export interface RawAccess {
   setString(key: string, value: string): Promise<void>;
   /** Oldest first; [] when missing. */
   xrange(key: string): Promise<Array<{ id: string; fields: [string, string][] }>>;
+  /** XADD with a generated id (an entry of any shape). */
+  xadd(key: string, fields: Record<string, string>): Promise<void>;
+  /** Redis only: XINFO STREAM's `max-deleted-entry-id`. */
+  maxDeletedEntryId?(key: string): Promise<string>;
   xlen(key: string): Promise<number>;
   /** Seconds; -1 without expiry, -2 missing. */
   ttl(key: string): Promise<number>;
@@ -50,11 +59,14 @@ export interface ContractSubject {
   cleanup(): Promise<void>;
 }
 
+const IDEM_SCOPE = { project: "p", subject: "s", key: "k" };
+
 /** One call of every store method, for the availability checks. */
 export const EVERY_METHOD: ReadonlyArray<[string, (store: AdminStore) => Promise<unknown>]> = [
   ["lookupPassphrase", (s) => s.lookupPassphrase("some passphrase")],
   ["getWhiteboard", (s) => s.getWhiteboard("p")],
   ["setMute", (s) => s.setMute({ project: "p", channel: "c", uid: "u", mute: true, by: "sub", at: 1 })],
+  ["getPstnSnapshot", (s) => s.getPstnSnapshot("p", "c")],
   ["recordConversion", (s) => s.conversions.recordConversion(conversion("00000000-0000-4000-8000-000000000000"), 1)],
   ["claimDueConversions", (s) => s.conversions.claimDueConversions(Date.now(), 10, "owner", 1000)],
   [
@@ -80,6 +92,18 @@ export const EVERY_METHOD: ReadonlyArray<[string, (store: AdminStore) => Promise
     "readConversionChanges",
     (s) => s.conversions.readConversionChanges("00000000-0000-4000-8000-000000000000", "0", 10),
   ],
+  ["recordWebhook", (s) => s.conversions.recordWebhook("hook-id", "00000000-0000-4000-8000-000000000000")],
+  ["webhookTask", (s) => s.conversions.webhookTask("hook-id")],
+  ["wakeConversion", (s) => s.conversions.wakeConversion("00000000-0000-4000-8000-000000000000", 1)],
+  ["readEvents", (s) => s.pstnEvents.readEvents({ project: "p", channel: "c" }, "0-0", 10)],
+  ["subscribe (notifications)", (s) => s.pstnEvents.notifications.subscribe({ project: "p", channel: "c" })],
+  [
+    "claimIdempotencyKey",
+    (s) => s.idempotency.claim(IDEM_SCOPE, { owner: "o", fingerprint: "f", lockMs: 1000, at: 1 }),
+  ],
+  ["completeIdempotencyKey", (s) => s.idempotency.complete(IDEM_SCOPE, { owner: "o", fingerprint: "f", at: 1 }, "a")],
+  ["markIdempotencyKeyUnknown", (s) => s.idempotency.markUnknown(IDEM_SCOPE, "o", 1000)],
+  ["releaseIdempotencyKey", (s) => s.idempotency.release(IDEM_SCOPE, "o")],
   ["ping", (s) => s.ping()],
   ["createChannel", (s) => s.createChannel({ project: "p", channel: "c", hostPassphrase: "h" })],
   ["deleteChannel", (s) => s.deleteChannel("p", "c")],
@@ -220,7 +244,7 @@ export function storeContract(name: string, options: ContractOptions): void {
         expect(await store.lookupPassphrase(p2)).toBeUndefined();
       });
 
-      it("deleteChannel removes its passphrases, mute hash and event stream, and nothing else", async () => {
+      it("deleteChannel removes its passphrases, mute and meta hashes and event stream, and nothing else", async () => {
         const ch = ids();
         const neighbour = { project: ch.project, channel: `${ch.channel}2` };
         const [h, a, n] = [unique(), unique(), unique()];
@@ -229,11 +253,12 @@ export function storeContract(name: string, options: ContractOptions): void {
         await store.setMute(mute(ch, "u1", true));
         await store.setMute(mute(neighbour, "u1", true));
 
-        expect(await store.deleteChannel(ch.project, ch.channel)).toBe(4);
+        expect(await store.deleteChannel(ch.project, ch.channel)).toBe(5);
         expect(await store.lookupPassphrase(h)).toBeUndefined();
         expect(await store.lookupPassphrase(a)).toBeUndefined();
         expect(await raw.exists(keys.pstnMute(ch.project, ch.channel))).toBe(false);
         expect(await raw.exists(keys.pstnEvents(ch.project, ch.channel))).toBe(false);
+        expect(await raw.exists(keys.pstnMuteMeta(ch.project, ch.channel))).toBe(false);
         expect(await store.lookupPassphrase(n)).toEqual({ ...neighbour, role: "host" });
         expect(await store.getMuteState(neighbour.project, neighbour.channel)).toEqual({ u1: true });
 
@@ -522,7 +547,11 @@ export function storeContract(name: string, options: ContractOptions): void {
       });
     });
 
+    pstnSnapshotContract(() => subject);
     conversionFollowContract(() => subject);
+    conversionWebhookContract(() => subject);
+    pstnEventsContract(() => subject);
+    idempotencyContract(() => subject);
 
     describe("availability", () => {
       it("ping resolves while the backend is there", async () => {
@@ -596,12 +625,15 @@ export interface RedisSubjectOptions {
   readonly client: Redis | Cluster;
   /** More clean-up after the store and the client are closed (given the key prefix). */
   readonly cleanup?: (keyPrefix: string) => Promise<void>;
+  /** Replicas every acknowledged write must reach (REDIS_MIN_REPLICAS); default none. */
+  readonly replicaAck?: ReplicaAck;
 }
 
 /** The Redis store under a fresh key prefix, as a contract subject, on any deployment. */
 export async function redisSubject(o: RedisSubjectOptions): Promise<ContractSubject> {
   const keyPrefix = uniquePrefix();
-  const store = createRedisStore(o.connection, { keyPrefix, logger: silentLogger() });
+  const replicaAck = o.replicaAck === undefined ? {} : { replicaAck: o.replicaAck };
+  const store = createRedisStore(o.connection, { keyPrefix, logger: silentLogger(), ...replicaAck });
   await store.waitUntilReady();
   return {
     store,
@@ -631,6 +663,13 @@ function redisRaw(client: Redis | Cluster): RawAccess {
     async xrange(key) {
       const entries = await client.xrange(key, "-", "+");
       return entries.map(([id, flat]) => ({ id, fields: pairs(flat) }));
+    },
+    async xadd(key, fields) {
+      await client.xadd(key, "*", ...Object.entries(fields).flat());
+    },
+    async maxDeletedEntryId(key) {
+      const info = (await client.call("XINFO", "STREAM", key)) as unknown[];
+      return String(info[info.indexOf("max-deleted-entry-id") + 1]);
     },
     xlen: (key) => client.xlen(key),
     ttl: (key) => client.ttl(key),

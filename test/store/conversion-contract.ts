@@ -22,12 +22,12 @@ const WINDOW_SPAN = 1_000_000_000;
 let lowestWindow = 4_000_000_000_000;
 
 /** The start of a due-time window below every earlier one. */
-function dueWindow(): number {
+export function dueWindow(): number {
   lowestWindow -= WINDOW_SPAN;
   return lowestWindow;
 }
 
-function task(uuid: string, over: Partial<ConversionTaskRecord> = {}): ConversionTaskRecord {
+export function task(uuid: string, over: Partial<ConversionTaskRecord> = {}): ConversionTaskRecord {
   return {
     uuid,
     project: "proj-f",
@@ -46,7 +46,7 @@ function task(uuid: string, over: Partial<ConversionTaskRecord> = {}): Conversio
 
 const converting = (percent: number): ConversionState => ({ status: "Converting", percent, pages: [] });
 
-const finished: ConversionState = {
+export const finished: ConversionState = {
   status: "Finished",
   percent: 100,
   pageCount: 2,

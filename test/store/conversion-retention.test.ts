@@ -1,7 +1,7 @@
 /**
  * The stores' `retentionSeconds` setting: how long a conversion task's record
- * and its changes stream outlive the task's last change (default 7 days, which
- * the store contract checks).
+ * and its changes stream outlive the task's last change, and how long its
+ * webhook id is kept (default 7 days, which the store contract checks).
  */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
@@ -15,7 +15,7 @@ import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "../harness/redis-u
 import { conversion } from "./contract.js";
 import { memoryRaw } from "./memory-raw.js";
 
-/** Records a task, saves one change, and returns the TTLs (s) of its record and changes stream. */
+/** Records a task, saves one change, maps a webhook id to it: the TTLs (s) of the record (new, then changed), its changes and the id. */
 async function ttlsAfterAChange(
   store: AdminStore & { keys: KeySchema },
   ttl: (key: string) => Promise<number>,
@@ -26,7 +26,13 @@ async function ttlsAfterAChange(
   expect(await store.conversions.claimDueConversions(1000, 1, "follower", 60_000)).toEqual([uuid]);
   const state = { status: "Converting", percent: 10, pages: [] } as const;
   expect(await store.conversions.saveConversionState(uuid, "follower", state, 2000, undefined)).toBe("changed");
-  return [recorded, await ttl(store.keys.conversion(uuid)), await ttl(store.keys.conversionChanges(uuid))];
+  await store.conversions.recordWebhook("hook", uuid);
+  return [
+    recorded,
+    await ttl(store.keys.conversion(uuid)),
+    await ttl(store.keys.conversionChanges(uuid)),
+    await ttl(store.keys.conversionWebhook("hook")),
+  ];
 }
 
 describe("retentionSeconds", () => {

@@ -5,6 +5,7 @@ import {
   checkProjectId,
   DEFAULT_KEY_PREFIX,
   hashPassphrase,
+  IDEMPOTENCY_TTL_SECONDS,
   keySchema,
   MUTE_EVENTS_MAXLEN,
 } from "../../src/store/keys.js";
@@ -17,8 +18,12 @@ describe("key schema (docs/architecture.md, Redis schema)", () => {
     expect(keys.whiteboard("proj-1")).toBe("bl:proj:{proj-1}:whiteboard");
     expect(keys.pstnMute("proj-1", "room 7")).toBe("bl:chan:{proj-1/room 7}:pstn-mute");
     expect(keys.pstnEvents("proj-1", "room 7")).toBe("bl:chan:{proj-1/room 7}:pstn-events");
+    expect(keys.pstnMuteMeta("proj-1", "room 7")).toBe("bl:chan:{proj-1/room 7}:pstn-mute-meta");
+    expect(keys.pstnNotify("proj-1", "room 7")).toBe("bl:chan:{proj-1/room 7}:pstn-notify");
     expect(keys.conversion("3f1c")).toBe("bl:conv:{3f1c}");
+    expect(keys.conversionWebhook("Zm9vYmFy_-")).toBe("bl:conv-hook:{Zm9vYmFy_-}");
     expect(keys.passphrasePattern()).toBe("bl:pass:*");
+    expect(keys.idempotency("proj-1", "alice", "k-1")).toBe(`bl:idem:{proj-1}:${hashPassphrase('["alice","k-1"]')}`);
   });
 
   it("uses a custom prefix, escaped in the SCAN pattern", () => {
@@ -43,11 +48,17 @@ describe("key schema (docs/architecture.md, Redis schema)", () => {
     expect(keys.guesses("caller-1")).toBe(`bl:guess:{${hashPassphrase("caller-1")}}`);
     expect(keys.passphrase(passphrase)).not.toContain("sesame");
     expect(keys.guesses("caller-1")).not.toContain("caller-1");
+    const idem = keys.idempotency("proj-1", "subject-secret", "key-secret");
+    expect(idem).not.toContain("subject-secret");
+    expect(idem).not.toContain("key-secret");
+    // [subject, key] as JSON: no two pairs share a key name.
+    expect(keys.idempotency("p", "a", "b c")).not.toBe(keys.idempotency("p", "a b", "c"));
   });
 
   it("documents the cap and the expiry", () => {
     expect(MUTE_EVENTS_MAXLEN).toBe(10_000);
     expect(CONVERSION_TTL_SECONDS).toBe(604_800);
+    expect(IDEMPOTENCY_TTL_SECONDS).toBe(86_400);
   });
 
   it("refuses ids that would break the hash tag or be ambiguous", () => {

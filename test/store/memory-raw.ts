@@ -27,6 +27,9 @@ export function memoryRaw(data: MemoryKeyspace): RawAccess {
       data.set(key, { type: "string", value });
     },
     xrange: async (key) => stream(key).map(({ id, fields }) => ({ id, fields: Object.entries(fields) })),
+    async xadd(key, fields) {
+      data.append(key, data.writableStream(key), fields, Number.MAX_SAFE_INTEGER);
+    },
     xlen: async (key) => stream(key).length,
     ttl: async (key) => ttl(key),
     exists: async (key) => ttl(key) !== -2,

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { mintToken } from "../../src/auth/jwt.js";
 import { silentLogger } from "../../src/log.js";
+import { clusterSlot } from "../../src/store/cluster-slot.js";
 import { createRedisStore, type RedisConnectionOptions, type RedisStore } from "../../src/store/redis-store.js";
 import { eventually } from "../harness/eventually.js";
 import { startMainProcess } from "../harness/main-process.js";
@@ -100,6 +101,28 @@ describe("write coalescing on a Redis Cluster", () => {
     for (const [i, channel] of channels.entries()) {
       expect(await store.getMuteState("p", channel)).toEqual({ "warm-up": false, u: i % 2 === 0 });
       expect(await store.getMuteEvents("p", channel, 10)).toHaveLength(2);
+    }
+  });
+});
+
+describe("the slot of a shard channel (for the sharded subscriber)", () => {
+  it("clusterSlot agrees with CLUSTER KEYSLOT, hash tags and all", async () => {
+    const admin = new Redis(cluster.nodes[0]?.url ?? "");
+    try {
+      const names = [
+        "bl:chan:{acme/weekly sync}:pstn-notify",
+        "bl:chan:{p/c}:pstn-events",
+        "no tag at all",
+        "{}empty tag",
+        "{unclosed",
+        "two {a}{b}",
+        "ünïcödé {頻道}",
+        "",
+      ];
+      for (const name of names)
+        expect(clusterSlot(name), name).toBe(Number(await admin.call("CLUSTER", "KEYSLOT", name)));
+    } finally {
+      admin.disconnect();
     }
   });
 });

@@ -73,7 +73,7 @@ describe("CORS", () => {
       headers: {
         origin: ALLOWED,
         "access-control-request-method": "POST",
-        "access-control-request-headers": "authorization, content-type, x-request-id, x-session-id",
+        "access-control-request-headers": "authorization, content-type, x-request-id, x-session-id, last-event-id",
       },
     });
     expect(res.status).toBe(204);
@@ -81,7 +81,14 @@ describe("CORS", () => {
     expect(res.headers["access-control-allow-origin"]).toBe(ALLOWED);
     expect(list(res.headers["access-control-allow-methods"])).toContain("post");
     expect(list(res.headers["access-control-allow-headers"])).toEqual(
-      expect.arrayContaining(["authorization", "content-type", "x-request-id", "x-session-id"]),
+      expect.arrayContaining([
+        "authorization",
+        "content-type",
+        "x-request-id",
+        "x-session-id",
+        "last-event-id",
+        "idempotency-key",
+      ]),
     );
     expect(Number(res.headers["access-control-max-age"])).toBeGreaterThan(0);
     expect(list(res.headers.vary)).toContain("origin");

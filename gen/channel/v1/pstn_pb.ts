@@ -6,13 +6,15 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "../../buf/validate/validate_pb.js";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file channel/v1/pstn.proto.
  */
 export const file_channel_v1_pstn: GenFile = /*@__PURE__*/
-  fileDesc("ChVjaGFubmVsL3YxL3BzdG4ucHJvdG8SCmNoYW5uZWwudjEiigEKC011dGVSZXF1ZXN0EjQKA3VpZBgBIAEoCUInukgkyAEBch8QARj/ATIYXlteXHgwMC1ceDFGXHg3Ri1ceDlGXSskEiEKCnBhc3NwaHJhc2UYAiABKAlCDbpICsgBAXIFEAEYgAISGQoEbXV0ZRgDIAEoCEIGukgDyAEBSACIAQFCBwoFX211dGUiNwoMTXV0ZVJlc3BvbnNlEgsKA3VpZBgBIAEoCRIRCgRtdXRlGAIgASgISACIAQFCBwoFX211dGUyagoLUHN0blNlcnZpY2USWwoETXV0ZRIXLmNoYW5uZWwudjEuTXV0ZVJlcXVlc3QaGC5jaGFubmVsLnYxLk11dGVSZXNwb25zZSIggtPkkwIaOgEqIhUvdjEvY2hhbm5lbC9wc3RuL211dGViBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations]);
+  fileDesc("ChVjaGFubmVsL3YxL3BzdG4ucHJvdG8SCmNoYW5uZWwudjEiigEKC011dGVSZXF1ZXN0EjQKA3VpZBgBIAEoCUInukgkyAEBch8QARj/ATIYXlteXHgwMC1ceDFGXHg3Ri1ceDlGXSskEiEKCnBhc3NwaHJhc2UYAiABKAlCDbpICsgBAXIFEAEYgAISGQoEbXV0ZRgDIAEoCEIGukgDyAEBSACIAQFCBwoFX211dGUiNwoMTXV0ZVJlc3BvbnNlEgsKA3VpZBgBIAEoCRIRCgRtdXRlGAIgASgISACIAQFCBwoFX211dGUiggEKE0dldFBzdG5TdGF0ZVJlcXVlc3QSIAoKcGFzc3BocmFzZRgBIAEoCUIKukgHcgUQARiAAkgAEjcKCmNoYW5uZWxfaWQYAiABKAlCIbpIHnIcEAEY/wEyFV5bXnt9XHgwMC1ceDFGXHg3Rl0rJEgAQhAKB2NoYW5uZWwSBbpIAggBImoKCVBzdG5TdGF0ZRISCgpjaGFubmVsX2lkGAEgASgJEjEKDHBhcnRpY2lwYW50cxgCIAMoCzIbLmNoYW5uZWwudjEuUHN0blBhcnRpY2lwYW50EhYKDmFzX29mX2V2ZW50X2lkGAMgASgJIn4KD1BzdG5QYXJ0aWNpcGFudBILCgN1aWQYASABKAkSEQoEbXV0ZRgCIAEoCEgAiAEBEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCnVwZGF0ZWRfYnkYBCABKAlCBwoFX211dGUicwoWV2F0Y2hQc3RuRXZlbnRzUmVxdWVzdBI/CgtjaGFubmVsX2lkcxgBIAMoCUIqukgnkgEkCAEYASIechwQARj/ATIVXltee31ceDAwLVx4MUZceDdGXSskEhgKBWFmdGVyGAIgASgJQgm6SAZyBBiAgAQingEKCVBzdG5FdmVudBIQCghldmVudF9pZBgBIAEoCRIOCgZjdXJzb3IYAiABKAkSEgoKY2hhbm5lbF9pZBgDIAEoCRILCgN1aWQYBCABKAkSEQoEbXV0ZRgFIAEoCEgAiAEBEgoKAmJ5GAYgASgJEiYKAmF0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIHCgVfbXV0ZTLPAgoLUHN0blNlcnZpY2USWwoETXV0ZRIXLmNoYW5uZWwudjEuTXV0ZVJlcXVlc3QaGC5jaGFubmVsLnYxLk11dGVSZXNwb25zZSIggtPkkwIaOgEqIhUvdjEvY2hhbm5lbC9wc3RuL211dGUSaQoMR2V0UHN0blN0YXRlEh8uY2hhbm5lbC52MS5HZXRQc3RuU3RhdGVSZXF1ZXN0GhUuY2hhbm5lbC52MS5Qc3RuU3RhdGUiIYLT5JMCGzoBKiIWL3YxL2NoYW5uZWwvcHN0bi9zdGF0ZRJ4Cg9XYXRjaFBzdG5FdmVudHMSIi5jaGFubmVsLnYxLldhdGNoUHN0bkV2ZW50c1JlcXVlc3QaFS5jaGFubmVsLnYxLlBzdG5FdmVudCIogtPkkwIiOgEqIh0vdjEvY2hhbm5lbC9wc3RuL2V2ZW50czp3YXRjaDABYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * MuteRequest names the participant and the wanted state.
@@ -80,6 +82,222 @@ export const MuteResponseSchema: GenMessage<MuteResponse> = /*@__PURE__*/
   messageDesc(file_channel_v1_pstn, 1);
 
 /**
+ * GetPstnStateRequest names the channel: by a passphrase of it, or by its id
+ * (token scope `pstn.gateway`).
+ *
+ * @generated from message channel.v1.GetPstnStateRequest
+ */
+export type GetPstnStateRequest = Message<"channel.v1.GetPstnStateRequest"> & {
+  /**
+   * Exactly one of them.
+   *
+   * @generated from oneof channel.v1.GetPstnStateRequest.channel
+   */
+  channel: {
+    /**
+     * A passphrase of the channel (host or attendee), 1 to 256 characters.
+     *
+     * @generated from field: string passphrase = 1;
+     */
+    value: string;
+    case: "passphrase";
+  } | {
+    /**
+     * The channel id within the token's project, 1 to 255 characters, no
+     * braces and no control characters. Needs the `pstn.gateway` scope.
+     *
+     * @generated from field: string channel_id = 2;
+     */
+    value: string;
+    case: "channelId";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message channel.v1.GetPstnStateRequest.
+ * Use `create(GetPstnStateRequestSchema)` to create a new message.
+ */
+export const GetPstnStateRequestSchema: GenMessage<GetPstnStateRequest> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 2);
+
+/**
+ * PstnState is the mute state of a channel's telephone participants.
+ *
+ * @generated from message channel.v1.PstnState
+ */
+export type PstnState = Message<"channel.v1.PstnState"> & {
+  /**
+   * The channel the state is of.
+   *
+   * @generated from field: string channel_id = 1;
+   */
+  channelId: string;
+
+  /**
+   * Every participant whose mute state was ever set, ordered by uid.
+   *
+   * @generated from field: repeated channel.v1.PstnParticipant participants = 2;
+   */
+  participants: PstnParticipant[];
+
+  /**
+   * The id of the last mute event included ("0-0" when there is none yet):
+   * watch with `after` set to it and nothing is missed in between.
+   *
+   * @generated from field: string as_of_event_id = 3;
+   */
+  asOfEventId: string;
+};
+
+/**
+ * Describes the message channel.v1.PstnState.
+ * Use `create(PstnStateSchema)` to create a new message.
+ */
+export const PstnStateSchema: GenMessage<PstnState> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 3);
+
+/**
+ * PstnParticipant is one telephone participant's mute state.
+ *
+ * @generated from message channel.v1.PstnParticipant
+ */
+export type PstnParticipant = Message<"channel.v1.PstnParticipant"> & {
+  /**
+   * The telephone participant.
+   *
+   * @generated from field: string uid = 1;
+   */
+  uid: string;
+
+  /**
+   * true: muted. Explicit presence, so JSON always shows it, false included.
+   *
+   * @generated from field: optional bool mute = 2;
+   */
+  mute?: boolean | undefined;
+
+  /**
+   * When the state was last set (absent for states written before boardline
+   * kept it).
+   *
+   * @generated from field: google.protobuf.Timestamp updated_at = 3;
+   */
+  updatedAt?: Timestamp | undefined;
+
+  /**
+   * Who last set it: the `sub` of the caller's token (empty when unknown).
+   *
+   * @generated from field: string updated_by = 4;
+   */
+  updatedBy: string;
+};
+
+/**
+ * Describes the message channel.v1.PstnParticipant.
+ * Use `create(PstnParticipantSchema)` to create a new message.
+ */
+export const PstnParticipantSchema: GenMessage<PstnParticipant> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 4);
+
+/**
+ * WatchPstnEventsRequest names the channels to watch and where to resume.
+ *
+ * @generated from message channel.v1.WatchPstnEventsRequest
+ */
+export type WatchPstnEventsRequest = Message<"channel.v1.WatchPstnEventsRequest"> & {
+  /**
+   * Channel ids of the caller's project, each 1 to 255 characters with no
+   * braces and no control characters, no repeats. At least one; more than
+   * the server's limit per watch (`MAX_WATCH_CHANNELS`, default 1000) is
+   * RESOURCE_EXHAUSTED.
+   *
+   * @generated from field: repeated string channel_ids = 1;
+   */
+  channelIds: string[];
+
+  /**
+   * The `cursor` of the last event received (or a snapshot's
+   * `as_of_event_id`, for a one-channel watch); empty: only events from now
+   * on.
+   *
+   * @generated from field: string after = 2;
+   */
+  after: string;
+};
+
+/**
+ * Describes the message channel.v1.WatchPstnEventsRequest.
+ * Use `create(WatchPstnEventsRequestSchema)` to create a new message.
+ */
+export const WatchPstnEventsRequestSchema: GenMessage<WatchPstnEventsRequest> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 5);
+
+/**
+ * PstnEvent is one mute or unmute, as stored on the channel's event stream.
+ *
+ * @generated from message channel.v1.PstnEvent
+ */
+export type PstnEvent = Message<"channel.v1.PstnEvent"> & {
+  /**
+   * The id of the event on its channel's stream (`<ms>-<seq>`).
+   *
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * Where this watch stands after this event, over every watched channel:
+   * give it as `after` to resume. Opaque; for a one-channel watch it is the
+   * event id.
+   *
+   * @generated from field: string cursor = 2;
+   */
+  cursor: string;
+
+  /**
+   * The channel of the event.
+   *
+   * @generated from field: string channel_id = 3;
+   */
+  channelId: string;
+
+  /**
+   * The telephone participant.
+   *
+   * @generated from field: string uid = 4;
+   */
+  uid: string;
+
+  /**
+   * true: muted. Explicit presence, so JSON always shows it, false included.
+   *
+   * @generated from field: optional bool mute = 5;
+   */
+  mute?: boolean | undefined;
+
+  /**
+   * Who set it: the `sub` of the caller's token.
+   *
+   * @generated from field: string by = 6;
+   */
+  by: string;
+
+  /**
+   * When it was set.
+   *
+   * @generated from field: google.protobuf.Timestamp at = 7;
+   */
+  at?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message channel.v1.PstnEvent.
+ * Use `create(PstnEventSchema)` to create a new message.
+ */
+export const PstnEventSchema: GenMessage<PstnEvent> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 6);
+
+/**
  * PstnService controls telephone (PSTN) participants of a channel.
  *
  * @generated from service channel.v1.PstnService
@@ -97,6 +315,43 @@ export const PstnService: GenService<{
     methodKind: "unary";
     input: typeof MuteRequestSchema;
     output: typeof MuteResponseSchema;
+  },
+  /**
+   * GetPstnState answers the mute state of a channel's telephone
+   * participants, and the id of the last mute event it includes, so a reader
+   * can take this snapshot and then watch from `as_of_event_id` with no gap.
+   * The channel is named by a passphrase of the channel (host or attendee:
+   * reading is not a control action; any other passphrase is
+   * PERMISSION_DENIED, as for Mute) or, with a token of scope `pstn.gateway`,
+   * by its channel id within the token's project (without that scope:
+   * PERMISSION_DENIED). A channel nobody has muted in is simply empty. Over
+   * JSON it is a POST, so a passphrase never goes in a URL.
+   * buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+   *
+   * @generated from rpc channel.v1.PstnService.GetPstnState
+   */
+  getPstnState: {
+    methodKind: "unary";
+    input: typeof GetPstnStateRequestSchema;
+    output: typeof PstnStateSchema;
+  },
+  /**
+   * WatchPstnEvents streams the mute events of channels of the caller's
+   * project, for the telephone gateway (token scope `pstn.gateway`, else
+   * PERMISSION_DENIED): in order per channel, at least once across
+   * reconnects when the client resumes with the `cursor` of the last event
+   * it received. Resuming from events that were trimmed away is
+   * OUT_OF_RANGE: take a new snapshot (GetPstnState) and watch from its
+   * `as_of_event_id`. Over JSON it is a stream of server-sent events whose
+   * `id:` is the cursor, so a standard client resumes with `Last-Event-ID`.
+   * buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+   *
+   * @generated from rpc channel.v1.PstnService.WatchPstnEvents
+   */
+  watchPstnEvents: {
+    methodKind: "server_streaming";
+    input: typeof WatchPstnEventsRequestSchema;
+    output: typeof PstnEventSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_channel_v1_pstn, 0);

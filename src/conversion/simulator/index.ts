@@ -16,3 +16,4 @@ export {
   type SimulatedProgress,
   type SimulatedTask,
 } from "./tasks.js";
+export type { WebhookDelivery } from "./webhooks.js";

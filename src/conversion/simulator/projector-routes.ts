@@ -5,7 +5,8 @@
  *   GET    /v5/projector/tasks/{uuid}   → 200 the task (projector-answer.ts)
  *   DELETE /v5/projector/tasks/{uuid}   → 200 the task, Abort (a finished or failed task stays as it is)
  *
- * An unknown task (or one of the legacy API) is 404 with the "task not found" error code.
+ * An unknown task (or one of the legacy API) is 404 with the "task not found" error code. A task
+ * created with a `webhookEndpoint` has it called when it ends (webhooks.ts).
  */
 import { createTask, findTask, isAnswer } from "./create-request.js";
 import type { Answer } from "./http-io.js";
@@ -21,6 +22,7 @@ export const TASK_NOT_FOUND_ERROR_CODE = 2010605;
 function create(request: RouteRequest, state: SimulatorState): Answer {
   const task = createTask("projector", request, state);
   if (isAnswer(task)) return task;
+  state.webhooks.scheduleEnd(task);
   return { status: 201, body: { uuid: task.uuid, type: task.type, status: "Waiting" } };
 }
 
@@ -38,6 +40,7 @@ function cancel({ params }: RouteRequest, state: SimulatorState): Answer {
   if (!isTerminal(taskProgress(task, now).status)) {
     after = { ...task, abortedAt: now };
     state.tasks.set(task.uuid, after);
+    state.webhooks.callNow(task.uuid);
   }
   return { status: 200, body: projectorAnswer(after, taskProgress(after, now)) };
 }

@@ -1,8 +1,9 @@
 /**
  * A stand-in for the Netless projector and legacy file-conversion APIs, for the
  * demo and the tests: a real HTTP server on loopback with the same routes (`routes.ts`), the
- * same token and region checks, tasks that progress over time (`tasks.ts`), and
- * faults that can be switched on at runtime (`faults.ts`).
+ * same token and region checks, tasks that progress over time (`tasks.ts`), the
+ * projector API's webhook called at a task's end (`webhooks.ts`), and faults
+ * that can be switched on at runtime (`faults.ts`).
  *
  * Errors answer `{"message": …}` as the real API does. Tokens are recorded
  * (tests look at them) but never logged.
@@ -15,7 +16,8 @@ import type { SimulatorOptions } from "./options.js";
 import { handleRequest } from "./request-handler.js";
 import { SIMULATOR_ROUTES } from "./routes.js";
 import { createState, type SimulatorState } from "./state.js";
-import { type SimulatedTask, taskProgress } from "./tasks.js";
+import { type SimulatedTask, taskEndsAt, taskProgress } from "./tasks.js";
+import type { WebhookDelivery } from "./webhooks.js";
 
 export interface ConversionSimulator {
   /** `http://host:port`, no trailing slash. */
@@ -26,6 +28,8 @@ export interface ConversionSimulator {
   clearFaults(): void;
   tasks(): readonly SimulatedTask[];
   requests(): readonly RecordedRequest[];
+  /** The webhook calls made so far (projector tasks created with a `webhookEndpoint`). */
+  webhookDeliveries(): readonly WebhookDelivery[];
   /** Connections currently open (to check that clients do not leak sockets). */
   openConnections(): number;
   /** Stops listening and closes every connection, idle or not. */
@@ -48,14 +52,20 @@ export async function startConversionSimulator(options: SimulatorOptions): Promi
     clearFaults: () => state.faults.clear(),
     tasks() {
       const at = now();
-      return [...state.tasks.values()].map((task) => ({ ...task, state: taskProgress(task, at) }));
+      return [...state.tasks.values()].map((task) => ({
+        ...task,
+        state: taskProgress(task, at),
+        endsAt: taskEndsAt(task),
+      }));
     },
     requests: () => [...state.recorded],
+    webhookDeliveries: () => [...state.webhooks.deliveries],
     openConnections: () => sockets.size,
     close() {
       closing ??= new Promise<void>((resolve) => {
         // Wake handlers sleeping in a "slow" fault; they see a destroyed response and stop.
         state.faults.wakeAll();
+        state.webhooks.close();
         server.close(() => resolve());
         server.closeAllConnections();
       });

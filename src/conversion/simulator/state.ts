@@ -1,12 +1,13 @@
 /**
  * Everything one simulator holds between requests: its settings, its tasks,
- * the requests it has seen, its faults and its token check.
+ * the requests it has seen, its faults, its token check and its webhook calls.
  */
 import { type TokenCheck, tokenCheck } from "./credentials.js";
 import { FaultBoard } from "./faults.js";
 import type { RecordedRequest } from "./http-io.js";
 import { resolveSettings, type SimulatorOptions, type SimulatorSettings } from "./options.js";
 import type { SimulatedTaskSpec } from "./tasks.js";
+import { WebhookCaller } from "./webhooks.js";
 
 export interface SimulatorState {
   readonly settings: SimulatorSettings;
@@ -15,15 +16,19 @@ export interface SimulatorState {
   readonly recorded: RecordedRequest[];
   readonly faults: FaultBoard;
   readonly refuseToken: TokenCheck;
+  /** Calls the webhooks of projector tasks that asked for one. */
+  readonly webhooks: WebhookCaller;
 }
 
 export function createState(options: SimulatorOptions): SimulatorState {
   const settings = resolveSettings(options);
+  const tasks = new Map<string, SimulatedTaskSpec>();
   return {
     settings,
-    tasks: new Map(),
+    tasks,
     recorded: [],
     faults: new FaultBoard(),
     refuseToken: tokenCheck(options.credentials, settings.now),
+    webhooks: new WebhookCaller(tasks, settings.now),
   };
 }

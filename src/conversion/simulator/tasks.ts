@@ -1,7 +1,7 @@
 /**
  * Simulated conversion tasks. A task's progress is a pure function of the time
  * since it was created, computed when asked, so the simulator needs no timers
- * (nothing to leak, nothing keeping a test process alive):
+ * for it (only a task with a webhook has one, for its end: webhooks.ts):
  *
  *   [0, step)                  Waiting     0 pages converted
  *   [k·step, (k+1)·step)       Converting  k-1 pages converted, k = 1..pages
@@ -46,6 +46,12 @@ export interface SimulatedProgress {
 /** What `tasks()` shows: the spec plus its progress at the time of asking. */
 export interface SimulatedTask extends SimulatedTaskSpec {
   readonly state: SimulatedProgress;
+  /**
+   * When it reaches (or reached) its terminal state — the first instant a query
+   * answers Finished, Fail or Abort (milliseconds since the epoch). The bench
+   * measures how long boardline takes to pass that on.
+   */
+  readonly endsAt: number;
 }
 
 export const SIMULATED_FAILURE_REASON = "simulated conversion failure";
@@ -64,8 +70,21 @@ export function taskProgress(task: SimulatedTaskSpec, now: number): SimulatedPro
   return progressAt(task, now);
 }
 
+/** The first instant `taskProgress` answers a terminal state (see `SimulatedTask.endsAt`). */
+export function taskEndsAt(task: SimulatedTaskSpec): number {
+  const steps = task.willFail ? Math.min(2, task.pageCount) + 1 : task.pageCount + 1;
+  const naturalEnd = task.createdAt + steps * task.stepMs;
+  return task.abortedAt === undefined ? naturalEnd : Math.min(naturalEnd, Math.max(task.createdAt, task.abortedAt));
+}
+
 export function isTerminal(status: ConversionStatus): boolean {
   return status === "Finished" || status === "Fail" || status === "Abort";
+}
+
+/** When the task reaches Finished or Fail unless cancelled first (ms since the epoch). */
+export function endsAt(task: SimulatedTaskSpec): number {
+  const steps = task.willFail ? Math.min(2, task.pageCount) + 1 : task.pageCount + 1;
+  return task.createdAt + steps * task.stepMs;
 }
 
 function progressAt(task: SimulatedTaskSpec, at: number): SimulatedProgress {

@@ -1,0 +1,996 @@
+/**
+ * Issue 13's watchers bench: mute throughput with 0 and with BENCH_PSTN_WATCHERS
+ * (default 1 000) WatchPstnEvents streams attached, the delay from a mute's
+ * acknowledgement to the last watcher receiving its event, the server's memory
+ * per watcher and the Redis connections the instance uses. Run by bench/run.sh
+ * (pinned to the load generator's CPU; `BENCH_ONLY=pstn npm run bench` runs only
+ * this); writes $BENCH_WORK/pstn-watchers.json and .md, and the .md into
+ * bench/RESULTS.md between its own markers (not with BENCH_NO_WRITE=1).
+ *
+ * What runs, all on loopback, every process started here and stopped here:
+ *   - a redis-server of its own (no persistence) and one boardline
+ *     (dist/src/main.js, the package's V8 flags, MAX_WATCHES = the number of
+ *     watchers, so a watch slot that leaks makes the next attach fail with 429),
+ *     both pinned to BENCH_SERVER_CPU;
+ *   - in this process (the load CPU): the watchers, as gRPC server streams over
+ *     node:http2 — a few HTTP/2 connections of at most 200 streams each — each
+ *     message decoded with protobuf-es (BENCH_PSTN_PROTOCOL=sse: server-sent
+ *     events, one HTTP/1.1 connection each); a watch the server ends with
+ *     UNAVAILABLE is opened again from its last event id, as a client does, and
+ *     counted; the probe mutes (JSON over HTTP/1.1,
+ *     keep-alive); a plain SSUBSCRIBE on the channels' notify channels (what a
+ *     mute's notification alone takes to arrive: the floor of any watcher);
+ *   - wrk (inheriting this process's CPU): JSON mutes at c16, the bodies taking
+ *     turns over the muted channels (bench/pstn-mute.lua).
+ *
+ * Two layouts of the watchers: "spread" — 100 channels × (watchers ÷ 100), the
+ * mutes going round the 100 channels; "one" — every watcher on one channel,
+ * every mute on it. Each watcher watches one channel and is attached from the
+ * channel's last event id (so a mute right after the attach cannot be missed);
+ * it counts as attached once it has received the attach mute of its channel.
+ *
+ * Per round and layout, in alternating order (0 watchers first in odd rounds,
+ * last in even ones): a mute cell with no watcher; attach the watchers; the
+ * same mute cell with them (while it runs, one probe mute every 50 ms: ack →
+ * last watcher under load); after the cell, how long until every watcher has
+ * every event (each watcher's count against the stream's `entries-added`);
+ * sequential probe mutes (each waits for its event at every watcher); detach.
+ * Memory (RSS and live heap after two full GCs, bench/pstn-gc-probe.cjs) and
+ * Redis connections are read before the rounds, with each layout attached, and
+ * after each detach.
+ *
+ * Environment: BENCH_WORK (output and logs), BENCH_SERVER_CPU (pin the servers;
+ * empty: no pinning), NODE_FLAGS, BENCH_SECONDS (5), BENCH_WARMUP (1),
+ * BENCH_PSTN_WATCHERS (1000, a multiple of 100), BENCH_PSTN_ROUNDS (3),
+ * BENCH_PSTN_PROBES (100 sequential probes per layout and round), BENCH_PSTN_PROTOCOL (grpc | sse),
+ * BENCH_PSTN_LAYOUTS ("spread one"), BENCH_PSTN_LOG_LEVEL (boardline's LOG_LEVEL, warn), BENCH_NO_WRITE.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+import os from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Redis } from "ioredis";
+import { PstnEventSchema, WatchPstnEventsRequestSchema } from "../dist/gen/channel/v1/pstn_pb.js";
+import { mintToken } from "../dist/src/auth/jwt.js";
+import { createLogger } from "../dist/src/log.js";
+import { keySchema } from "../dist/src/store/keys.js";
+import { createRedisStore } from "../dist/src/store/redis-store.js";
+
+const env = process.env;
+const WORK = env.BENCH_WORK;
+if (!WORK) throw new Error("BENCH_WORK is required");
+const WATCHERS = Number(env.BENCH_PSTN_WATCHERS ?? 1000);
+const ROUNDS = Number(env.BENCH_PSTN_ROUNDS ?? 3);
+const PROBES = Number(env.BENCH_PSTN_PROBES ?? 100);
+const SECONDS = Number(env.BENCH_SECONDS ?? 5);
+const WARMUP = Number(env.BENCH_WARMUP ?? 1);
+const CHANNELS = 100;
+/** How the watchers watch: "grpc" (server streams over a few HTTP/2 connections) or "sse" (a connection each). */
+const PROTOCOL = env.BENCH_PSTN_PROTOCOL ?? "grpc";
+if (PROTOCOL !== "grpc" && PROTOCOL !== "sse") throw new Error('BENCH_PSTN_PROTOCOL must be "grpc" or "sse"');
+const LAYOUT_NAMES = (env.BENCH_PSTN_LAYOUTS ?? "spread one").split(/\s+/).filter(Boolean);
+if (!(WATCHERS >= CHANNELS && WATCHERS % CHANNELS === 0) || !(ROUNDS >= 1) || !(PROBES >= 1)) {
+  throw new Error(`BENCH_PSTN_WATCHERS must be a multiple of ${CHANNELS}; rounds and probes at least 1`);
+}
+const CONCURRENCY = 16;
+const STREAMS_PER_SESSION = 200;
+const UIDS = 50;
+/** A probe under load every this many ms. */
+const LOADED_PROBE_MS = 50;
+/** The longest wait for the watchers to catch up after a cell (bounded: the bench always ends). */
+const DRAIN_LIMIT_MS = 60_000;
+const PREFIX = "pw:";
+const PROJECT = "bench-proj";
+const keys = keySchema(PREFIX);
+const channelId = (i) => `pw-${String(i).padStart(3, "0")}`;
+
+const now = () => performance.timeOrigin + performance.now();
+const log = (text) => process.stderr.write(`[pstn ${new Date().toISOString().slice(11, 19)}] ${text}\n`);
+
+// --- child processes -----------------------------------------------------------------
+
+const children = new Set();
+function track(child) {
+  children.add(child);
+  child.once("exit", () => children.delete(child));
+  return child;
+}
+const killChildren = () => {
+  for (const child of children) child.kill("SIGTERM");
+};
+process.once("exit", killChildren);
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.once(signal, () => process.exit(signal === "SIGINT" ? 130 : 143));
+}
+
+/** Resolves to whether `promise` settled within `ms` (the timer does not outlive it). */
+async function within(promise, ms) {
+  const timer = new AbortController();
+  try {
+    return await Promise.race([
+      promise.then(() => true),
+      sleep(ms, false, { signal: timer.signal }).catch(() => false),
+    ]);
+  } finally {
+    timer.abort();
+  }
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** `argv` pinned to the servers' CPU (if any), with its output appended to WORK/<name>.log. */
+function startServer(name, argv, extraEnv) {
+  const [cmd, ...args] = env.BENCH_SERVER_CPU ? ["taskset", "-c", env.BENCH_SERVER_CPU, ...argv] : argv;
+  const logFile = join(WORK, `${name}.log`);
+  const child = track(
+    spawn(cmd, args, {
+      env: { ...env, ...extraEnv },
+      stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
+    }),
+  );
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    if (!(await within(exited, 10_000))) {
+      child.kill("SIGKILL");
+      await exited;
+    }
+  };
+  return { child, logFile, pid: child.pid, stop };
+}
+
+async function startRedis() {
+  const port = await freePort();
+  const server = startServer("pstn-redis", [
+    "redis-server",
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--dir",
+    WORK,
+  ]);
+  const url = `redis://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (server.child.exitCode !== null) throw new Error(`redis-server exited: ${readFileSync(server.logFile, "utf8")}`);
+    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on("error", () => {}); // not listening yet: asked again below
+    const ok = await probe.connect().then(
+      () => probe.ping().then(() => true),
+      () => false,
+    );
+    probe.disconnect();
+    if (ok) break;
+    if (i > 100) throw new Error("redis-server not answering after 10 s");
+    await sleep(100);
+  }
+  return { ...server, url };
+}
+
+async function startBoardline(redisUrl, jwtSecret) {
+  const port = await freePort();
+  const flags = (env.NODE_FLAGS ?? JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags)
+    .split(/\s+/)
+    .filter(Boolean);
+  const probeFile = join(WORK, "pstn-boardline.memory.json");
+  // --expose-gc and the probe only let memory() read the live heap after full GCs.
+  const argv = [process.execPath, ...flags, "--expose-gc", "-r", "./bench/pstn-gc-probe.cjs", "dist/src/main.js"];
+  const server = startServer("pstn-boardline", argv, {
+    NODE_ENV: "production",
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    LOG_LEVEL: env.BENCH_PSTN_LOG_LEVEL ?? "warn",
+    GUESS_LIMIT: "0",
+    REDIS_URL: redisUrl,
+    REDIS_KEY_PREFIX: PREFIX,
+    JWT_SECRET: jwtSecret,
+    // Nothing here converts; a closed loopback port keeps the instance off any other address.
+    CONVERSION_API_BASE: "http://127.0.0.1:9",
+    MAX_WATCHES: String(WATCHERS),
+    BENCH_GC_PROBE_OUT: probeFile,
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (server.child.exitCode !== null)
+      throw new Error(`boardline exited at start-up: ${readFileSync(server.logFile, "utf8").slice(-500)}`);
+    const ok = await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    if (i > 150) throw new Error("boardline not ready after 15 s");
+    await sleep(100);
+  }
+  return { ...server, url, port, probeFile };
+}
+
+// --- measurements of processes -----------------------------------------------------------
+
+function procKb(pid, key) {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith(`${key}:`));
+  return Number(line?.split(/\s+/)[1]);
+}
+/** utime + stime of a process, in clock ticks (fields 14 and 15 of /proc/<pid>/stat, after the command name). */
+function cpuTicks(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8")
+    .replace(/^.*\) /, "")
+    .split(" ");
+  return Number(fields[11]) + Number(fields[12]);
+}
+const TICK_US = 1e6 / 100; // CLK_TCK is 100 on Linux
+const quantile = (xs, q) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
+};
+const median = (xs) => quantile(xs, 0.5);
+
+/** VmRSS in kB (median of 5 readings 200 ms apart), then the live heap after two full GCs, in kB. */
+async function memory(bl) {
+  const readings = [];
+  for (let i = 0; i < 5; i++) {
+    readings.push(procKb(bl.pid, "VmRSS"));
+    if (i < 4) await sleep(200);
+  }
+  rmSync(bl.probeFile, { force: true });
+  process.kill(bl.pid, "SIGUSR2");
+  for (let i = 0; i < 100 && !existsSync(bl.probeFile); i++) await sleep(50);
+  const usage = existsSync(bl.probeFile) ? JSON.parse(readFileSync(bl.probeFile, "utf8")) : {};
+  return {
+    rssKb: median(readings),
+    heapKb: usage.heapUsed / 1024,
+    externalKb: usage.external / 1024,
+    fds: readdirSync(`/proc/${bl.pid}/fd`).length,
+  };
+}
+
+/**
+ * The longest event-loop delay boardline saw since the last call, in ms (prom-client's
+ * `nodejs_eventloop_lag_max_seconds`, which each scrape resets).
+ */
+async function loopLagMaxMs(bl) {
+  const text = await fetch(`${bl.url}/metrics`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.text());
+  return Number(/^boardline_nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text)?.[1]) * 1000;
+}
+
+// --- seeding ------------------------------------------------------------------------------
+
+async function seed(redisUrl, jwtSecret) {
+  const store = createRedisStore(
+    { mode: "single", url: redisUrl },
+    { keyPrefix: PREFIX, logger: createLogger("warn") },
+  );
+  await store.waitUntilReady();
+  const passphrases = [];
+  for (let i = 0; i < CHANNELS; i++) {
+    const passphrase = `pw-host-${randomBytes(8).toString("hex")}`;
+    await store.createChannel({ project: PROJECT, channel: channelId(i), hostPassphrase: passphrase });
+    passphrases.push(passphrase);
+  }
+  await store.close();
+  const secret = new TextEncoder().encode(jwtSecret);
+  const common = { secret, project: PROJECT, ttlSeconds: 24 * 3600 };
+  return {
+    passphrases,
+    muteJwt: await mintToken({ ...common, subject: "bench" }),
+    gatewayJwt: await mintToken({ ...common, subject: "bench-gateway", scopes: ["pstn.gateway"] }),
+  };
+}
+
+// --- mutes from this process ----------------------------------------------------------------
+
+function muter(bl, jwt, passphrases) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+  /** Resolves with the time the whole 200 answer was read. */
+  const once = (channel, uid, mute) =>
+    new Promise((resolve, reject) => {
+      const body = JSON.stringify({ uid, passphrase: passphrases[channel], mute });
+      const req = http.request(
+        `${bl.url}/v1/channel/pstn/mute`,
+        {
+          method: "POST",
+          agent,
+          headers: { "content-type": "application/json", authorization: `Bearer ${jwt}` },
+          timeout: 10_000,
+        },
+        (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (c) => {
+            text += c;
+          });
+          res.on("end", () => {
+            const at = now();
+            if (res.statusCode === 200) resolve(at);
+            else reject(new Error(`mute answered ${res.statusCode}: ${text}`));
+          });
+        },
+      );
+      req.on("timeout", () => req.destroy(new Error("mute timed out")));
+      req.on("error", reject);
+      req.end(body);
+    });
+  /** With `retry503`, a 503 is tried again (at most 10 times, 100 ms apart) and counted in `seen.mutes503`. */
+  return async (channel, uid, { mute = true, retry503 = false } = {}) => {
+    for (let i = 0; ; i++) {
+      try {
+        return await once(channel, uid, mute);
+      } catch (e) {
+        if (!retry503 || i >= 10 || !/answered 503/.test(e.message)) throw e;
+        seen.mutes503++;
+        await sleep(100);
+      }
+    }
+  };
+}
+
+// --- watchers ------------------------------------------------------------------------------
+
+/** Stream ids "ms-seq" compared as numbers. */
+function laterId(a, b) {
+  const [am, as] = a.split("-").map(Number);
+  const [bm, bs] = b.split("-").map(Number);
+  return am > bm || (am === bm && as > bs);
+}
+
+const reconnectsOf = (attached) => attached.watchers.reduce((n, w) => n + w.reconnects, 0);
+
+/** Everything the watchers have seen, shared by them. */
+const seen = {
+  /** uid → the probe waiting for it. */
+  probes: new Map(),
+  errors: [],
+  outOfOrder: 0,
+  /** Why watches ended with UNAVAILABLE (and were opened again), and how often. */
+  reconnects: new Map(),
+  /** Each attach: how long until every watcher had the attach mute, and how many reconnected meanwhile. */
+  attaches: [],
+  /**
+   * Probe mutes that failed (not sent again: reported, not a failure of the bench — a server
+   * fanning out a backlog may take longer to read a request than its headers time-out allows).
+   */
+  muteFailures: [],
+  /** Attach mutes answered 503 (and sent again). */
+  mutes503: 0,
+  /** Events received by all watchers. */
+  events: 0,
+};
+
+/** An event a watcher received: `event` has at least eventId, channelId and uid. */
+function onEvent(w, event, at) {
+  seen.events++;
+  w.count++;
+  if (w.lastId !== undefined && !laterId(event.eventId, w.lastId)) seen.outOfOrder++;
+  w.lastId = event.eventId;
+  if (event.channelId !== w.channel) seen.errors.push(`${w.channel}: an event of ${event.channelId}`);
+  const probe = seen.probes.get(event.uid);
+  if (probe !== undefined) {
+    probe.received++;
+    probe.firstAt ??= at;
+    probe.lastAt = at;
+    if (probe.received === probe.expected) probe.done();
+  }
+}
+
+/** The longest a watcher goes on reconnecting after its watch ended (UNAVAILABLE, as a client does). */
+const MAX_RECONNECTS = 20;
+
+function watcherState(channel) {
+  return { channel, count: 0, lastId: undefined, closed: false, detaching: false, cancel: () => {}, reconnects: 0 };
+}
+
+/**
+ * The end of one attempt of a watch, taken once: when detaching, nothing; else `retry(unavailable, why)`
+ * may open the watch again (returns true), or the end is an error.
+ */
+function endOnce(w, retry) {
+  let over = false;
+  return (unavailable, why) => {
+    if (over) return;
+    over = true;
+    if (w.detaching) {
+      w.closed = true;
+      return;
+    }
+    if (retry(unavailable, why)) return;
+    seen.errors.push(`${w.channel}: ${why}`);
+    w.closed = true;
+  };
+}
+
+/** Opens the watch again 100–200 ms from now (as a client does after UNAVAILABLE), at most MAX_RECONNECTS times. */
+function reconnect(w, why, again) {
+  if (w.reconnects >= MAX_RECONNECTS) return false;
+  w.reconnects++;
+  seen.reconnects.set(why, (seen.reconnects.get(why) ?? 0) + 1);
+  setTimeout(
+    () => {
+      if (!w.detaching) again();
+    },
+    100 + Math.random() * 100,
+  );
+  return true;
+}
+
+/**
+ * A watcher of one channel over JSON: server-sent events on an HTTP/1.1 connection of its own
+ * (`POST /v1/channel/pstn/events:watch`). A 503 answer or an `event: error` with code 503 is
+ * UNAVAILABLE (opened again from the last event id, as with gRPC).
+ */
+function openSseWatch(url, jwt, channel, after) {
+  const w = watcherState(channel);
+  const attempt = (from) => {
+    const ended = endOnce(w, (unavailable, why) =>
+      unavailable ? reconnect(w, why, () => attempt(w.lastId ?? after)) : false,
+    );
+    const req = http.request(
+      `${url}/v1/channel/pstn/events:watch`,
+      {
+        method: "POST",
+        agent: false,
+        headers: { "content-type": "application/json", authorization: `Bearer ${jwt}` },
+      },
+      (res) => {
+        res.setEncoding("utf8");
+        let buffer = "";
+        res.on("data", (chunk) => {
+          const at = now();
+          buffer += chunk;
+          for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+            const lines = buffer.slice(0, end).split("\n");
+            buffer = buffer.slice(end + 2);
+            const data = lines.find((l) => l.startsWith("data: "))?.slice(6);
+            if (data === undefined) continue;
+            if (res.statusCode !== 200 || lines.includes("event: error")) {
+              ended(/"code":503/.test(data), `${res.statusCode} ${data}`);
+              continue;
+            }
+            const e = JSON.parse(data);
+            onEvent(w, { eventId: e.event_id, channelId: e.channel_id, uid: e.uid }, at);
+          }
+        });
+        res.on("end", () =>
+          ended(res.statusCode === 503, `HTTP ${res.statusCode}: the stream ended ${buffer.slice(0, 200)}`),
+        );
+        res.on("close", () => ended(false, "the response was cut short"));
+      },
+    );
+    req.on("error", (e) => ended(false, e.message));
+    w.cancel = () => req.destroy();
+    req.end(JSON.stringify({ channel_ids: [channel], after: from }));
+  };
+  attempt(after);
+  return w;
+}
+
+/**
+ * A watcher of one channel: WatchPstnEvents over the gRPC protocol on a raw HTTP/2 stream,
+ * each message decoded. Like a real client, a watch that ends with UNAVAILABLE is
+ * opened again (100–200 ms later) from the last event id received: counted in
+ * `seen.reconnects`; any other end is an error.
+ */
+function openWatch(session, jwt, channel, after) {
+  const w = watcherState(channel);
+  const attempt = (from) => {
+    const request = toBinary(
+      WatchPstnEventsRequestSchema,
+      create(WatchPstnEventsRequestSchema, { channelIds: [channel], after: from }),
+    );
+    const frame = Buffer.alloc(5 + request.length);
+    frame.writeUInt32BE(request.length, 1);
+    frame.set(request, 5);
+    const stream = session.request({
+      ":method": "POST",
+      ":path": "/channel.v1.PstnService/WatchPstnEvents",
+      "content-type": "application/grpc",
+      te: "trailers",
+      authorization: `Bearer ${jwt}`,
+    });
+    w.cancel = () => stream.close(http2.constants.NGHTTP2_CANCEL);
+    let buffer = Buffer.alloc(0);
+    stream.on("data", (chunk) => {
+      const at = now();
+      buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
+      while (buffer.length >= 5) {
+        const length = buffer.readUInt32BE(1);
+        if (buffer.length < 5 + length) break;
+        onEvent(w, fromBinary(PstnEventSchema, buffer.subarray(5, 5 + length)), at);
+        buffer = buffer.subarray(5 + length);
+      }
+    });
+    const ended = endOnce(w, (unavailable, why) =>
+      unavailable && !session.destroyed ? reconnect(w, why, () => attempt(w.lastId ?? after)) : false,
+    );
+    const statusOf = (h) => [String(h["grpc-status"]), decodeURIComponent(String(h["grpc-message"] ?? ""))];
+    stream.on("response", (headers) => {
+      const [status, message] = statusOf(headers);
+      if (headers["grpc-status"] !== undefined && status !== "0")
+        ended(status === "14", `grpc-status ${status} ${message}`);
+    });
+    stream.on("trailers", (t) => {
+      const [status, message] = statusOf(t);
+      ended(status === "14", `the watch ended: grpc-status ${status} ${message}`);
+    });
+    stream.on("error", (e) => ended(false, e.message));
+    stream.on("close", () => ended(false, "the stream closed without a status"));
+    stream.end(frame);
+  };
+  attempt(after);
+  return w;
+}
+
+/** The last event id of each channel (all were muted at seeding, so there is one). */
+async function lastIds(redis, channels) {
+  const pipeline = redis.pipeline();
+  for (const c of channels) pipeline.xrevrange(keys.pstnEvents(PROJECT, channelId(c)), "+", "-", "COUNT", 1);
+  const replies = await pipeline.exec();
+  return replies.map(([err, entries]) => {
+    if (err) throw err;
+    return entries[0][0];
+  });
+}
+
+/** How many events each channel's stream ever had (XINFO STREAM's entries-added). */
+async function entriesAdded(redis, channels) {
+  const pipeline = redis.pipeline();
+  for (const c of channels) pipeline.xinfo("STREAM", keys.pstnEvents(PROJECT, channelId(c)));
+  const replies = await pipeline.exec();
+  return replies.map(([err, info]) => {
+    if (err) throw err;
+    const i = info.indexOf("entries-added");
+    return Number(info[i + 1]);
+  });
+}
+
+/**
+ * A layout: which channel each watcher watches, and which channels the mutes go to.
+ * spread: channel i % 100; one: channel 0 for all.
+ */
+const LAYOUTS = {
+  spread: { watcherChannel: (i) => i % CHANNELS, muted: [...Array(CHANNELS).keys()] },
+  one: { watcherChannel: () => 0, muted: [0] },
+};
+
+/** Attaches WATCHERS watchers in `layout`, each from its channel's last id; resolves once every one has the attach mute. */
+async function attach(ctx, layoutName, round) {
+  const layout = LAYOUTS[layoutName];
+  const after = await lastIds(ctx.redis, layout.muted);
+  await loopLagMaxMs(ctx.bl);
+  const started = now();
+  const cpu0 = cpuTicks(ctx.bl.pid);
+  const afterOf = new Map(layout.muted.map((c, i) => [c, after[i]]));
+  const sessions = [];
+  const watchers = [];
+  for (let i = 0; i < WATCHERS; i++) {
+    const c = layout.watcherChannel(i);
+    if (PROTOCOL === "sse") {
+      watchers.push(openSseWatch(ctx.bl.url, ctx.jwts.gatewayJwt, channelId(c), afterOf.get(c)));
+      continue;
+    }
+    if (i % STREAMS_PER_SESSION === 0) {
+      const session = http2.connect(ctx.bl.url);
+      session.on("error", (e) => seen.errors.push(`session: ${e.message}`));
+      sessions.push(session);
+    }
+    watchers.push(openWatch(sessions.at(-1), ctx.jwts.gatewayJwt, channelId(c), afterOf.get(c)));
+  }
+  // One mute per channel, after the watchers' positions: each must reach each of its watchers.
+  const perChannel = WATCHERS / layout.muted.length;
+  const probes = layout.muted.map((c) => probe(`attach-${layoutName}-${round}-${c}`, perChannel));
+  await Promise.all(layout.muted.map((c, i) => ctx.mute(c, probes[i].uid, { retry503: true })));
+  const all = Promise.all(probes.map((p) => p.arrived));
+  const ok = await within(all, 30_000);
+  for (const p of probes) seen.probes.delete(p.uid);
+  if (!ok) {
+    const missing = probes.reduce((n, p) => n + p.expected - p.received, 0);
+    throw new Error(
+      `${layoutName}: ${missing} watchers had not received the attach mute after 30 s (${seen.errors.slice(0, 3).join("; ")})`,
+    );
+  }
+  const attachMs = now() - started;
+  const lagMs = await loopLagMaxMs(ctx.bl);
+  const cpuMs = ((cpuTicks(ctx.bl.pid) - cpu0) * TICK_US) / 1000;
+  log(
+    `${layoutName}: ${WATCHERS} ${PROTOCOL} watchers attached in ${attachMs.toFixed(0)} ms (longest event-loop delay ${lagMs.toFixed(0)} ms)`,
+  );
+  // From here each watcher is due its count now plus every event its channel's stream gains.
+  const baseCounts = watchers.map((w) => w.count);
+  const baseAdded = await entriesAdded(ctx.redis, layout.muted);
+  const attachReconnects = watchers.reduce((n, w) => n + w.reconnects, 0);
+  if (attachReconnects > 0)
+    log(`${layoutName}: ${attachReconnects} watches ended with UNAVAILABLE while attaching (opened again)`);
+  seen.attaches.push({ layout: layoutName, round, ms: attachMs, reconnects: attachReconnects, lagMs, cpuMs });
+  return { layoutName, layout, sessions, watchers, attachMs, attachReconnects, baseCounts, baseAdded };
+}
+
+async function detach(ctx, attached) {
+  for (const w of attached.watchers) {
+    w.detaching = true;
+    w.cancel();
+  }
+  await Promise.all(attached.sessions.map((s) => within(new Promise((resolve) => s.close(resolve)), 5_000)));
+  // The instance gives the subscriptions back once its watches have ended.
+  for (let i = 0; i < 50; i++) {
+    if ((await subscriptions(ctx)) === 0) return;
+    await sleep(100);
+  }
+  seen.errors.push(`${attached.layoutName}: shard channels still subscribed 5 s after every watcher left`);
+}
+
+/** Shard channels subscribed on the instance's Redis (this process's own plain subscriber is subscribed only during probes). */
+async function subscriptions(ctx) {
+  const channels = await ctx.redis.call("PUBSUB", "SHARDCHANNELS", `${PREFIX}*`);
+  return channels.length;
+}
+
+/** The instance's Redis connections by name (this process's own, named bench-*, left out). */
+async function redisConnections(ctx) {
+  const list = (await ctx.redis.client("LIST")).split("\n").filter((l) => l.trim() !== "");
+  const byName = {};
+  for (const line of list) {
+    const name = / name=(\S*)/.exec(line)?.[1] || "(none)";
+    if (!name.startsWith("bench-")) byName[name] = (byName[name] ?? 0) + 1;
+  }
+  return byName;
+}
+
+function probe(uid, expected) {
+  const p = { uid, expected, received: 0, firstAt: undefined, lastAt: undefined, notifyAt: undefined };
+  p.arrived = new Promise((resolve) => {
+    p.done = resolve;
+  });
+  seen.probes.set(uid, p);
+  return p;
+}
+
+// --- the cells ---------------------------------------------------------------------------
+
+function runWrk(ctx, layoutName, seconds, out) {
+  const bodies = join(WORK, `pstn-mutes-${layoutName}.txt`);
+  if (!existsSync(bodies)) {
+    const lines = [];
+    // uid-major, so consecutive mutes go to different channels (spread) and each line is a different state.
+    for (let u = 0; u < UIDS; u++)
+      for (const c of LAYOUTS[layoutName].muted)
+        for (const mute of [true, false])
+          lines.push(JSON.stringify({ uid: `load-${u}`, passphrase: ctx.jwts.passphrases[c], mute }));
+    writeFileSync(bodies, `${lines.join("\n")}\n`);
+  }
+  const args = ["-t", "1", "-c", String(CONCURRENCY), "-d", `${seconds}s`, "--timeout", "5s", "--latency"];
+  args.push("-s", "bench/pstn-mute.lua", `${ctx.bl.url}/v1/channel/pstn/mute`);
+  const child = track(
+    spawn("wrk", args, {
+      env: { ...env, BENCH_BODIES: bodies, BENCH_AUTH: ctx.jwtFile, BENCH_OUT: out ?? "" },
+      stdio: ["ignore", "ignore", "inherit"],
+    }),
+  );
+  return new Promise((resolve, reject) => {
+    child.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`wrk exited ${code}`))));
+  });
+}
+
+/**
+ * One cell: warm-up, then SECONDS of c16 JSON mutes (wrk) on the layout's channels,
+ * with or without `attached` watchers; with them, probes under load and the wait
+ * until every watcher has every event.
+ */
+async function cell(ctx, layoutName, attached, round) {
+  const layout = LAYOUTS[layoutName];
+  await runWrk(ctx, layoutName, WARMUP);
+  if (attached) await drained(ctx, attached, now());
+  const before = await entriesAdded(ctx.redis, layout.muted);
+  const counts = attached?.watchers.map((w) => w.count);
+  const reconnects0 = attached ? reconnectsOf(attached) : 0;
+  const cpu0 = { server: cpuTicks(ctx.bl.pid), redis: cpuTicks(ctx.redisServer.pid), client: process.cpuUsage() };
+  const out = join(WORK, `pstn-${layoutName}-w${attached ? WATCHERS : 0}-r${round}.json`);
+  await loopLagMaxMs(ctx.bl);
+  const t0 = now();
+  let loadDone = false;
+  const load = runWrk(ctx, layoutName, SECONDS, out).finally(() => {
+    loadDone = true;
+  });
+  const loaded = [];
+  if (attached) {
+    // Probes under load: one mute every LOADED_PROBE_MS, each waited for (bounded) in the background.
+    for (let i = 0; !loadDone; i++) {
+      const c = layout.muted[i % layout.muted.length];
+      const p = probe(`loaded-${layoutName}-${round}-${i}`, WATCHERS / layout.muted.length);
+      p.sentAt = now();
+      loaded.push(
+        ctx.mute(c, p.uid).then(
+          async (ackAt) => {
+            p.ackAt = ackAt;
+            await within(p.arrived, DRAIN_LIMIT_MS);
+            seen.probes.delete(p.uid);
+            return p;
+          },
+          (e) => {
+            seen.muteFailures.push(`probe under load: ${e.message}`);
+            seen.probes.delete(p.uid);
+            return undefined;
+          },
+        ),
+      );
+      await sleep(LOADED_PROBE_MS);
+    }
+  }
+  await load;
+  const t1 = now();
+  const cpu1 = {
+    server: cpuTicks(ctx.bl.pid),
+    redis: cpuTicks(ctx.redisServer.pid),
+    client: process.cpuUsage(cpu0.client),
+  };
+  const after = await entriesAdded(ctx.redis, layout.muted);
+  const mutes = after.reduce((s, a, i) => s + a - before[i], 0);
+  let drain;
+  if (attached) drain = await drained(ctx, attached, t0, counts);
+  const probes = (await Promise.all(loaded)).filter((p) => p?.lastAt !== undefined);
+  const lagMs = await loopLagMaxMs(ctx.bl);
+  const wrk = JSON.parse(readFileSync(out, "utf8"));
+  const result = {
+    layout: layoutName,
+    watchers: attached ? WATCHERS : 0,
+    round,
+    wrkRequests: wrk.requests,
+    rps: wrk.requests / (wrk.duration_us / 1e6),
+    p50Ms: wrk.latency_us.p50 / 1000,
+    p99Ms: wrk.latency_us.p99 / 1000,
+    non2xx: wrk.errors.status,
+    socketErrors: wrk.errors.connect + wrk.errors.read + wrk.errors.write + wrk.errors.timeout,
+    mutes,
+    seconds: (t1 - t0) / 1000,
+    serverCpuUsPerMute: ((cpu1.server - cpu0.server) * TICK_US) / mutes,
+    redisCpuUsPerMute: ((cpu1.redis - cpu0.redis) * TICK_US) / mutes,
+    clientCpuShare: (cpu1.client.user + cpu1.client.system) / 1e6 / ((t1 - t0) / 1000),
+    ...drain,
+    reconnects: attached ? reconnectsOf(attached) - reconnects0 : 0,
+    lagMs,
+    loadedProbes: probes.map((p) => ({ ackToLast: p.lastAt - p.ackAt, sentToAck: p.ackAt - p.sentAt })),
+  };
+  log(
+    `${layoutName} w${result.watchers} r${round}: ${result.rps.toFixed(0)} mutes/s, p99 ${result.p99Ms.toFixed(2)} ms` +
+      (attached
+        ? `, ${result.deliveries} deliveries, all delivered ${result.drainMs?.toFixed(0)} ms after the load ended` +
+          ` (${result.missing} missing), probes under load ack→last p50 ${median(result.loadedProbes.map((p) => p.ackToLast)).toFixed(1)} ms`
+        : ""),
+  );
+  return result;
+}
+
+/**
+ * Waits (at most DRAIN_LIMIT_MS) until every watcher has every event its channel's stream gained
+ * since the attach; counts the deliveries since `countsAtT0` (the watchers' counts at `t0`).
+ */
+async function drained(ctx, attached, t0, countsAtT0) {
+  const index = new Map(attached.layout.muted.map((c, i) => [channelId(c), i]));
+  const added = await entriesAdded(ctx.redis, attached.layout.muted);
+  const due = attached.watchers.map((w, i) => {
+    const c = index.get(w.channel);
+    return attached.baseCounts[i] + added[c] - attached.baseAdded[c];
+  });
+  const waitFrom = now();
+  const missingNow = () => attached.watchers.reduce((n, w, i) => n + Math.max(0, due[i] - w.count), 0);
+  while (missingNow() > 0 && now() - waitFrom < DRAIN_LIMIT_MS && !attached.watchers.every((w) => w.closed)) {
+    await sleep(2);
+  }
+  const at = now();
+  const base = countsAtT0 ?? attached.watchers.map(() => 0);
+  const deliveries = attached.watchers.reduce((n, w, i) => n + Math.min(w.count, due[i]) - base[i], 0);
+  const perMute = WATCHERS / attached.layout.muted.length;
+  return {
+    deliveries,
+    missing: missingNow(),
+    drainMs: at - waitFrom,
+    deliveriesPerS: deliveries / ((at - t0) / 1000),
+    endToEndMutesPerS: deliveries / perMute / ((at - t0) / 1000),
+  };
+}
+
+/** PROBES mutes one at a time, each waited for at every watcher of its channel (and at the plain subscriber). */
+async function probes(ctx, attached, round) {
+  const layout = attached.layout;
+  const results = [];
+  const notifyChannels = layout.muted.map((c) => keys.pstnNotify(PROJECT, channelId(c)));
+  for (const name of notifyChannels) await ctx.notify.call("SSUBSCRIBE", name);
+  const cpu0 = cpuTicks(ctx.bl.pid);
+  const client0 = process.cpuUsage();
+  for (let i = 0; i < PROBES; i++) {
+    const c = layout.muted[i % layout.muted.length];
+    const p = probe(`probe-${attached.layoutName}-${round}-${i}`, WATCHERS / layout.muted.length);
+    ctx.notifyWait = { channel: keys.pstnNotify(PROJECT, channelId(c)), probe: p };
+    p.sentAt = now();
+    try {
+      p.ackAt = await ctx.mute(c, p.uid);
+    } catch (e) {
+      seen.muteFailures.push(`probe: ${e.message}`);
+      seen.probes.delete(p.uid);
+      continue;
+    }
+    const ok = await within(p.arrived, 10_000);
+    seen.probes.delete(p.uid);
+    ctx.notifyWait = undefined;
+    if (!ok) {
+      seen.errors.push(`probe ${p.uid}: ${p.expected - p.received} watchers without it after 10 s`);
+      continue;
+    }
+    results.push({
+      sentToAck: p.ackAt - p.sentAt,
+      ackToNotify: p.notifyAt === undefined ? Number.NaN : p.notifyAt - p.ackAt,
+      ackToFirst: p.firstAt - p.ackAt,
+      ackToLast: p.lastAt - p.ackAt,
+      sentToLast: p.lastAt - p.sentAt,
+      sentToNotify: p.notifyAt === undefined ? Number.NaN : p.notifyAt - p.sentAt,
+    });
+    await sleep(10 + Math.random() * 10);
+  }
+  const cpuUs = (cpuTicks(ctx.bl.pid) - cpu0) * TICK_US;
+  const client = process.cpuUsage(client0);
+  for (const name of notifyChannels) await ctx.notify.call("SUNSUBSCRIBE", name);
+  const p50 = median(results.map((r) => r.ackToLast));
+  // Server CPU per probe: the mute and its deliveries (and whatever else the instance did meanwhile).
+  const cpuUsPerProbe = cpuUs / PROBES;
+  // This process's CPU per probe: receiving and decoding the probe's event at every watcher, one after another,
+  // which the last watcher's delay includes (watchers on machines of their own would not wait for each other).
+  const clientCpuUsPerProbe = (client.user + client.system) / PROBES;
+  log(
+    `${attached.layoutName} r${round}: ${results.length} probes, ack → last watcher p50 ${p50.toFixed(2)} ms; server CPU ${(cpuUsPerProbe / 1000).toFixed(2)} ms per probe`,
+  );
+  return { probes: results, cpuUsPerProbe, clientCpuUsPerProbe };
+}
+
+// --- the run -----------------------------------------------------------------------------
+
+async function main() {
+  const startedAt = new Date();
+  const loadStart = os.loadavg();
+  const redisServer = await startRedis();
+  const redis = new Redis(redisServer.url, { connectionName: "bench-probe", maxRetriesPerRequest: 1 });
+  const jwtSecret = randomBytes(32).toString("hex");
+  const jwts = await seed(redisServer.url, jwtSecret);
+  const jwtFile = join(WORK, "pstn-jwt.txt");
+  writeFileSync(jwtFile, jwts.muteJwt);
+  const bl = await startBoardline(redisServer.url, jwtSecret);
+  log(`boardline on ${bl.url} (pid ${bl.pid}), redis-server pid ${redisServer.pid}`);
+
+  // The plain subscriber: when a mute's notification reaches a client of Redis directly.
+  const notify = new Redis(redisServer.url, { connectionName: "bench-notify" });
+  const ctx = { redisServer, redis, notify, bl, jwts, jwtFile, notifyWait: undefined };
+  notify.on("smessage", (channel) => {
+    const wait = ctx.notifyWait;
+    if (wait !== undefined && wait.channel === channel) wait.probe.notifyAt ??= now();
+  });
+  ctx.mute = muter(bl, jwts.muteJwt, jwts.passphrases);
+  // Every channel gets an event, so every watch can start from an event id.
+  for (let c = 0; c < CHANNELS; c++) await ctx.mute(c, "seed");
+
+  const memoryPoints = [];
+  const mark = async (label) => {
+    memoryPoints.push({
+      label,
+      ...(await memory(bl)),
+      redis: await redisConnections(ctx),
+      subscriptions: await subscriptions(ctx),
+    });
+  };
+
+  // Warm-up, then memory with no watcher, with each layout attached, and after each detach.
+  for (const layoutName of LAYOUT_NAMES) await runWrk(ctx, layoutName, WARMUP);
+  await mark("no watcher (after a warm-up)");
+  for (const layoutName of LAYOUT_NAMES) {
+    const attached = await attach(ctx, layoutName, 0);
+    await sleep(1000);
+    await mark(`${WATCHERS} watchers attached (${layoutName})`);
+    await detach(ctx, attached);
+    await sleep(500);
+    await mark(`after they left (${layoutName})`);
+  }
+
+  const cells = [];
+  const delays = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const layoutName of LAYOUT_NAMES) {
+      const withoutFirst = round % 2 === 1;
+      if (withoutFirst) cells.push(await cell(ctx, layoutName, undefined, round));
+      const attached = await attach(ctx, layoutName, round);
+      cells.push(await cell(ctx, layoutName, attached, round));
+      delays.push({ layout: layoutName, round, ...(await probes(ctx, attached, round)) });
+      await detach(ctx, attached);
+      if (!withoutFirst) cells.push(await cell(ctx, layoutName, undefined, round));
+    }
+  }
+  await mark("at the end, every watcher gone");
+  const cpuModel = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "unknown CPU";
+  const redisVersion = (await redis.info("server")).match(/redis_version:(\S+)/)?.[1];
+  const result = {
+    startedAt: startedAt.toISOString(),
+    elapsedS: (Date.now() - startedAt.getTime()) / 1000,
+    machine: {
+      cpus: os.cpus().length,
+      cpuModel,
+      memGiB: os.totalmem() / 2 ** 30,
+      node: process.version,
+      redisVersion,
+    },
+    loadavg: { start: loadStart, end: os.loadavg() },
+    pinning: env.BENCH_SERVER_CPU
+      ? `redis-server and boardline on CPU ${env.BENCH_SERVER_CPU}; watchers, probes and wrk on the other CPU`
+      : "none",
+    protocol: PROTOCOL,
+    settings: {
+      watchers: WATCHERS,
+      channels: CHANNELS,
+      rounds: ROUNDS,
+      probes: PROBES,
+      seconds: SECONDS,
+      warmup: WARMUP,
+      concurrency: CONCURRENCY,
+      streamsPerSession: STREAMS_PER_SESSION,
+    },
+    cells,
+    delays,
+    memory: memoryPoints,
+    errors: seen.errors,
+    reconnects: Object.fromEntries(seen.reconnects),
+    mutes503: seen.mutes503,
+    muteFailures: seen.muteFailures,
+    attaches: seen.attaches,
+    outOfOrder: seen.outOfOrder,
+    events: seen.events,
+  };
+  notify.disconnect();
+  redis.disconnect();
+  await bl.stop();
+  await redisServer.stop();
+  writeFileSync(join(WORK, "pstn-watchers.json"), `${JSON.stringify(result, null, 1)}\n`);
+  return result;
+}
+
+const result = await main();
+const { render } = await import("./pstn-report.mjs");
+const markdown = render(result);
+writeFileSync(join(WORK, "pstn-watchers.md"), markdown);
+process.stdout.write(`${markdown}\n`);
+if (!env.BENCH_NO_WRITE) {
+  const path = new URL("./RESULTS.md", import.meta.url);
+  const START = "<!-- pstn-watchers:start -->";
+  const END = "<!-- pstn-watchers:end -->";
+  const text = readFileSync(path, "utf8");
+  const i = text.indexOf(START);
+  const j = text.indexOf(END);
+  const updated =
+    i >= 0 && j > i
+      ? `${text.slice(0, i + START.length)}\n${markdown}\n${text.slice(j)}`
+      : `${text.trimEnd()}\n\n${START}\n${markdown}\n${END}\n`;
+  writeFileSync(path, updated);
+  // As biome formats Markdown (aligned tables), so `biome check bench` stays green.
+  const formatted = spawnSync("npx", ["biome", "format", "--write", "bench/RESULTS.md"], { stdio: "ignore" });
+  log(
+    `bench/RESULTS.md updated (issue 13's watchers section)${formatted.status === 0 ? "" : "; could not format it: run npm run format"}`,
+  );
+}
+if (seen.errors.length > 0 || seen.outOfOrder > 0) {
+  log(
+    `FAILED: ${seen.errors.length} errors, ${seen.outOfOrder} events out of order: ${seen.errors.slice(0, 5).join("; ")}`,
+  );
+  process.exitCode = 1;
+}
