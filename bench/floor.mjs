@@ -8,9 +8,50 @@
  *   PORT=… GRPC_PORT=… node bench/floor.mjs
  *     PORT       node:http (HTTP/1.1), any path: 200 {"uid":"bench-uid-1","mute":true}
  *     GRPC_PORT  node:http2 h2c, any path: a MuteResponse {uid: "bench-uid-1", mute: true}
+ *
+ * With FLOOR_WORK=redis (and REDIS_URL, REDIS_KEY_PREFIX) it is "floor+redis":
+ * before answering, each request runs the one Redis write every mute must make —
+ * boardline's own mute script (EVALSHA through ioredis), with fixed arguments —
+ * and nothing else: no body parsing, JWT, passphrase read or protobuf. Its rows
+ * show what the transport plus that write cost, the least any mute server can.
  */
 import http from "node:http";
 import http2 from "node:http2";
+
+const work = process.env.FLOOR_WORK === "redis" ? await redisWrite() : undefined;
+
+/** The mute script's write, fixed arguments, as boardline and the baselines run it. */
+async function redisWrite() {
+  const { Redis } = await import("ioredis");
+  const { keySchema, MUTE_EVENTS_MAXLEN } = await import("../dist/src/store/keys.js");
+  const { muteMetaHead } = await import("../dist/src/store/records.js");
+  const { defineScripts } = await import("../dist/src/store/redis-scripts.js");
+  const keys = keySchema(process.env.REDIS_KEY_PREFIX || "bl:");
+  const scripts = defineScripts(new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 0 }));
+  const [project, channel] = ["floor-project", "floor-channel"];
+  let n = 0;
+  return () => {
+    const change = { uid: "bench-uid-1", mute: n++ % 2 === 0, by: "floor", at: Date.now() };
+    return scripts.blSetMute(
+      keys.pstnMute(project, channel),
+      keys.pstnEvents(project, channel),
+      keys.pstnMuteMeta(project, channel),
+      keys.pstnNotify(project, channel),
+      change.uid,
+      change.mute ? "1" : "0",
+      change.by,
+      String(change.at),
+      String(MUTE_EVENTS_MAXLEN),
+      muteMetaHead(change),
+    );
+  };
+}
+
+/** Runs `answer` once the request's body has arrived (and, for floor+redis, the write is done). */
+function whenRead(request, answer) {
+  request.resume();
+  request.on("end", work === undefined ? answer : () => work().then(answer, () => request.destroy()));
+}
 
 const JSON_BODY = JSON.stringify({ uid: "bench-uid-1", mute: true });
 // MuteResponse: field 1 (uid) "bench-uid-1", field 2 (mute) true — protobuf wire format, by hand.
@@ -21,8 +62,7 @@ frame.writeUInt32BE(message.length, 1);
 message.copy(frame, 5);
 
 const h1 = http.createServer((req, res) => {
-  req.resume();
-  req.on("end", () => {
+  whenRead(req, () => {
     res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(JSON_BODY) });
     res.end(JSON_BODY);
   });
@@ -30,8 +70,7 @@ const h1 = http.createServer((req, res) => {
 
 const h2 = http2.createServer();
 h2.on("stream", (stream) => {
-  stream.resume();
-  stream.on("end", () => {
+  whenRead(stream, () => {
     stream.respond({ ":status": 200, "content-type": "application/grpc+proto" }, { waitForTrailers: true });
     stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
     stream.end(frame);

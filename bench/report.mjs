@@ -39,6 +39,7 @@ function logSummary() {
     "baseline-http",
     "baseline-grpc",
     "floor",
+    "floor+redis",
     "simulator",
     "boardline-watch-short",
     "boardline-watch-default",
@@ -98,11 +99,14 @@ const h2loadVersion = run("h2load", ["--version"]).replace(/^h2load\s*/, "");
 // against the bare servers doing the same work.
 const targets = [];
 const row = (check, measured, target, ok) => targets.push([check, measured, target, verdict(ok)]);
-for (const [who, label, min] of [
-  ["boardline", "", "1.5"],
+// Issue 14: boardline ≥ 1.5× the bare servers at c16; at c1 and c64, and without the read cache, issue 4's floors.
+const againstBare = (who, c, issue4Min) => (who === "boardline" && c === 16 ? "1.5" : issue4Min);
+for (const [who, label, issue4Min] of [
+  ["boardline", "", "0.85"],
   ["boardline-nocache", " (no read cache)", "0.85"],
 ])
   for (const c of concurrencies) {
+    const min = againstBare(who, c, issue4Min);
     const a = find(who, "mute", "JSON", c);
     const b = find("baseline-http", "mute", "JSON", c);
     if (a && b) {
@@ -115,11 +119,12 @@ for (const [who, label, min] of [
       );
     }
   }
-for (const [who, label, min] of [
-  ["boardline", "", "1.5"],
+for (const [who, label, issue4Min] of [
+  ["boardline", "", "1.0"],
   ["boardline-nocache", " (no read cache)", "1.0"],
 ])
   for (const c of concurrencies) {
+    const min = againstBare(who, c, issue4Min);
     const a = find(who, "mute", "gRPC", c);
     const b = find("baseline-grpc", "mute", "gRPC", c);
     if (a && b) {
@@ -163,6 +168,16 @@ for (const [proto, floorName, minRps] of [
     "≤ 1.5×",
     p99Ratio <= 1.5,
   );
+  // The ceiling: the floor plus the mute's one Redis write, and nothing else (no verdict: a reference).
+  const ceiling = medianOf("floor+redis", proto, "rps");
+  const ceilingP99 = medianOf("floor+redis", proto, "p99_ms");
+  if (ceiling.values.length > 0)
+    targets.push([
+      `floor+redis ${proto} ÷ ${floorName}, c16: the most a server making the mute's write can reach`,
+      `${f(ceiling.value / floorRps.value)}× req/s (${f(ceiling.value, 0)}; ${runsText(ceiling.values, 0)}); p99 ${f(ceilingP99.value / floorP99.value)}× (${f(ceilingP99.value)} ms; ${runsText(ceilingP99.values, 2)})`,
+      `req/s ≥ ${minRps}×, p99 ≤ 1.5×`,
+      "reference",
+    ]);
 }
 const peakKb = (target) => Math.max(...cells.filter((r) => r.target === target).map((r) => r.rss_peak_kb));
 const peakMb = (target) => (Number.isFinite(peakKb(target)) ? `${mb(peakKb(target))} MB` : "not run");
@@ -174,7 +189,7 @@ const ROUTE_NAMES = { mute: "Mute", get: "GetConversion", convert: "ConvertFile"
 /** A process's CPU time (user + system; the server's or Redis's) during the measured run, per response counted. */
 const cpuPerResponse = (r, key = "cpu_ticks") =>
   r[key] === undefined ? Number.NaN : ((r[key] / r.clk_tck) * 1e6) / r.requests;
-const order = ["boardline", "boardline-nocache", "baseline-http", "baseline-grpc", "floor"];
+const order = ["boardline", "boardline-nocache", "baseline-http", "baseline-grpc", "floor+redis", "floor"];
 const sorted = cells
   .filter((r) => (r.run ?? 1) === 1)
   .sort(
@@ -268,13 +283,15 @@ How: wrk -t 1 -c C (HTTP/1.1 keep-alive, bench/post.lua); p50/p99 from wrk's lat
 \`--log-file\` (per-request µs from start to end of response). Every cell is a separate warm-up run, then the measured run,
 against a server that keeps running across cells; cells of peers are interleaved. Non-2xx: wrk's status errors (≥ 400) /
 non-200 lines in h2load's log; a gRPC error would still be HTTP 200, which is what the Redis-writes column is for.
-boardline's and the floor's c16 mute cells run ${env.BENCH_P99_RUNS ?? 1} times in a row, each boardline cell next to its floor cell
+boardline's, the floor's and floor+redis's c16 mute cells run ${env.BENCH_P99_RUNS ?? 1} times in a row, each boardline cell next to its floor cell
 (BENCH_P99_RUNS): the table shows the first run, the targets against the floor are judged on the medians of all of them.
 
 "floor" is bench/floor.mjs: node:http and node:http2 answering the same bytes at once, with no JWT, Redis or protobuf —
-what the transport and this machine cost before any code runs.
+what the transport and this machine cost before any code runs. "floor+redis" is the same program making, before each
+answer, the one Redis write every mute must make (boardline's mute script through ioredis, fixed arguments; FLOOR_WORK=redis),
+on the same CPU as its Redis like every server here: the most any mute server could reach against the floor.
 
-Peak RSS of the other processes: baseline-http ${peakMb("baseline-http")}, baseline-grpc ${peakMb("baseline-grpc")}, floor ${peakMb("floor")}.
+Peak RSS of the other processes: baseline-http ${peakMb("baseline-http")}, baseline-grpc ${peakMb("baseline-grpc")}, floor ${peakMb("floor")}, floor+redis ${peakMb("floor+redis")}.
 ${conversionsSection()}
 
 ### Server logs during the run

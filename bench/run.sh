@@ -30,6 +30,9 @@
 #   baseline-grpc   bench/baseline-grpc.mjs  (@grpc/grpc-js, same work)
 #   floor           bench/floor.mjs  (node:http and node:http2 answering at once:
 #                   no JWT, no Redis — what the transport alone costs here)
+#   floor+redis     bench/floor.mjs with FLOOR_WORK=redis: the floor plus the one Redis write a
+#                   mute must make (the mute script, fixed arguments) — c16 cells only, beside the
+#                   floor's: the most any server doing that write could reach against the floor
 #   simulator       the bundled Netless conversion simulator
 #   stall probe     bench/stall.mjs, before and after the cells (before the ConvertFile cells, whose
 #                   tasks keep the followers busy): how often the machine itself stalls the servers'
@@ -196,9 +199,9 @@ if [[ -z $BENCH_ONLY || $BENCH_ONLY == pstn ]]; then
   [[ $BENCH_ONLY != pstn ]] || exit 0
 fi
 
-read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT FH_PORT FG_PORT < <(node -e '
+read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT FH_PORT FG_PORT RH_PORT RG_PORT < <(node -e '
   const net = require("node:net");
-  Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map(() => new Promise((resolve) => {
+  Promise.all([0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map(() => new Promise((resolve) => {
     const s = net.createServer().listen(0, "127.0.0.1", () => resolve(s));
   }))).then((servers) => {
     console.log(servers.map((s) => s.address().port).join(" "));
@@ -240,12 +243,16 @@ spawn "$WORK/baseline-grpc.log" "${SERVER_PIN[@]}" env PORT="$BG_PORT" node "${N
 BG_PID=${PIDS[-1]}
 spawn "$WORK/floor.log" "${SERVER_PIN[@]}" env PORT="$FH_PORT" GRPC_PORT="$FG_PORT" node "${NODE_FLAGS[@]}" bench/floor.mjs
 FL_PID=${PIDS[-1]}
+spawn "$WORK/floor+redis.log" "${SERVER_PIN[@]}" env PORT="$RH_PORT" GRPC_PORT="$RG_PORT" FLOOR_WORK=redis \
+  node "${NODE_FLAGS[@]}" bench/floor.mjs
+FR_PID=${PIDS[-1]}
 wait_tcp "$SIM_PORT" "$SIM_PID" simulator
 wait_tcp "$BL_PORT" "$BL_PID" boardline
 wait_tcp "$BN_PORT" "$BN_PID" boardline-nocache
 wait_tcp "$BH_PORT" "$BH_PID" baseline-http
 wait_tcp "$BG_PORT" "$BG_PID" baseline-grpc
 wait_tcp "$FG_PORT" "$FL_PID" floor
+wait_tcp "$RG_PORT" "$FR_PID" floor+redis
 for i in {1..100}; do # ready once its Redis connection is (on a busy machine that can take a few seconds)
   curl -sf -o /dev/null "http://127.0.0.1:$BL_PORT/readyz" && curl -sf -o /dev/null "http://127.0.0.1:$BN_PORT/readyz" && break
   ((i < 100)) || die "boardline /readyz is not 200 after 10 s"
@@ -292,6 +299,8 @@ check_grpc "baseline-grpc Mute" "$BG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_grpc "boardline-nocache gRPC Mute" "$BN_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_json "floor JSON" "$FH_PORT" "$MUTE_PATH" "$WORK/mute.json"
 check_grpc "floor gRPC" "$FG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
+check_json "floor+redis JSON" "$RH_PORT" "$MUTE_PATH" "$WORK/mute.json"
+check_grpc "floor+redis gRPC" "$RG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_grpc "boardline gRPC ConvertFile" "$BL_PORT" convert "$WORK/convert.grpc" "$GRPC_CONVERT"
 # The task the GetConversion cells read, once boardline's follower has recorded it Finished.
 GET_UUID=$(OUT_DIR=$WORK node bench/conversion-task.mjs "http://127.0.0.1:$BL_PORT" "$WORK/convert.json" "$WORK/jwt.txt") ||
@@ -401,6 +410,10 @@ for c in $BENCH_CONCURRENCY; do
     cell boardline-nocache mute gRPC "$c" "$BN_PID" "$BN_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
     cell floor mute JSON "$c" "$FL_PID" "$FH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
     cell floor mute gRPC "$c" "$FL_PID" "$FG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
+    if ((c == 16)); then
+      cell floor+redis mute JSON "$c" "$FR_PID" "$RH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
+      cell floor+redis mute gRPC "$c" "$FR_PID" "$RG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
+    fi
   fi
   # GetConversion (issue 12): one Redis read (HGETALL of the record) per call; the followers' polls read too.
   cell boardline get JSON "$c" "$BL_PID" "$BL_PORT" "$GET_PATH" /dev/null hgetall
@@ -412,6 +425,8 @@ for c in $BENCH_CONCURRENCY; do
       cell floor mute JSON "$c" "$FL_PID" "$FH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd "$run"
       cell boardline mute gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd "$run"
       cell floor mute gRPC "$c" "$FL_PID" "$FG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd "$run"
+      cell floor+redis mute JSON "$c" "$FR_PID" "$RH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd "$run"
+      cell floor+redis mute gRPC "$c" "$FR_PID" "$RG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd "$run"
     done
   fi
 done
