@@ -47,10 +47,24 @@ async function redisWrite() {
   };
 }
 
-/** Runs `answer` once the request's body has arrived (and, for floor+redis, the write is done). */
-function whenRead(request, answer) {
+/**
+ * Runs `answer` once the request's body has arrived (and, for floor+redis, the
+ * write is done — unless the client went away meanwhile, as the load generator's
+ * connections do at the end of a cell).
+ */
+function whenRead(request, response, answer) {
   request.resume();
-  request.on("end", work === undefined ? answer : () => work().then(answer, () => request.destroy()));
+  if (work === undefined) {
+    request.on("end", answer);
+    return;
+  }
+  request.on("error", () => {});
+  request.on("end", () =>
+    work().then(
+      () => response.destroyed || answer(),
+      () => response.destroy(),
+    ),
+  );
 }
 
 const JSON_BODY = JSON.stringify({ uid: "bench-uid-1", mute: true });
@@ -62,7 +76,7 @@ frame.writeUInt32BE(message.length, 1);
 message.copy(frame, 5);
 
 const h1 = http.createServer((req, res) => {
-  whenRead(req, () => {
+  whenRead(req, res, () => {
     res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(JSON_BODY) });
     res.end(JSON_BODY);
   });
@@ -70,7 +84,7 @@ const h1 = http.createServer((req, res) => {
 
 const h2 = http2.createServer();
 h2.on("stream", (stream) => {
-  whenRead(stream, () => {
+  whenRead(stream, stream, () => {
     stream.respond({ ":status": 200, "content-type": "application/grpc+proto" }, { waitForTrailers: true });
     stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
     stream.end(frame);
