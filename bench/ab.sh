@@ -8,8 +8,10 @@
 #   off     this tree, tracing off (no OTEL_EXPORTER_OTLP_ENDPOINT)
 #   on      this tree, tracing on, exporting (OTLP http/protobuf, the SDK's defaults) to bench/otlp-sink.mjs
 #   on-10%  the same, one trace in ten sampled (OTEL_TRACES_SAMPLER=parentbased_traceidratio, ARG 0.1)
+#   flags   with BENCH_AB_FLAGS="<node flags>": this tree, tracing off, run with those flags instead of
+#           package.json's config.nodeFlags — and then only "off" and "flags" run (no tracing variants)
 # Servers and Redis on the first CPU, load generator and sink on the second (as bench/run.sh).
-#   bash bench/ab.sh            knobs: BENCH_AB_BEFORE, BENCH_AB_ROUNDS (5), BENCH_SECONDS (5),
+#   bash bench/ab.sh            knobs: BENCH_AB_BEFORE, BENCH_AB_FLAGS, BENCH_AB_ROUNDS (5), BENCH_SECONDS (5),
 #                               BENCH_WARMUP (1), BENCH_AB_C (16), BENCH_SKIP_BUILD=1
 # Prints one line per cell and, at the end, each variant's median req/s, p99 and CPU time per call (the
 # server process's user + system time over the cell ÷ its requests: much steadier than req/s or p99 on a
@@ -65,10 +67,11 @@ spawn "$WORK/sink.log" "${LOAD_PIN[@]}" env PORT="$SINK_PORT" node bench/otlp-si
 SINK_PID=${PIDS[-1]}
 read -ra NODE_FLAGS <<<"$(node -p 'require("./package.json").config.nodeFlags')"
 server() { # name port dir extra-env…
-  local name=$1 port=$2 dir=$3
+  local name=$1 port=$2 dir=$3 flags=("${NODE_FLAGS[@]}")
   shift 3
+  [[ $name != flags ]] || read -ra flags <<<"$BENCH_AB_FLAGS"
   spawn "$WORK/$name.log" "${SERVER_PIN[@]}" env NODE_ENV=production PORT="$port" HOST=127.0.0.1 LOG_LEVEL=warn \
-    GUESS_LIMIT=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" "$@" node "${NODE_FLAGS[@]}" "$dir/dist/src/main.js"
+    GUESS_LIMIT=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" "$@" node "${flags[@]}" "$dir/dist/src/main.js"
   wait_http "http://127.0.0.1:$port/readyz"
   SERVER_PID=${PIDS[-1]}
 }
@@ -81,11 +84,16 @@ if [[ -n ${BENCH_AB_BEFORE:-} ]]; then
 fi
 server off "$P_OFF" "$PWD"
 VARIANTS+=("off:$P_OFF:$SERVER_PID")
-server on "$P_ON" "$PWD" OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$SINK_PORT"
-VARIANTS+=("on:$P_ON:$SERVER_PID")
-server on-10% "$P_SAMPLED" "$PWD" OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$SINK_PORT" \
-  OTEL_TRACES_SAMPLER=parentbased_traceidratio OTEL_TRACES_SAMPLER_ARG=0.1
-VARIANTS+=("on-10%:$P_SAMPLED:$SERVER_PID")
+if [[ -n ${BENCH_AB_FLAGS:-} ]]; then
+  server flags "$P_ON" "$PWD"
+  VARIANTS+=("flags:$P_ON:$SERVER_PID")
+else
+  server on "$P_ON" "$PWD" OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$SINK_PORT"
+  VARIANTS+=("on:$P_ON:$SERVER_PID")
+  server on-10% "$P_SAMPLED" "$PWD" OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$SINK_PORT" \
+    OTEL_TRACES_SAMPLER=parentbased_traceidratio OTEL_TRACES_SAMPLER_ARG=0.1
+  VARIANTS+=("on-10%:$P_SAMPLED:$SERVER_PID")
+fi
 
 RESULTS=$WORK/results.jsonl
 : >"$RESULTS"
@@ -119,6 +127,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
       cell "$v" "$port" "$pid" "$proto" "$round"
     done
   done
+done
+for variant in "${VARIANTS[@]}"; do
+  IFS=: read -r v port pid <<<"$variant"
+  log "$v: peak RSS $(awk '/^VmHWM/ { printf "%.0f MB", $2 / 1024 }' "/proc/$pid/status"), RSS now $(awk '/^VmRSS/ { printf "%.0f MB", $2 / 1024 }' "/proc/$pid/status")"
 done
 kill -TERM "$SINK_PID" && wait "$SINK_PID" 2>/dev/null || true
 log "sink received: $(tail -n 1 "$WORK/sink.log")"
