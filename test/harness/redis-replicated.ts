@@ -57,6 +57,7 @@ export async function startReplicaSet(replicas = 1): Promise<ReplicaSetHandle> {
     const primary = await start();
     for (let i = 0; i < replicas; i++) await start("--replicaof", HOST, String(primary.port));
     await Promise.all(nodes.slice(1).map((r) => linkUp(r.port)));
+    await acknowledging(primary.port, replicas);
     return { primary, replicas: nodes.slice(1), addReplica, stop };
   } catch (e) {
     await stop();
@@ -156,6 +157,25 @@ export async function linkUp(port: number): Promise<void> {
       async () => /master_link_status:up/.test(await r.info("replication")),
       READY_TIMEOUT_MS,
       `the replica on ${port} to sync`,
+    ),
+  );
+}
+
+/**
+ * Waits until `replicas` replicas acknowledge a write to the primary on `port`
+ * (a link that is up does not yet mean that: the first WAIT after a sync was
+ * seen to time out, failing the first write of a REDIS_MIN_REPLICAS test).
+ */
+export async function acknowledging(port: number, replicas: number): Promise<void> {
+  if (replicas === 0) return;
+  await withClient(port, (r) =>
+    eventually(
+      async () => {
+        await r.set("bl-harness:replication-check", String(Date.now()));
+        return Number(await r.call("WAIT", String(replicas), "1000")) >= replicas;
+      },
+      READY_TIMEOUT_MS,
+      `${replicas} replicas of ${port} to acknowledge a write`,
     ),
   );
 }
