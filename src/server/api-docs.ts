@@ -18,8 +18,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { transportError } from "./error-table.js";
-import { type NodeRequest, type NodeResponse, reply } from "./node-http.js";
+import type { NodeRequest, NodeResponse } from "./node-http.js";
+import { readOnlyRoute } from "./read-only-route.js";
 
 /** Where the document is, from the repository (or installed package) root. */
 const DOCUMENT = join("openapi", "boardline.v1.json");
@@ -96,16 +96,8 @@ export class ApiDocs {
   }
 
   handle(path: string, req: NodeRequest, res: NodeResponse): void {
-    const asset = this.assets.get(path);
-    if (asset === undefined) {
-      reply(res, transportError({ kind: "no_route" }));
-      return;
-    }
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      reply(res, transportError({ kind: "method_not_allowed", allow: ["GET", "HEAD"] }));
-      return;
-    }
-    req.resume();
+    const asset = readOnlyRoute(this.assets, path, req, res);
+    if (asset === undefined) return;
     res.setHeader("etag", asset.etag);
     res.setHeader("cache-control", asset.cacheControl);
     res.setHeader("content-security-policy", asset.csp);

@@ -4,9 +4,10 @@
  * /metrics` (Prometheus). GET and HEAD only; never cached.
  */
 import type { Logger } from "../log.js";
-import { toJsonError, transportError } from "./error-table.js";
+import { toJsonError } from "./error-table.js";
 import type { Metrics } from "./metrics.js";
 import { type Answer, type NodeRequest, type NodeResponse, reply } from "./node-http.js";
+import { readOnlyRoute } from "./read-only-route.js";
 
 export interface OpsEndpointsOptions {
   /** Serve `/metrics` here; undefined when it is served on a port of its own. */
@@ -51,16 +52,8 @@ export class OpsEndpoints {
   }
 
   handle(path: string, req: NodeRequest, res: NodeResponse): void {
-    const answer = this.answers.get(path);
-    if (answer === undefined) {
-      reply(res, transportError({ kind: "no_route" }));
-      return;
-    }
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      reply(res, transportError({ kind: "method_not_allowed", allow: ["GET", "HEAD"] }));
-      return;
-    }
-    req.resume();
+    const answer = readOnlyRoute(this.answers, path, req, res);
+    if (answer === undefined) return;
     answer()
       .then((a) => {
         res.setHeader("cache-control", "no-store");
