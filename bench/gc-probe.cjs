@@ -1,7 +1,7 @@
 /**
- * A measuring instrument for bench/watchers.mjs, preloaded (`node --expose-gc
- * -r ./bench/gc-probe.cjs dist/src/main.js`) into the watchers scenario's
- * boardline only: on SIGUSR2 it runs two full garbage collections and writes
+ * A measuring instrument for bench/watchers.mjs and bench/pstn-watchers.mjs,
+ * preloaded (`node --expose-gc -r ./bench/gc-probe.cjs dist/src/main.js`) into
+ * those scenarios' boardline only: on SIGUSR2 it runs two full garbage collections and writes
  * `process.memoryUsage()` as JSON to $BENCH_GC_PROBE_OUT, so the live heap per
  * watcher can be read apart from garbage not yet collected. It changes nothing else.
  */

@@ -194,7 +194,7 @@ ${table(
 ### Memory and Redis connections
 
 boardline's RSS (median of 5 readings), live heap and external memory after two full GCs
-(bench/pstn-gc-probe.cjs), open file descriptors, Redis connections by client name, shard channels subscribed.
+(bench/gc-probe.cjs), open file descriptors, Redis connections by client name, shard channels subscribed.
 
 ${table(["when", "RSS MB", "live heap MB", "external MB", "fds", "Redis connections", "shard channels"], memRows)}
 

@@ -35,7 +35,7 @@
  * last watcher under load); after the cell, how long until every watcher has
  * every event (each watcher's count against the stream's `entries-added`);
  * sequential probe mutes (each waits for its event at every watcher); detach.
- * Memory (RSS and live heap after two full GCs, bench/pstn-gc-probe.cjs) and
+ * Memory (RSS and live heap after two full GCs, bench/gc-probe.cjs) and
  * Redis connections are read before the rounds, with each layout attached, and
  * after each detach.
  *
@@ -192,7 +192,7 @@ async function startBoardline(redisUrl, jwtSecret) {
     .filter(Boolean);
   const probeFile = join(WORK, "pstn-boardline.memory.json");
   // --expose-gc and the probe only let memory() read the live heap after full GCs.
-  const argv = [process.execPath, ...flags, "--expose-gc", "-r", "./bench/pstn-gc-probe.cjs", "dist/src/main.js"];
+  const argv = [process.execPath, ...flags, "--expose-gc", "-r", "./bench/gc-probe.cjs", "dist/src/main.js"];
   const server = startServer("pstn-boardline", argv, {
     NODE_ENV: "production",
     PORT: String(port),
