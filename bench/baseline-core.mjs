@@ -27,6 +27,31 @@ export class MuteError extends Error {
   }
 }
 
+/**
+ * The one Redis write of a mute, as boardline makes it: its atomic mute script
+ * (EVALSHA: HSET + XADD MAXLEN ~ 10000 + the meta HSET + the SPUBLISH), on `redis`.
+ * bench/floor.mjs (floor+redis) makes the same write.
+ * @param {import("ioredis").Redis} redis
+ * @param {ReturnType<typeof keySchema>} keys
+ */
+export function muteWriter(redis, keys) {
+  const scripts = defineScripts(redis);
+  /** @param {{uid: string, mute: boolean, by: string, at: number}} change */
+  return (project, channel, change) =>
+    scripts.blSetMute(
+      keys.pstnMute(project, channel),
+      keys.pstnEvents(project, channel),
+      keys.pstnMuteMeta(project, channel),
+      keys.pstnNotify(project, channel),
+      change.uid,
+      change.mute ? "1" : "0",
+      change.by,
+      String(change.at),
+      String(MUTE_EVENTS_MAXLEN),
+      muteMetaHead(change),
+    );
+}
+
 export function createMuteHandler(env = process.env) {
   const redisUrl = env.REDIS_URL;
   if (!redisUrl) throw new Error("REDIS_URL is required");
@@ -34,7 +59,7 @@ export function createMuteHandler(env = process.env) {
   const secret = new TextEncoder().encode(env.JWT_SECRET);
   const keys = keySchema(env.REDIS_KEY_PREFIX || "bl:");
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 0 });
-  const scripts = defineScripts(redis);
+  const writeMute = muteWriter(redis, keys);
   const verifyOptions = { algorithms: ["HS256"], requiredClaims: ["exp"] };
 
   /**
@@ -65,19 +90,7 @@ export function createMuteHandler(env = process.env) {
     const record = await redis.hgetall(keys.passphrase(passphrase));
     if (record.project !== payload.project_id || record.role !== "host")
       throw new MuteError(403, "not the host passphrase");
-    const change = { uid, mute, by: String(payload.sub), at: Date.now() };
-    await scripts.blSetMute(
-      keys.pstnMute(record.project, record.channel),
-      keys.pstnEvents(record.project, record.channel),
-      keys.pstnMuteMeta(record.project, record.channel),
-      keys.pstnNotify(record.project, record.channel),
-      uid,
-      mute ? "1" : "0",
-      change.by,
-      String(change.at),
-      String(MUTE_EVENTS_MAXLEN),
-      muteMetaHead(change),
-    );
+    await writeMute(record.project, record.channel, { uid, mute, by: String(payload.sub), at: Date.now() });
     return { uid, mute };
   }
 

@@ -20,31 +20,21 @@ import http2 from "node:http2";
 
 const work = process.env.FLOOR_WORK === "redis" ? await redisWrite() : undefined;
 
-/** The mute script's write, fixed arguments, as boardline and the baselines run it. */
+/** The mute script's write (bench/baseline-core.mjs), fixed arguments, as boardline and the baselines make it. */
 async function redisWrite() {
   const { Redis } = await import("ioredis");
-  const { keySchema, MUTE_EVENTS_MAXLEN } = await import("../dist/src/store/keys.js");
-  const { muteMetaHead } = await import("../dist/src/store/records.js");
-  const { defineScripts } = await import("../dist/src/store/redis-scripts.js");
-  const keys = keySchema(process.env.REDIS_KEY_PREFIX || "bl:");
-  const scripts = defineScripts(new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 0 }));
-  const [project, channel] = ["floor-project", "floor-channel"];
+  const { keySchema } = await import("../dist/src/store/keys.js");
+  const { muteWriter } = await import("./baseline-core.mjs");
+  const redis = new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 0 });
+  const writeMute = muteWriter(redis, keySchema(process.env.REDIS_KEY_PREFIX || "bl:"));
   let n = 0;
-  return () => {
-    const change = { uid: "bench-uid-1", mute: n++ % 2 === 0, by: "floor", at: Date.now() };
-    return scripts.blSetMute(
-      keys.pstnMute(project, channel),
-      keys.pstnEvents(project, channel),
-      keys.pstnMuteMeta(project, channel),
-      keys.pstnNotify(project, channel),
-      change.uid,
-      change.mute ? "1" : "0",
-      change.by,
-      String(change.at),
-      String(MUTE_EVENTS_MAXLEN),
-      muteMetaHead(change),
-    );
-  };
+  return () =>
+    writeMute("floor-project", "floor-channel", {
+      uid: "bench-uid-1",
+      mute: n++ % 2 === 0,
+      by: "floor",
+      at: Date.now(),
+    });
 }
 
 /**

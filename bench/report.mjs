@@ -101,42 +101,28 @@ const targets = [];
 const row = (check, measured, target, ok) => targets.push([check, measured, target, verdict(ok)]);
 // Issue 14: boardline ≥ 1.5× the bare servers at c16; at c1 and c64, and without the read cache, issue 4's floors.
 const againstBare = (who, c, issue4Min) => (who === "boardline" && c === 16 ? "1.5" : issue4Min);
-for (const [who, label, issue4Min] of [
-  ["boardline", "", "0.85"],
-  ["boardline-nocache", " (no read cache)", "0.85"],
+for (const [proto, what, bare, bareName, issue4Min] of [
+  ["JSON", "JSON mute", "baseline-http", "baseline-http", "0.85"],
+  ["gRPC", "gRPC Mute", "baseline-grpc", "grpc-js", "1.0"],
 ])
-  for (const c of concurrencies) {
-    const min = againstBare(who, c, issue4Min);
-    const a = find(who, "mute", "JSON", c);
-    const b = find("baseline-http", "mute", "JSON", c);
-    if (a && b) {
-      const ratio = a.rps / b.rps;
-      row(
-        `JSON mute${label} ÷ baseline-http, req/s, c${c}`,
-        `${f(ratio)}× (${f(a.rps, 0)} / ${f(b.rps, 0)})`,
-        `≥ ${min}×`,
-        ratio >= Number(min),
-      );
+  for (const [who, label] of [
+    ["boardline", ""],
+    ["boardline-nocache", " (no read cache)"],
+  ])
+    for (const c of concurrencies) {
+      const min = againstBare(who, c, issue4Min);
+      const a = find(who, "mute", proto, c);
+      const b = find(bare, "mute", proto, c);
+      if (a && b) {
+        const ratio = a.rps / b.rps;
+        row(
+          `${what}${label} ÷ ${bareName}, req/s, c${c}`,
+          `${f(ratio)}× (${f(a.rps, 0)} / ${f(b.rps, 0)})`,
+          `≥ ${min}×`,
+          ratio >= Number(min),
+        );
+      }
     }
-  }
-for (const [who, label, issue4Min] of [
-  ["boardline", "", "1.0"],
-  ["boardline-nocache", " (no read cache)", "1.0"],
-])
-  for (const c of concurrencies) {
-    const min = againstBare(who, c, issue4Min);
-    const a = find(who, "mute", "gRPC", c);
-    const b = find("baseline-grpc", "mute", "gRPC", c);
-    if (a && b) {
-      const ratio = a.rps / b.rps;
-      row(
-        `gRPC Mute${label} ÷ grpc-js, req/s, c${c}`,
-        `${f(ratio)}× (${f(a.rps, 0)} / ${f(b.rps, 0)})`,
-        `≥ ${min}×`,
-        ratio >= Number(min),
-      );
-    }
-  }
 /** The median of one field over every run of a cell, and the runs' values. */
 const medianOf = (target, proto, field) => {
   const values = cellsOf(target, "mute", proto, 16).map((r) => r[field]);
