@@ -62,7 +62,7 @@ export JWT_SECRET
 OUT_DIR=$WORK node bench/setup.mjs >&2
 JWT=$(<"$WORK/jwt.txt")
 spawn "$WORK/simulator.log" "${LOAD_PIN[@]}" env SIM_PORT="$SIM_PORT" SIM_HOST=127.0.0.1 \
-  SIM_SDK_TOKEN="$(<"$WORK/sdk-token.txt")" LOG_LEVEL=warn node dist/src/conversion/simulator/main.js
+  SIM_SDK_TOKEN="$(<"$WORK/sdk-token.txt")" LOG_LEVEL=warn node dist/src/demo/simulator/main.js
 spawn "$WORK/sink.log" "${LOAD_PIN[@]}" env PORT="$SINK_PORT" node bench/otlp-sink.mjs
 SINK_PID=${PIDS[-1]}
 read -ra NODE_FLAGS <<<"$(node -p 'require("./package.json").config.nodeFlags')"

@@ -15,9 +15,9 @@
  */
 import { jwtVerify } from "jose";
 import { Redis } from "ioredis";
-import { keySchema, MUTE_EVENTS_MAXLEN } from "../dist/src/store/keys.js";
-import { muteMetaHead } from "../dist/src/store/records.js";
-import { defineScripts } from "../dist/src/store/redis-scripts.js";
+import { keySchema, MUTE_EVENTS_MAXLEN } from "../dist/src/store/schema/keys.js";
+import { muteMetaHead } from "../dist/src/store/schema/channel-records.js";
+import { defineScripts } from "../dist/src/store/redis/scripts.js";
 
 export class MuteError extends Error {
   /** @param {number} code error.code of the JSON contract (400/401/403/500) */

@@ -23,7 +23,7 @@ const work = process.env.FLOOR_WORK === "redis" ? await redisWrite() : undefined
 /** The mute script's write (bench/baseline-core.mjs), fixed arguments, as boardline and the baselines make it. */
 async function redisWrite() {
   const { Redis } = await import("ioredis");
-  const { keySchema } = await import("../dist/src/store/keys.js");
+  const { keySchema } = await import("../dist/src/store/schema/keys.js");
   const { muteWriter } = await import("./baseline-core.mjs");
   const redis = new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 0 });
   const writeMute = muteWriter(redis, keySchema(process.env.REDIS_KEY_PREFIX || "bl:"));

@@ -19,9 +19,9 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:net";
 import { Redis } from "ioredis";
-import { keySchema, MUTE_EVENTS_MAXLEN } from "../dist/src/store/keys.js";
-import { muteMetaHead } from "../dist/src/store/records.js";
-import { defineScripts } from "../dist/src/store/redis-scripts.js";
+import { keySchema, MUTE_EVENTS_MAXLEN } from "../dist/src/store/schema/keys.js";
+import { muteMetaHead } from "../dist/src/store/schema/channel-records.js";
+import { defineScripts } from "../dist/src/store/redis/scripts.js";
 
 /** SET_MUTE as it was before the meta hash (commit cd71aab). */
 const BEFORE = `

@@ -59,8 +59,8 @@ import { Redis } from "ioredis";
 import { PstnEventSchema, WatchPstnEventsRequestSchema } from "../dist/gen/channel/v1/pstn_pb.js";
 import { mintToken } from "../dist/src/auth/jwt.js";
 import { createLogger } from "../dist/src/log.js";
-import { keySchema } from "../dist/src/store/keys.js";
-import { createRedisStore } from "../dist/src/store/redis-store.js";
+import { keySchema } from "../dist/src/store/schema/keys.js";
+import { createRedisStore } from "../dist/src/store/redis/store.js";
 
 const env = process.env;
 const WORK = env.BENCH_WORK;

@@ -223,7 +223,7 @@ JWT=$(<"$WORK/jwt.txt")
 
 # --- servers ---------------------------------------------------------------------
 spawn "$WORK/simulator.log" "${LOAD_PIN[@]}" env SIM_PORT="$SIM_PORT" SIM_HOST=127.0.0.1 \
-  SIM_SDK_TOKEN="$(<"$WORK/sdk-token.txt")" LOG_LEVEL=warn node dist/src/conversion/simulator/main.js
+  SIM_SDK_TOKEN="$(<"$WORK/sdk-token.txt")" LOG_LEVEL=warn node dist/src/demo/simulator/main.js
 SIM_PID=${PIDS[-1]}
 # Started as `npm start` runs it: the V8 flags of package.json "config.nodeFlags" (a smaller young
 # generation, a slower heap growth, no allocation-site pretenuring; see bench/RESULTS.md). The

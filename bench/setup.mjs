@@ -20,9 +20,9 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { MuteRequestSchema } from "../dist/gen/channel/v1/pstn_pb.js";
 import { ConvertFileRequestSchema } from "../dist/gen/whiteboard/v1/whiteboard_pb.js";
 import { mintToken } from "../dist/src/auth/jwt.js";
-import { createSdkToken } from "../dist/src/conversion/netless-token.js";
+import { createSdkToken } from "../dist/src/netless/sdk-token.js";
 import { createLogger } from "../dist/src/log.js";
-import { createRedisStore } from "../dist/src/store/redis-store.js";
+import { createRedisStore } from "../dist/src/store/redis/store.js";
 
 const { REDIS_URL, REDIS_KEY_PREFIX = "bl:", JWT_SECRET, OUT_DIR } = process.env;
 if (!REDIS_URL || !JWT_SECRET || !OUT_DIR) throw new Error("REDIS_URL, JWT_SECRET and OUT_DIR are required");

@@ -13,7 +13,7 @@
  *
  * Environment: SIM_SDK_TOKEN (the token boardline presents), SIM_PROGRESS_MS.
  */
-import { startConversionSimulator } from "../dist/src/conversion/simulator/index.js";
+import { startConversionSimulator } from "../dist/src/demo/simulator/index.js";
 
 const token = process.env.SIM_SDK_TOKEN;
 const progressMs = Number(process.env.SIM_PROGRESS_MS ?? 1500);

@@ -48,9 +48,9 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { Redis } from "ioredis";
 import { WhiteboardService } from "../dist/gen/whiteboard/v1/whiteboard_pb.js";
-import { createSdkToken } from "../dist/src/conversion/netless-token.js";
+import { createSdkToken } from "../dist/src/netless/sdk-token.js";
 import { createLogger } from "../dist/src/log.js";
-import { createRedisStore } from "../dist/src/store/redis-store.js";
+import { createRedisStore } from "../dist/src/store/redis/store.js";
 
 const env = process.env;
 const WORK = env.BENCH_WORK;

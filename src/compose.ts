@@ -6,32 +6,32 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "./log.js";
-import { conversionWebhookUrl } from "./server/conversion-webhook.js";
+import { conversionWebhookUrl } from "./server/json/conversion-webhook.js";
 import { type Server, startServer } from "./server/start-server.js";
-import type { ListenOptions } from "./server/listener.js";
-import { servedMethods, servedStreams } from "./server/served-methods.js";
+import type { ListenOptions } from "./server/http/listener.js";
+import { servedMethods, servedStreams } from "./server/call/served-methods.js";
 import {
   ConversionFollower,
   DEFAULT_FOLLOWER_SETTINGS,
   type FollowerSettings,
-} from "./services/conversion-follower.js";
-import { ConversionTasks } from "./services/conversion-tasks.js";
-import { ConversionWatchHub } from "./services/conversion-watch-hub.js";
-import { ConversionWebhooks } from "./services/conversion-webhooks.js";
+} from "./services/conversion/follower.js";
+import { ConversionTasks } from "./services/conversion/tasks.js";
+import { ConversionWatchHub } from "./services/conversion/watch-hub.js";
+import { ConversionWebhooks } from "./services/conversion/webhooks.js";
 import { noGuard, type PassphraseGuard } from "./services/passphrase-guard.js";
 import type { Authenticator, ConversionBackend, Store } from "./services/ports.js";
-import { PstnControl } from "./services/pstn.js";
+import { PstnControl } from "./services/pstn/mute.js";
 import type { CallTracer } from "./tracing/hooks.js";
-import { PstnStateReader } from "./services/pstn-state.js";
-import { retryLockMs, SafeRetries } from "./services/safe-retries.js";
-import { PstnWatch } from "./services/pstn-watch.js";
-import { DEFAULT_PSTN_WATCH_SETTINGS, PstnWatchHub, type PstnWatchSettings } from "./services/pstn-watch-hub.js";
+import { PstnStateReader } from "./services/pstn/read-state.js";
+import { retryLockMs, SafeRetries } from "./services/idempotency/safe-retries.js";
+import { PstnWatches } from "./services/pstn/watch-events.js";
+import { DEFAULT_PSTN_WATCH_SETTINGS, PstnWatchHub, type PstnWatchSettings } from "./services/pstn/watch-hub.js";
 import { WatchSlots } from "./services/watch-slots.js";
-import { WhiteboardConversions } from "./services/whiteboard.js";
+import { WhiteboardConversions } from "./services/conversion/convert.js";
 
 export type { Server } from "./server/start-server.js";
 
-export interface ServiceOptions extends ListenOptions {
+export interface LaunchOptions extends ListenOptions {
   readonly store: Store;
   readonly authenticator: Authenticator;
   readonly backend: ConversionBackend;
@@ -73,7 +73,7 @@ const WATCH_POLL_MS = 250;
  * (UNAVAILABLE, so clients reconnect elsewhere), lets the other requests
  * finish, then stops the follower — all before the caller closes the store.
  */
-export async function startService(o: ServiceOptions): Promise<Server> {
+export async function launch(o: LaunchOptions): Promise<Server> {
   const guard = o.guard ?? noGuard;
   const settings = { ...DEFAULT_FOLLOWER_SETTINGS, ...o.follow };
   const slots = new WatchSlots(o.maxWatches ?? 10_000);
@@ -98,7 +98,7 @@ export async function startService(o: ServiceOptions): Promise<Server> {
     pstnState: new PstnStateReader(o.store, guard),
     whiteboard: new WhiteboardConversions(o.store, o.backend, guard, settings.firstPollMs, retries, webhooks),
     conversions: new ConversionTasks(o.store, o.backend, hub),
-    pstnWatch: new PstnWatch(pstnHub, o.maxWatchChannels ?? 1000),
+    pstnWatch: new PstnWatches(pstnHub, o.maxWatchChannels ?? 1000),
   };
   const server = await startServer({
     ...o,
@@ -121,7 +121,7 @@ export async function startService(o: ServiceOptions): Promise<Server> {
 
 /** Webhook URLs under `base`, signed with `secret`; a call wakes this instance's follower. */
 function conversionWebhooks(
-  { base, secret }: NonNullable<ServiceOptions["webhooks"]>,
+  { base, secret }: NonNullable<LaunchOptions["webhooks"]>,
   store: Store,
   follower: ConversionFollower,
 ): ConversionWebhooks {

@@ -5,18 +5,18 @@
  */
 import { randomBytes } from "node:crypto";
 import { JwtAuthenticator, mintToken } from "./auth/jwt.js";
-import { type Server, startService } from "./compose.js";
+import { type Server, launch } from "./compose.js";
 import { type Config, ConfigError, type JwtKeyConfig, loadConfig, type WebhookConfig } from "./config/index.js";
-import { NetlessConversionClient } from "./conversion/netless-client.js";
-import { type ConversionSimulator, startConversionSimulator } from "./conversion/simulator/index.js";
-import { type DemoSeed, demoBanner, demoSeed, seedDemo } from "./demo.js";
+import { NetlessConversionClient } from "./netless/client.js";
+import { type ConversionSimulator, startConversionSimulator } from "./demo/simulator/index.js";
+import { type DemoSeed, demoBanner, demoSeed, seedDemo } from "./demo/demo.js";
 import { createLogger, type Logger } from "./log.js";
 import { MissLimitGuard } from "./services/passphrase-guard.js";
 import { type AdminStore, PSTN_GATEWAY_SCOPE } from "./services/ports.js";
-import { retryLockMs } from "./services/safe-retries.js";
-import { MemoryStore } from "./store/memory-store.js";
+import { retryLockMs } from "./services/idempotency/safe-retries.js";
+import { MemoryStore } from "./store/memory/store.js";
 import { ReadCachedStore } from "./store/read-cache.js";
-import { createRedisStore } from "./store/redis-store.js";
+import { createRedisStore } from "./store/redis/store.js";
 import type { ExchangeTracer } from "./tracing/hooks.js";
 import { startTracing } from "./tracing/start-tracing.js";
 
@@ -28,7 +28,7 @@ async function main(): Promise<void> {
   const key = config.jwt.key ?? { kind: "secret" as const, secret: new Uint8Array(randomBytes(32)) };
   const seed = config.demo ? demoSeed() : undefined;
   const conversion = await conversionBackend(config, seed, logger, tracing?.exchanges);
-  const server = await startService({
+  const server = await launch({
     host: config.host,
     port: config.port,
     ...(config.tls === undefined ? {} : { tls: config.tls }),

@@ -2,12 +2,12 @@
  * `boardline channel create|delete`: a channel's passphrase records
  * (docs/architecture.md, "Redis schema").
  */
+import { randomBytes } from "node:crypto";
 import { type Command, Option } from "commander";
-import { checkChannelId, checkProjectId } from "../store/keys.js";
+import { checkChannelId, checkProjectId } from "../store/schema/keys.js";
 import { checkId, usage } from "./arguments.js";
 import { CliFailure } from "./cli-failure.js";
-import { generatePassphrase } from "./generate-passphrase.js";
-import { jsonOption, print } from "./output.js";
+import { jsonOption, print } from "./terminal.js";
 import { withStore } from "./redis-session.js";
 
 interface CreateOptions {
@@ -131,4 +131,11 @@ async function deleteChannel(
     { project, channel: channelId, deleted_keys: deleted },
     `channel ${channelId} of project ${project} deleted (${deleted} key${deleted === 1 ? "" : "s"})`,
   );
+}
+
+/** A strong passphrase for `channel create --generate` that is easy to read out: 24 characters from 32 (120 bits), no look-alikes. */
+export function generatePassphrase(): string {
+  const alphabet = "abcdefghijkmnpqrstuvwxyz23456789";
+  const chars = [...randomBytes(24)].map((b) => alphabet[b & 31]);
+  return [0, 4, 8, 12, 16, 20].map((i) => chars.slice(i, i + 4).join("")).join("-");
 }

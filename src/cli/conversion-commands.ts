@@ -6,7 +6,7 @@
  */
 import type { Command } from "commander";
 import { CliFailure } from "./cli-failure.js";
-import { formatTime, jsonOption, print, table } from "./output.js";
+import { formatTime, jsonOption, print, table } from "./terminal.js";
 import { withStore } from "./redis-session.js";
 
 export function addConversionCommands(program: Command): void {

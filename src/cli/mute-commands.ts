@@ -8,12 +8,12 @@
  */
 import type { Command } from "commander";
 import type { MuteEvent } from "../services/ports.js";
-import { participantsByUid } from "../services/pstn-snapshot.js";
-import { PstnWatch } from "../services/pstn-watch.js";
-import { PstnWatchHub } from "../services/pstn-watch-hub.js";
+import { participantsByUid } from "../services/pstn/snapshot.js";
+import { PstnWatches } from "../services/pstn/watch-events.js";
+import { PstnWatchHub } from "../services/pstn/watch-hub.js";
 import { WatchSlots } from "../services/watch-slots.js";
 import { MAX_EVENTS, parseEvents } from "./arguments.js";
-import { formatTime, jsonOption, print, table } from "./output.js";
+import { formatTime, jsonOption, print, table } from "./terminal.js";
 import { withStore } from "./redis-session.js";
 
 export function addMuteCommands(program: Command): void {
@@ -77,7 +77,7 @@ async function watchMute(project: string, channelId: string, o: { after: string;
     process.once("SIGINT", onSignal);
     process.once("SIGTERM", onSignal);
     try {
-      const events = await new PstnWatch(hub, 1).open(project, [channelId], o.after, stop.signal);
+      const events = await new PstnWatches(hub, 1).open(project, [channelId], o.after, stop.signal);
       if (o.json !== true) process.stderr.write(`watching channel ${channelId} of project ${project}; Ctrl-C stops\n`);
       for await (const { event } of events) {
         const { id, uid, mute, by, at } = event;

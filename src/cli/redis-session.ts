@@ -8,7 +8,7 @@
 import { loadRedisSettings, type RedisConfig } from "../config/index.js";
 import { silentLogger } from "../log.js";
 import { isFailure } from "../services/failure.js";
-import { createRedisStore, type RedisStore } from "../store/redis-store.js";
+import { createRedisStore, type RedisStore } from "../store/redis/store.js";
 import { CliFailure, causeMessage, configOrFail } from "./cli-failure.js";
 
 const CONNECT_TIMEOUT_MS = 3000;

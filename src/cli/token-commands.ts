@@ -7,7 +7,7 @@ import { mintToken } from "../auth/jwt.js";
 import { loadTokenSettings } from "../config/index.js";
 import { parseDuration, usage } from "./arguments.js";
 import { CliFailure, configOrFail } from "./cli-failure.js";
-import { jsonOption, print } from "./output.js";
+import { jsonOption, print } from "./terminal.js";
 
 const TOKEN_SUBJECT = "operator";
 

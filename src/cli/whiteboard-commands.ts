@@ -5,12 +5,11 @@
  */
 import { type Command, Option } from "commander";
 import { REGIONS, type Region, type WhiteboardCredentials } from "../services/ports.js";
-import { checkProjectId } from "../store/keys.js";
+import { checkProjectId } from "../store/schema/keys.js";
 import { checkId, usage } from "./arguments.js";
 import { CliFailure } from "./cli-failure.js";
-import { jsonOption, print } from "./output.js";
+import { jsonOption, print, readStdin } from "./terminal.js";
 import { withStore } from "./redis-session.js";
-import { readStdin } from "./stdin.js";
 
 interface SetOptions {
   region: Region;

@@ -3,7 +3,7 @@
  * (see variables.ts for every variable). An invalid value stops start-up with
  * one line naming the variable.
  */
-export { ConfigError } from "./config-error.js";
+export { ConfigError } from "./read-variable.js";
 export type { JwtKeyConfig, JwtSettings, TokenSettings } from "./jwt-settings.js";
 export { loadTokenSettings } from "./jwt-settings.js";
 export { type Config, loadConfig } from "./load-config.js";

@@ -4,9 +4,8 @@
  * that key source, and the claims a token must carry.
  */
 import { readFileSync } from "node:fs";
-import { ConfigError } from "./config-error.js";
-import { HMAC_ALGORITHMS } from "./jwt-algorithms.js";
-import { type Env, isSet, readHttpUrl, readList, readText } from "./read-variable.js";
+import { ConfigError, type Env, isSet, readHttpUrl, readList, readText } from "./read-variable.js";
+import { HMAC_ALGORITHMS } from "./accepted-values.js";
 
 export type JwtKeyConfig =
   | { readonly kind: "secret"; readonly secret: Uint8Array }

@@ -11,9 +11,17 @@
  * - conversion webhooks need their secret outside the demo (webhook-settings.ts).
  */
 import { readFileSync } from "node:fs";
-import { ConfigError } from "./config-error.js";
+import {
+  ConfigError,
+  type Env,
+  isSet,
+  readChoice,
+  readHttpUrl,
+  readInteger,
+  readList,
+  readText,
+} from "./read-variable.js";
 import { type JwtSettings, KEY_SOURCES, loadJwtSettings } from "./jwt-settings.js";
-import { type Env, isSet, readChoice, readHttpUrl, readInteger, readList, readText } from "./read-variable.js";
 import { loadRedisSettings, type RedisConfig, type RedisSettings } from "./redis-settings.js";
 import { loadWebhookSettings, type WebhookConfig } from "./webhook-settings.js";
 

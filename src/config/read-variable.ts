@@ -1,13 +1,23 @@
 /**
  * Reads one environment variable through its row in variables.ts: its default,
  * its range or allowed values. A bad value is a ConfigError naming the variable.
+ * The one reader of `host:port` lists (REDIS_CLUSTER_NODES, REDIS_SENTINELS) is here too.
  */
-import type { RedisNodeAddress } from "../store/redis-connection.js";
-import { ConfigError } from "./config-error.js";
-import { parseHostPorts } from "./host-ports.js";
+import type { RedisNodeAddress } from "../store/redis/connection.js";
 import { VARIABLES, type Variable, type VariableName } from "./variables.js";
 
 export type Env = Readonly<Record<string, string | undefined>>;
+
+/** An invalid configuration value: one line naming the variable, which stops start-up. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`${variable} ${problem}`);
+  }
+}
 
 type Rows = typeof VARIABLES;
 /** The names of the rows of one kind (and shape). */
@@ -92,4 +102,29 @@ export function readList(env: Env, name: NamesOf<{ kind: "list" }>): string[] | 
 export function readHostPorts(env: Env, name: NamesOf<{ kind: "hosts" }>): RedisNodeAddress[] | undefined {
   const raw = rawValue(env, name);
   return raw === undefined ? undefined : parseHostPorts(name, raw, VARIABLES[name].defaultPort);
+}
+
+/** `host`, `host:port`, `[ipv6]` or `[ipv6]:port`; a host has no colon, bracket or white space. */
+const HOST_PORT = /^(?:\[([^\]]+)\]|([^:[\]\s]+))(?::(\d{1,5}))?$/;
+
+/**
+ * Parses `host:port,host:port` (IPv6 in brackets, `[::1]:7000`; a missing port
+ * is `defaultPort`). Empty entries are skipped, but the list must name at least
+ * one node. Throws a ConfigError naming `variable` and the entry it cannot read.
+ */
+export function parseHostPorts(variable: string, list: string, defaultPort: number): RedisNodeAddress[] {
+  const entries = list
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  if (entries.length === 0) throw new ConfigError(variable, "must list at least one host:port");
+  return entries.map((entry) => {
+    const match = HOST_PORT.exec(entry);
+    const host = match?.[1] ?? match?.[2];
+    const port = match?.[3] === undefined ? defaultPort : Number(match[3]);
+    if (host === undefined || port < 1 || port > 65535) {
+      throw new ConfigError(variable, `must be a comma-separated list of host:port (got "${entry}")`);
+    }
+    return { host, port };
+  });
 }

@@ -4,10 +4,9 @@
  * must have a write before it is acknowledged. The operator CLI reads only
  * this (and the token settings).
  */
-import type { RedisConnectionOptions } from "../store/redis-connection.js";
-import type { ReplicaAck } from "../store/replica-ack.js";
-import { ConfigError } from "./config-error.js";
-import { type Env, readHostPorts, readInteger, readText } from "./read-variable.js";
+import type { RedisConnectionOptions } from "../store/redis/connection.js";
+import type { ReplicaAck } from "../store/redis/replica-ack.js";
+import { ConfigError, type Env, readHostPorts, readInteger, readText } from "./read-variable.js";
 
 export type RedisConfig = RedisConnectionOptions;
 

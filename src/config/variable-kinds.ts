@@ -24,7 +24,7 @@ export interface ChoiceVariable extends Documented {
   readonly values: readonly string[];
 }
 
-/** A comma-separated list of `host[:port]` (see host-ports.ts). */
+/** A comma-separated list of `host[:port]` (see src/config/read-variable.ts). */
 export interface HostsVariable extends Documented {
   readonly kind: "hosts";
   readonly defaultPort: number;

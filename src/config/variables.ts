@@ -7,11 +7,9 @@
  * Rules that tie several variables together live in load-config.ts,
  * redis-settings.ts and jwt-settings.ts.
  */
-import { JWT_ALGORITHMS } from "./jwt-algorithms.js";
-import { isOrigin } from "./origins.js";
+import { JWT_ALGORITHMS, isOrigin, checkWebhookBase } from "./accepted-values.js";
 import { REDIS_VARIABLES } from "./redis-variables.js";
 import type { Variable } from "./variable-kinds.js";
-import { checkWebhookBase } from "./webhook-base.js";
 
 export type * from "./variable-kinds.js";
 

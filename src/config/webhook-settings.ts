@@ -9,8 +9,7 @@
  * key, not derived from JWT_SECRET: that may not exist (a JWKS), and rotating
  * one must not silently break the other.
  */
-import { ConfigError } from "./config-error.js";
-import { type Env, readText } from "./read-variable.js";
+import { ConfigError, type Env, readText } from "./read-variable.js";
 
 export interface WebhookConfig {
   /** Without a trailing slash. */

@@ -6,31 +6,31 @@
  *        │ no: Node's compatibility layer makes it a request
  *        ▼
  *   request (HTTP/1.1 or HTTP/2) ─► X-Request-Id, CORS (preflights end here)
- *        ├─ a JSON route (google.api.http; json-routes.ts) ─► JSON gateway (json-gateway.ts),
+ *        ├─ a JSON route (google.api.http; src/server/json/routes.ts) ─► JSON gateway (src/server/json/gateway.ts),
  *        │                                          or 405 for a known path with another method
  *        ├─ /v1/whiteboard/conversion-webhook/{id} ─► the backend's webhook (conversion-webhook.ts;
  *        │                                          only with CONVERSION_WEBHOOK_BASE; no JWT, a signed URL)
  *        ├─ an RPC path (/pkg.Service/Method)   ─► connect-es: Connect, gRPC-Web, other gRPC,
- *        │                                          health, reflection (rpc-router.ts)
- *        ├─ /healthz, /readyz, /metrics         ─► ops-endpoints.ts
+ *        │                                          health, reflection (src/server/rpc/router.ts)
+ *        ├─ /healthz, /readyz, /metrics         ─► src/server/ops/endpoints.ts
  *        ├─ /openapi.json, /docs (and its files) ─► api-docs.ts (the API reference)
  *        └─ anything else                       ─► 404 from the error table
  *
- * Every served method then runs the same call pipeline (call-pipeline.ts):
+ * Every served method then runs the same call pipeline (src/server/call/pipeline.ts):
  * authenticate → read the request → validate → the domain call (src/services),
  * and every failure is shaped by the one error table (error-table.ts).
  */
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { Logger } from "../log.js";
-import type { ApiDocs } from "./api-docs.js";
-import type { ConversionWebhookEndpoint } from "./conversion-webhook.js";
-import type { Cors } from "./cors.js";
-import { toJsonError, transportError } from "./error-table.js";
-import type { GrpcFastPath } from "./grpc-fast-path.js";
-import type { JsonGateway } from "./json-gateway.js";
-import { type NodeRequest, type NodeResponse, pathOf, reply, requestIdFrom } from "./node-http.js";
-import type { OpsEndpoints } from "./ops-endpoints.js";
-import type { RpcRouter } from "./rpc-router.js";
+import type { ApiDocs } from "./ops/api-docs.js";
+import type { ConversionWebhookEndpoint } from "./json/conversion-webhook.js";
+import type { Cors } from "./http/cors.js";
+import { toJsonError, transportError } from "./call/error-table.js";
+import type { GrpcFastPath } from "./rpc/grpc-fast-path.js";
+import type { JsonGateway } from "./json/gateway.js";
+import { type NodeRequest, type NodeResponse, pathOf, reply, requestIdFrom } from "./http/request-answer.js";
+import type { OpsEndpoints } from "./ops/endpoints.js";
+import type { RpcRouter } from "./rpc/router.js";
 
 export interface DispatchTargets {
   readonly fastPath: GrpcFastPath;

@@ -16,21 +16,21 @@ import {
 import type { Logger } from "../log.js";
 import type { Authenticator } from "../services/ports.js";
 import type { CallTracer } from "../tracing/hooks.js";
-import { apiDocs } from "./api-docs.js";
-import { CallPipeline } from "./call-pipeline.js";
-import { ConversionWebhookEndpoint, type WebhookReceiver } from "./conversion-webhook.js";
-import { Cors } from "./cors.js";
+import { apiDocs } from "./ops/api-docs.js";
+import { CallPipeline } from "./call/pipeline.js";
+import { ConversionWebhookEndpoint, type WebhookReceiver } from "./json/conversion-webhook.js";
+import { Cors } from "./http/cors.js";
 import { createDispatch } from "./dispatch.js";
-import { GrpcFastPath } from "./grpc-fast-path.js";
-import { registerHealth } from "./health.js";
-import { JsonGateway } from "./json-gateway.js";
-import { type ListenOptions, listen, type RunningServer } from "./listener.js";
-import { Metrics } from "./metrics.js";
-import { OpsEndpoints } from "./ops-endpoints.js";
-import { listenOps } from "./ops-listener.js";
-import { registerReflection } from "./reflection.js";
-import { RpcRouter } from "./rpc-router.js";
-import type { ServedMethod, ServedStream } from "./served-methods.js";
+import { GrpcFastPath } from "./rpc/grpc-fast-path.js";
+import { registerHealth } from "./rpc/health.js";
+import { JsonGateway } from "./json/gateway.js";
+import { type ListenOptions, listen, type RunningServer } from "./http/listener.js";
+import { Metrics } from "./ops/metrics.js";
+import { OpsEndpoints } from "./ops/endpoints.js";
+import { listenOps } from "./ops/listener.js";
+import { registerReflection } from "./rpc/reflection.js";
+import { RpcRouter } from "./rpc/router.js";
+import type { ServedMethod, ServedStream } from "./call/served-methods.js";
 
 export interface ServerOptions extends ListenOptions {
   readonly methods: readonly ServedMethod[];

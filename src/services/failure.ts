@@ -1,6 +1,6 @@
 /**
  * Failures the business layer and its adapters raise. They carry a kind, never a
- * transport status: `src/server/error-table.ts` is the one place that maps a kind
+ * transport status: `src/server/call/error-table.ts` is the one place that maps a kind
  * to a gRPC code, an HTTP status and the documented numeric `error.code`.
  *
  * `detail` is safe to show to the caller (for `invalid` it names the offending

@@ -5,13 +5,13 @@
  * `unavailable` for a backend that cannot be reached, `deadline_exceeded` for a
  * time-out, `internal` for anything that should never happen.
  */
-import type { ConversionStore, WhiteboardEvent, WhiteboardSettings } from "./conversion-ports.js";
-import type { IdempotencyStore } from "./idempotency-ports.js";
+import type { ConversionStore, WhiteboardEvent, WhiteboardSettings } from "./conversion/ports.js";
+import type { IdempotencyStore } from "./idempotency/ports.js";
 
-export * from "./conversion-ports.js";
-export * from "./idempotency-ports.js";
+export * from "./conversion/ports.js";
+export * from "./idempotency/ports.js";
 
-import type { MuteEvent, PstnEventLog } from "./pstn-event-ports.js";
+import type { MuteEvent, PstnEventLog } from "./pstn/event-ports.js";
 
 export type {
   ChannelRef,
@@ -20,9 +20,9 @@ export type {
   PstnEventPage,
   PstnNotificationListener,
   PstnNotifications,
-} from "./pstn-event-ports.js";
+} from "./pstn/event-ports.js";
 
-import type { PstnSnapshot } from "./pstn-snapshot.js";
+import type { PstnSnapshot } from "./pstn/snapshot.js";
 
 /** Who is calling, taken from a verified JWT. */
 export interface Caller {

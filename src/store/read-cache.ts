@@ -15,7 +15,7 @@ import type {
   Store,
   WhiteboardSettings,
 } from "../services/ports.js";
-import type { PstnSnapshot } from "../services/pstn-snapshot.js";
+import type { PstnSnapshot } from "../services/pstn/snapshot.js";
 
 export const READ_CACHE_MAX_ENTRIES = 10_000;
 

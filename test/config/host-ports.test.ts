@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config/index.js";
-import { parseHostPorts } from "../../src/config/host-ports.js";
+import { parseHostPorts } from "../../src/config/read-variable.js";
 import { SECRET } from "./helpers.js";
 
 const VARIABLE = "REDIS_CLUSTER_NODES";

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { VARIABLES } from "../../src/config/variables.js";
 import { ROOT } from "../harness/build-dist.js";
-import { renderConfigTable, replaceConfigTable, TABLE_END, TABLE_START } from "../tools/config-table.js";
+import { renderConfigTable, replaceConfigTable, TABLE_END, TABLE_START } from "../../tools/config-table.js";
 
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
 

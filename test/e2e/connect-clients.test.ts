@@ -15,7 +15,7 @@ import { parseBody, postJson } from "../harness/http.js";
 import { ROUTES, RPC_PATHS } from "../harness/routes.js";
 import { expectError, expectNoLeak, INVALID_PREFIX } from "./helpers-contract.js";
 import { bearer, clients, convertRequest, muteRequest, PROTOCOLS, transport } from "./helpers-rpc.js";
-import { errorFromJson, trailerParse } from "../../src/server/connect-internals.js";
+import { errorFromJson, trailerParse } from "../../src/server/rpc/connect-internals.js";
 
 const TIMEOUT_MS = 250;
 

@@ -9,7 +9,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PROJECTOR_TASKS_PATH } from "../../src/conversion/simulator/index.js";
+import { PROJECTOR_TASKS_PATH } from "../../src/demo/simulator/index.js";
 import { type Boardline, startBoardline, startTwin } from "../harness/boardline.js";
 import { eventually } from "../harness/eventually.js";
 import { parseResponses, raw } from "../harness/http-clients.js";

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { MuteRequestSchema, MuteResponseSchema } from "../../gen/channel/v1/pstn_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { ConvertFileRequestSchema, ConvertFileResponseSchema } from "../../gen/whiteboard/v1/whiteboard_pb.js";
-import { encodeGrpcMessage } from "../../src/server/grpc-status-trailer.js";
+import { encodeGrpcMessage } from "../../src/server/rpc/grpc-status-trailer.js";
 import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { startRedisServer } from "../harness/redis-server.js";

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
-import type { SimulatorFault } from "../../src/conversion/simulator/index.js";
+import type { SimulatorFault } from "../../src/demo/simulator/index.js";
 import type { Boardline } from "../harness/boardline.js";
 import { postJson } from "../harness/http.js";
 import { convertBody, muteBody } from "../harness/request-bodies.js";

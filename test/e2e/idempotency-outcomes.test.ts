@@ -8,7 +8,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { MemoryStore } from "../../src/store/memory-store.js";
+import type { MemoryStore } from "../../src/store/memory/store.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { eventually } from "../harness/eventually.js";
 import { convertBody } from "../harness/request-bodies.js";

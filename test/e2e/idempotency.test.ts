@@ -11,7 +11,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { keySchema } from "../../src/store/keys.js";
+import { keySchema } from "../../src/store/schema/keys.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { eventually } from "../harness/eventually.js";
 import { postJson } from "../harness/http.js";

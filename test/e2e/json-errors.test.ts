@@ -6,7 +6,7 @@
  * afterwards and the conversion backend saw no request unless it had to.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
-import type { SimulatorFault } from "../../src/conversion/simulator/index.js";
+import type { SimulatorFault } from "../../src/demo/simulator/index.js";
 import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { type HttpAnswer, type PostOptions, postJson, postJsonH2, requestH2 } from "../harness/http.js";

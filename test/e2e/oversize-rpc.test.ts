@@ -8,7 +8,7 @@ import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } f
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { INVALID_REQUEST_MESSAGE } from "../../src/server/error-table.js";
+import { INVALID_REQUEST_MESSAGE } from "../../src/server/call/error-table.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 
 let bl: Boardline;

@@ -7,7 +7,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { expect, test } from "vitest";
 import { WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
-import type { SimulatorFault } from "../../src/conversion/simulator/index.js";
+import type { SimulatorFault } from "../../src/demo/simulator/index.js";
 import { startBoardline } from "../harness/boardline.js";
 import { parseBody, postJson } from "../harness/http.js";
 import { ROUTES } from "../harness/routes.js";

@@ -14,8 +14,8 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { silentLogger } from "../../src/log.js";
-import { keySchema } from "../../src/store/keys.js";
-import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
+import { keySchema } from "../../src/store/schema/keys.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis/store.js";
 import { eventually } from "../harness/eventually.js";
 import { type RedisClusterHandle, startRedisCluster } from "../harness/redis-topologies.js";
 import { uniquePrefix } from "../harness/redis-url.js";

@@ -18,7 +18,7 @@ import { once } from "node:events";
 import { expect } from "vitest";
 import { mintToken } from "../../src/auth/jwt.js";
 import { silentLogger } from "../../src/log.js";
-import { createRedisStore, type RedisConnectionOptions } from "../../src/store/redis-store.js";
+import { createRedisStore, type RedisConnectionOptions } from "../../src/store/redis/store.js";
 import { eventually } from "../harness/eventually.js";
 import { startMainProcess } from "../harness/main-process.js";
 import { withClient } from "../harness/redis-replicated.js";

@@ -5,13 +5,13 @@
  * bound (the 15 s lease + one tick), and the task's end is announced exactly once.
  * The kill lands at a random moment: mostly between two polls (no lease held),
  * now and then during one (the lease then holds the takeover back, up to 15 s);
- * test/services/conversion-follower.test.ts checks the lease path on purpose.
+ * test/services/conversion/follower.test.ts checks the lease path on purpose.
  */
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { mintToken } from "../../src/auth/jwt.js";
-import { type ConversionSimulator, startConversionSimulator } from "../../src/conversion/simulator/index.js";
+import { type ConversionSimulator, startConversionSimulator } from "../../src/demo/simulator/index.js";
 import { silentLogger } from "../../src/log.js";
-import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis/store.js";
 import { eventually } from "../harness/eventually.js";
 import { type MainProcess, startMainProcess } from "../harness/main-process.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "../harness/redis-url.js";

@@ -18,9 +18,9 @@ import net from "node:net";
 import { Cluster } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { mintToken } from "../../src/auth/jwt.js";
-import { type ConversionSimulator, startConversionSimulator } from "../../src/conversion/simulator/index.js";
+import { type ConversionSimulator, startConversionSimulator } from "../../src/demo/simulator/index.js";
 import { silentLogger } from "../../src/log.js";
-import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis/store.js";
 import { eventually } from "../harness/eventually.js";
 import {
   InstanceClient,

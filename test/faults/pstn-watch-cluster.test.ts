@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { clusterSlot } from "../../src/store/cluster-slot.js";
+import { clusterSlot } from "../../src/store/redis/cluster-slot.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { eventually } from "../harness/eventually.js";
 import { type RedisClusterHandle, startRedisCluster } from "../harness/redis-topologies.js";

@@ -13,7 +13,7 @@ import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { MuteRequestSchema } from "../../gen/channel/v1/pstn_pb.js";
 import { ConvertFileRequestSchema } from "../../gen/whiteboard/v1/whiteboard_pb.js";
-import { INVALID_REQUEST_MESSAGE } from "../../src/server/error-table.js";
+import { INVALID_REQUEST_MESSAGE } from "../../src/server/call/error-table.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { capturingLogger } from "../harness/capturing-logger.js";
 import { RPC_PATHS } from "../harness/routes.js";

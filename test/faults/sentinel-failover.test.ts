@@ -22,7 +22,7 @@
  */
 import { expect, test } from "vitest";
 import { silentLogger } from "../../src/log.js";
-import { createRedisStore } from "../../src/store/redis-store.js";
+import { createRedisStore } from "../../src/store/redis/store.js";
 import { eventually } from "../harness/eventually.js";
 import { type SentinelGroupHandle, startSentinelGroup, withClient } from "../harness/redis-replicated.js";
 import { uniquePrefix } from "../harness/redis-url.js";

@@ -7,10 +7,10 @@
  */
 import { randomBytes } from "node:crypto";
 import { JwtAuthenticator, mintToken } from "../../src/auth/jwt.js";
-import { NetlessConversionClient } from "../../src/conversion/netless-client.js";
-import { type ConversionSimulator, startConversionSimulator } from "../../src/conversion/simulator/index.js";
+import { NetlessConversionClient } from "../../src/netless/client.js";
+import { type ConversionSimulator, startConversionSimulator } from "../../src/demo/simulator/index.js";
 import { type Logger, silentLogger } from "../../src/log.js";
-import { type Server, startService } from "../../src/compose.js";
+import { type Server, launch } from "../../src/compose.js";
 import type { PassphraseGuard } from "../../src/services/passphrase-guard.js";
 import {
   type AdminStore,
@@ -18,14 +18,14 @@ import {
   type ConversionApi,
   PSTN_GATEWAY_SCOPE,
 } from "../../src/services/ports.js";
-import { MemoryStore } from "../../src/store/memory-store.js";
-import { createRedisStore, type RedisConnectionOptions, type RedisStore } from "../../src/store/redis-store.js";
+import { MemoryStore } from "../../src/store/memory/store.js";
+import { createRedisStore, type RedisConnectionOptions, type RedisStore } from "../../src/store/redis/store.js";
 import { freePort } from "./redis-server.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "./redis-url.js";
-import type { ListenOptions } from "../../src/server/listener.js";
-import type { FollowerSettings } from "../../src/services/conversion-follower.js";
-import type { PstnWatchSettings } from "../../src/services/pstn-watch-hub.js";
-import { retryLockMs } from "../../src/services/safe-retries.js";
+import type { ListenOptions } from "../../src/server/http/listener.js";
+import type { FollowerSettings } from "../../src/services/conversion/follower.js";
+import type { PstnWatchSettings } from "../../src/services/pstn/watch-hub.js";
+import { retryLockMs } from "../../src/services/idempotency/safe-retries.js";
 
 export interface World {
   /** Project A: whiteboard set up (access/secret key signing), one channel. */
@@ -181,7 +181,7 @@ async function startInstance(shared: Shared, o: InstanceOptions, logger: Logger)
     api: o.conversionApi ?? "legacy",
     logger,
   });
-  const server = await startService({
+  const server = await launch({
     host: "127.0.0.1",
     port,
     ...(o.webhooks === undefined ? {} : { webhooks: { base: `http://127.0.0.1:${port}`, secret: o.webhooks.secret } }),

@@ -1,5 +1,5 @@
 /**
- * GET /openapi.json and GET /docs (src/server/api-docs.ts) on a real server:
+ * GET /openapi.json and GET /docs (src/server/ops/api-docs.ts) on a real server:
  * the committed document byte for byte, the page and every file it names from
  * swagger-ui-dist, GET and HEAD only, ETags and cache headers, the page's
  * Content-Security-Policy, and CORS as on every other answer.

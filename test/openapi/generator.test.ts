@@ -14,11 +14,11 @@ import { FieldRulesSchema } from "../../gen/buf/validate/validate_pb.js";
 import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import { VARIABLES } from "../../src/config/variables.js";
-import { documentedJsonErrors } from "../../src/server/error-docs.js";
-import { httpBinding, httpRuleOf } from "../../src/server/json-routes.js";
-import { openApiDocument } from "../tools/openapi/document.js";
-import { loadProtos } from "../tools/openapi/protos.js";
-import { ruleKeywords } from "../tools/openapi/rules.js";
+import { documentedJsonErrors } from "../../src/server/call/error-docs.js";
+import { httpBinding, httpRuleOf } from "../../src/server/json/routes.js";
+import { openApiDocument } from "../../tools/openapi/document.js";
+import { loadProtos } from "../../tools/openapi/protos.js";
+import { ruleKeywords } from "../../tools/openapi/rules.js";
 
 const committedText = readFileSync("openapi/boardline.v1.json", "utf8");
 // biome-ignore lint/suspicious/noExplicitAny: a parsed JSON document, read by path

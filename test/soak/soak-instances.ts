@@ -13,9 +13,9 @@
  */
 import { randomBytes } from "node:crypto";
 import { Cluster } from "ioredis";
-import { type ConversionSimulator, startConversionSimulator } from "../../src/conversion/simulator/index.js";
+import { type ConversionSimulator, startConversionSimulator } from "../../src/demo/simulator/index.js";
 import { silentLogger } from "../../src/log.js";
-import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis/store.js";
 import { mintToken } from "../../src/auth/jwt.js";
 import {
   type CallKind,

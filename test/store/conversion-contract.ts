@@ -13,7 +13,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { AdminStore, ConversionState, ConversionTaskRecord } from "../../src/services/ports.js";
-import type { KeySchema } from "../../src/store/keys.js";
+import type { KeySchema } from "../../src/store/schema/keys.js";
 import type { ContractSubject, RawAccess } from "./contract.js";
 
 const WEEK_SECONDS = 604_800;

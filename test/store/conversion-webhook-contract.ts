@@ -8,7 +8,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { AdminStore } from "../../src/services/ports.js";
-import type { KeySchema } from "../../src/store/keys.js";
+import type { KeySchema } from "../../src/store/schema/keys.js";
 import type { ContractSubject, RawAccess } from "./contract.js";
 import { dueWindow, finished, task } from "./conversion-contract.js";
 

@@ -8,7 +8,7 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { AdminStore, ClaimRequest, IdempotencyScope } from "../../src/services/ports.js";
-import type { KeySchema } from "../../src/store/keys.js";
+import type { KeySchema } from "../../src/store/schema/keys.js";
 import type { ContractSubject, RawAccess } from "./contract.js";
 
 const LOCK_MS = 60_000;

@@ -8,7 +8,7 @@ import {
   IDEMPOTENCY_TTL_SECONDS,
   keySchema,
   MUTE_EVENTS_MAXLEN,
-} from "../../src/store/keys.js";
+} from "../../src/store/schema/keys.js";
 
 describe("key schema (docs/architecture.md, Redis schema)", () => {
   it("builds the documented keys under the default prefix bl:", () => {

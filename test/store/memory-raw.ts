@@ -2,7 +2,7 @@
  * Raw access to the in-memory store's key space (MemoryStore.data), the way a
  * Redis client reads and writes Redis: no validation, records of any shape.
  */
-import type { MemoryKeyspace } from "../../src/store/memory-keyspace.js";
+import type { MemoryKeyspace } from "../../src/store/memory/keyspace.js";
 import type { RawAccess } from "./contract.js";
 
 export function memoryRaw(data: MemoryKeyspace): RawAccess {

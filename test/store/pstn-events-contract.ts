@@ -7,8 +7,8 @@
 import { randomBytes } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { AdminStore, ChannelRef, PstnEventPage } from "../../src/services/ports.js";
-import { compareStreamIds } from "../../src/services/stream-ids.js";
-import type { KeySchema } from "../../src/store/keys.js";
+import { compareStreamIds } from "../../src/services/pstn/stream-ids.js";
+import type { KeySchema } from "../../src/store/schema/keys.js";
 import { eventually } from "../harness/eventually.js";
 import type { ContractSubject, RawAccess } from "./contract.js";
 

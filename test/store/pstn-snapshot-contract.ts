@@ -9,8 +9,8 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { AdminStore, MuteChange } from "../../src/services/ports.js";
-import type { PstnSnapshot } from "../../src/services/pstn-snapshot.js";
-import type { KeySchema } from "../../src/store/keys.js";
+import type { PstnSnapshot } from "../../src/services/pstn/snapshot.js";
+import type { KeySchema } from "../../src/store/schema/keys.js";
 import type { ContractSubject, RawAccess } from "./contract.js";
 
 function ids(): { project: string; channel: string } {

@@ -4,7 +4,7 @@
  */
 import { expect, test } from "vitest";
 import { Failure } from "../../src/services/failure.js";
-import { MemoryStore } from "../../src/store/memory-store.js";
+import { MemoryStore } from "../../src/store/memory/store.js";
 import { READ_CACHE_MAX_ENTRIES, ReadCachedStore } from "../../src/store/read-cache.js";
 
 function setup() {

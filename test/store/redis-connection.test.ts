@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { reconnectDelay } from "../../src/store/redis-connection.js";
+import { reconnectDelay } from "../../src/store/redis/connection.js";
 
 describe("reconnectDelay", () => {
   it("grows from about 50 ms and never exceeds the cap", () => {

@@ -9,8 +9,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
 import { Failure } from "../../src/services/failure.js";
 import type { AdminStore } from "../../src/services/ports.js";
-import { hashPassphrase } from "../../src/store/keys.js";
-import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
+import { hashPassphrase } from "../../src/store/schema/keys.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis/store.js";
 import { type RedisServerHandle, startRedisServer } from "../harness/redis-server.js";
 import { uniquePrefix } from "../harness/redis-url.js";
 

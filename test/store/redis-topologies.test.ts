@@ -2,7 +2,7 @@
  * The Redis store on the other deployments it supports: a real Redis Cluster
  * (three masters) and a master behind a Sentinel, each started by this file
  * from the machine's redis-server. The whole store contract runs on both, and
- * on the Cluster the write coalescing (src/store/write-coalescing.ts) is
+ * on the Cluster the write coalescing (src/store/redis/write-coalescing.ts) is
  * checked across nodes: one turn's commands reach every master they belong to,
  * in one read per master. Last, the real process (`node dist/src/main.js`)
  * configured with REDIS_CLUSTER_NODES, then with REDIS_SENTINELS, serves a mute
@@ -17,8 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { mintToken } from "../../src/auth/jwt.js";
 import { silentLogger } from "../../src/log.js";
-import { clusterSlot } from "../../src/store/cluster-slot.js";
-import { createRedisStore, type RedisConnectionOptions, type RedisStore } from "../../src/store/redis-store.js";
+import { clusterSlot } from "../../src/store/redis/cluster-slot.js";
+import { createRedisStore, type RedisConnectionOptions, type RedisStore } from "../../src/store/redis/store.js";
 import { eventually } from "../harness/eventually.js";
 import { startMainProcess } from "../harness/main-process.js";
 import {

@@ -1,5 +1,5 @@
 /**
- * Replicated acknowledgement (REDIS_MIN_REPLICAS, src/store/replica-ack.ts) on
+ * Replicated acknowledgement (REDIS_MIN_REPLICAS, src/store/redis/replica-ack.ts) on
  * a Redis Cluster of three masters with a replica each: the WAIT goes to the
  * master that took the write, so each write waits for that master's own
  * replica — one paused replica fails the writes of its master's slots and no
@@ -11,8 +11,8 @@ import { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/log.js";
 import type { Failure } from "../../src/services/failure.js";
-import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
-import { NotReplicated, writeAcknowledged } from "../../src/store/replica-ack.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis/store.js";
+import { NotReplicated, writeAcknowledged } from "../../src/store/redis/replica-ack.js";
 import { eventually } from "../harness/eventually.js";
 import { type ReplicatedClusterHandle, startReplicatedCluster } from "../harness/redis-replicated-cluster.js";
 import { withClient } from "../harness/redis-replicated.js";

@@ -1,5 +1,5 @@
 /**
- * Replicated acknowledgement (REDIS_MIN_REPLICAS, src/store/replica-ack.ts) on
+ * Replicated acknowledgement (REDIS_MIN_REPLICAS, src/store/redis/replica-ack.ts) on
  * a primary with a replica: every acknowledged write is on the replica by the
  * time the call returns; a replica that stops acknowledging (SIGSTOP) turns
  * writes into `unavailable` (503, outcome unknown), logged once, until it
@@ -12,9 +12,9 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/log.js";
 import { Failure } from "../../src/services/failure.js";
-import { createRedisClient, DEFAULT_TUNING } from "../../src/store/redis-connection.js";
-import { createRedisStore, RedisStore } from "../../src/store/redis-store.js";
-import { NotReplicated, writeAcknowledged } from "../../src/store/replica-ack.js";
+import { createRedisClient, DEFAULT_TUNING } from "../../src/store/redis/connection.js";
+import { createRedisStore, RedisStore } from "../../src/store/redis/store.js";
+import { NotReplicated, writeAcknowledged } from "../../src/store/redis/replica-ack.js";
 import { capturingLogger } from "../harness/capturing-logger.js";
 import { eventually } from "../harness/eventually.js";
 import { type ReplicaSetHandle, startReplicaSet } from "../harness/redis-replicated.js";

@@ -3,7 +3,7 @@
  * harness's redis-server and against the in-memory store.
  */
 import { Redis } from "ioredis";
-import { MemoryStore } from "../../src/store/memory-store.js";
+import { MemoryStore } from "../../src/store/memory/store.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "../harness/redis-url.js";
 import { type ContractSubject, redisSubject, storeContract } from "./contract.js";
 import { memoryRaw } from "./memory-raw.js";

@@ -7,7 +7,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/log.js";
 import { Failure } from "../../src/services/failure.js";
-import { createRedisStore, type RedisStore } from "../../src/store/redis-store.js";
+import { createRedisStore, type RedisStore } from "../../src/store/redis/store.js";
 import { redisUrl, uniquePrefix } from "../harness/redis-url.js";
 
 let cleanups: Array<() => Promise<void>> = [];

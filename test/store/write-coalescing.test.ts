@@ -1,14 +1,14 @@
 /**
  * The Redis store sends the commands of one event-loop turn in one write
- * (src/store/write-coalescing.ts). Each test runs its own redis-server, so
+ * (src/store/redis/write-coalescing.ts). Each test runs its own redis-server, so
  * Redis's own read counter sees this file's traffic and nothing else.
  */
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
 import { Failure } from "../../src/services/failure.js";
-import { createRedisClient, DEFAULT_TUNING } from "../../src/store/redis-connection.js";
-import { RedisStore } from "../../src/store/redis-store.js";
+import { createRedisClient, DEFAULT_TUNING } from "../../src/store/redis/connection.js";
+import { RedisStore } from "../../src/store/redis/store.js";
 import { eventually } from "../harness/eventually.js";
 import { startRedisServer } from "../harness/redis-server.js";
 import { uniquePrefix } from "../harness/redis-url.js";

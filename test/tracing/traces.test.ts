@@ -94,7 +94,7 @@ test("a JSON mute: the caller's traceparent is the call span's parent, its Redis
     });
   }
   // The mute script's keys: the mute hash, the events stream, its meta hash and the notify channel
-  // (src/store/redis-scripts.ts).
+  // (src/store/redis/scripts.ts).
   expect(redis.find(isScript)?.attributes["boardline.redis.key_count"]).toBe(4);
 });
 

@@ -1,0 +1,97 @@
+/**
+ * Demo mode (`npm start` with no configuration): seeds a project whose
+ * whiteboard talks to the bundled conversion simulator, a channel with a host
+ * and an attendee passphrase, and prints a ready-to-paste curl per route.
+ */
+import { randomBytes } from "node:crypto";
+import type { AdminStore } from "../services/ports.js";
+
+export interface DemoSeed {
+  readonly project: string;
+  readonly channel: string;
+  readonly hostPassphrase: string;
+  readonly attendeePassphrase: string;
+  readonly accessKey: string;
+  readonly secretKey: string;
+}
+
+export function demoSeed(): DemoSeed {
+  const word = () => randomBytes(6).toString("base64url");
+  return {
+    project: "demo-project",
+    channel: "demo-channel",
+    hostPassphrase: `host-${word()}`,
+    attendeePassphrase: `guest-${word()}`,
+    accessKey: `demo-ak-${word()}`,
+    secretKey: randomBytes(24).toString("base64url"),
+  };
+}
+
+export async function seedDemo(store: AdminStore, seed: DemoSeed): Promise<void> {
+  await store.createChannel({
+    project: seed.project,
+    channel: seed.channel,
+    hostPassphrase: seed.hostPassphrase,
+    attendeePassphrase: seed.attendeePassphrase,
+  });
+  await store.setWhiteboard(seed.project, {
+    region: "us-sv",
+    credentials: { accessKey: seed.accessKey, secretKey: seed.secretKey },
+  });
+}
+
+/**
+ * The banner: a command per route with `token` (the demo user's), and the
+ * watch of the telephone gateway with `gatewayToken` (scope `pstn.gateway`).
+ */
+export function demoBanner(url: string, token: string, seed: DemoSeed, gatewayToken: string): string {
+  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  const curl = (path: string, body: object) =>
+    [
+      `curl -sS -X POST ${url}${path}`,
+      `  -H ${q(`Authorization: Bearer ${token}`)}`,
+      "  -H 'Content-Type: application/json'",
+      `  -d ${q(JSON.stringify(body))}`,
+    ].join(" \\\n");
+  return [
+    "",
+    `boardline demo is listening on ${url}`,
+    `  project ${seed.project}, channel ${seed.channel}`,
+    `  host passphrase ${seed.hostPassphrase}, attendee passphrase ${seed.attendeePassphrase}`,
+    "  in-memory store, conversion simulator on loopback, random JWT secret (tokens die with the process)",
+    `  API reference: ${url}/docs (paste the token below into Authorize to try the routes)`,
+    "",
+    "Mute a telephone participant:",
+    curl("/v1/channel/pstn/mute", { uid: "pstn-1001", passphrase: seed.hostPassphrase, mute: true }),
+    "",
+    "Convert a document for the whiteboard:",
+    curl("/v1/whiteboard/fileconvert", {
+      resource_url: "https://example.com/deck.pptx",
+      passphrase: seed.attendeePassphrase,
+      conversion_type: "static",
+      conversion_scale: 1.5,
+    }),
+    "",
+    "Watch it reach Finished with its pages (TASK = the task_uuid it answered; the simulator takes about 3 s):",
+    [`curl -sS -N ${url}/v1/whiteboard/fileconvert/TASK/watch`, `  -H ${q(`Authorization: Bearer ${token}`)}`].join(
+      " \\\n",
+    ),
+    "or over gRPC:",
+    `npx buf curl --protocol grpc --http2-prior-knowledge -H ${q(`Authorization: Bearer ${token}`)} \\\n  -d '{"task_uuid":"TASK"}' ${url}/whiteboard.v1.WhiteboardService/WatchConversion`,
+    "",
+    "Watch the channel's mute events as the telephone gateway does (a pstn.gateway token), then run the mute curl",
+    "above in another terminal: the event arrives here, its cursor resumes a watch (Ctrl-C stops):",
+    `npx buf curl --protocol grpc --http2-prior-knowledge -H ${q(`Authorization: Bearer ${gatewayToken}`)} \\\n  -d ${q(JSON.stringify({ channel_ids: [seed.channel] }))} ${url}/channel.v1.PstnService/WatchPstnEvents`,
+    "or as server-sent events (resume with -H 'Last-Event-ID: <the last id:>'):",
+    [
+      `curl -sS -N -X POST ${url}/v1/channel/pstn/events:watch`,
+      `  -H ${q(`Authorization: Bearer ${gatewayToken}`)}`,
+      "  -H 'Content-Type: application/json'",
+      `  -d ${q(JSON.stringify({ channel_ids: [seed.channel] }))}`,
+    ].join(" \\\n"),
+    "",
+    "Unmute over gRPC, with reflection (buf from node_modules):",
+    `npx buf curl --protocol grpc --http2-prior-knowledge -H ${q(`Authorization: Bearer ${token}`)} \\\n  -d ${q(JSON.stringify({ uid: "pstn-1001", passphrase: seed.hostPassphrase, mute: false }))} \\\n  ${url}/channel.v1.PstnService/Mute`,
+    "",
+  ].join("\n");
+}

@@ -1,0 +1,115 @@
+/**
+ * The JSON routes (src/server/json/routes.ts reads them off the `google.api.http`
+ * annotations). A request here: Content-Type → body size (for a route with a
+ * body) → (call pipeline: auth → the request from the JSON body and the path
+ * variables → validation → domain call) → snake_case JSON, or the error
+ * table's JSON body; a server-streaming method answers server-sent events
+ * (event-stream.ts) once its first message is there.
+ */
+import { toJsonString } from "@bufbuild/protobuf";
+import { CallCancellation } from "../call/cancellation.js";
+import type { CallPipeline } from "../call/pipeline.js";
+import { toJsonError, transportError } from "../call/error-table.js";
+import { parseJsonRequest, requestFromPath } from "./request.js";
+import { JsonRouteTable, type RouteMatch } from "./routes.js";
+import { firstHeader, type NodeRequest, type NodeResponse, reply } from "../http/request-answer.js";
+import { readBody } from "../http/read-body.js";
+import { writeEventStream } from "./event-stream.js";
+import { IDEMPOTENCY_KEY_HEADER, isStream, type Served, type ServedStream } from "../call/served-methods.js";
+
+const JSON_CONTENT_TYPE = /^application\/json\s*(;|$)/i;
+
+type BodyRead = { readonly kind: "ok"; readonly bytes: Uint8Array | undefined } | { readonly kind: "answered" };
+
+export class JsonGateway {
+  private readonly routes: JsonRouteTable;
+
+  constructor(
+    methods: readonly Served[],
+    private readonly pipeline: CallPipeline,
+    private readonly maxBodyBytes: number,
+  ) {
+    this.routes = JsonRouteTable.fromAnnotations(methods);
+  }
+
+  /** The route for the request; `{ allow }` for a known path with another method; undefined: not a JSON route. */
+  match(method: string, path: string): ReturnType<JsonRouteTable["match"]> {
+    return this.routes.match(method, path);
+  }
+
+  async handle(found: RouteMatch, req: NodeRequest, res: NodeResponse, requestId: string): Promise<void> {
+    const body = await this.readRequestBody(found, req, res);
+    if (body.kind === "answered") return;
+    const cancellation = new CallCancellation();
+    const onClose = () => cancellation.abort();
+    res.once("close", onClose);
+    const { served } = found.route;
+    const ctx = {
+      protocol: "json" as const,
+      authorization: firstHeader(req.headers.authorization),
+      requestId,
+      cancellation,
+      traceCarrier: req.headers,
+      route: found.route,
+      idempotencyKey: firstHeader(req.headers[IDEMPOTENCY_KEY_HEADER]),
+    };
+    const params = isStream(served) ? withLastEventId(served, found.params, req) : found.params;
+    const readRequest = () =>
+      body.bytes === undefined
+        ? requestFromPath(served.method.input, params)
+        : parseJsonRequest(served.method.input, body.bytes, params);
+    try {
+      if (isStream(served)) {
+        const messages = await this.pipeline.runStream(served, ctx, readRequest);
+        await writeEventStream(res, served.method.output, messages, served.resume?.eventId);
+        return;
+      }
+      const output = await this.pipeline.run(served, ctx, readRequest);
+      reply(res, {
+        status: 200,
+        body: toJsonString(served.method.output, output, { useProtoFieldName: true, alwaysEmitImplicit: true }),
+      });
+    } catch (e) {
+      reply(res, toJsonError(e));
+    } finally {
+      res.off("close", onClose);
+    }
+  }
+
+  /** The JSON body of a route that has one (Content-Type and size checked); none for GET and DELETE. */
+  private async readRequestBody(found: RouteMatch, req: NodeRequest, res: NodeResponse): Promise<BodyRead> {
+    if (!found.route.hasBody) {
+      req.resume(); // a body sent anyway is not read
+      return { kind: "ok", bytes: undefined };
+    }
+    if (!JSON_CONTENT_TYPE.test(req.headers["content-type"] ?? "")) {
+      reply(res, transportError({ kind: "unsupported_media_type" }));
+      return { kind: "answered" };
+    }
+    const body = await readBody(req, this.maxBodyBytes);
+    if (body.kind === "too-large") {
+      // Unread bytes may still be on the wire: do not reuse an HTTP/1.1 connection.
+      if (req.httpVersionMajor === 1) res.setHeader("connection", "close");
+      reply(res, transportError({ kind: "body_too_large", limit: this.maxBodyBytes }));
+      return { kind: "answered" };
+    }
+    if (body.kind === "aborted") return { kind: "answered" };
+    return { kind: "ok", bytes: body.bytes };
+  }
+}
+
+/**
+ * A stream a client resumes (`ServedStream.resume`): a non-empty
+ * `Last-Event-ID` header — what an EventSource-style client sends when it
+ * reconnects, with the request it first made — is the resume field, over the
+ * body's (the body still holds where the first request started).
+ */
+function withLastEventId(
+  served: ServedStream,
+  params: Readonly<Record<string, string>>,
+  req: NodeRequest,
+): Readonly<Record<string, string>> {
+  const lastEventId = firstHeader(req.headers["last-event-id"]);
+  if (served.resume === undefined || lastEventId === undefined || lastEventId === "") return params;
+  return { ...params, [served.resume.field]: lastEventId };
+}

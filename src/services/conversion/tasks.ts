@@ -1,0 +1,85 @@
+/**
+ * Reading and cancelling the conversion tasks a project created. Transport-free:
+ * the caller is already authenticated and the request validated. A task of
+ * another project answers exactly like an unknown one.
+ */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type {
+  CancelConversionRequest,
+  ConversionSchema,
+  GetConversionRequest,
+  WatchConversionRequest,
+} from "../../../gen/whiteboard/v1/whiteboard_pb.js";
+import { isTerminal } from "./follower.js";
+import { conversionMessage, withState } from "./message.js";
+import type { ConversionWatchHub } from "./watch-hub.js";
+import { Failure } from "../failure.js";
+import type { Caller, ConversionBackend, ConversionTaskRecord, Store } from "../ports.js";
+
+type Conversion = MessageInitShape<typeof ConversionSchema>;
+
+export class ConversionTasks {
+  constructor(
+    private readonly store: Store,
+    private readonly backend: ConversionBackend,
+    private readonly hub: ConversionWatchHub,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async getConversion(caller: Caller, req: GetConversionRequest): Promise<Conversion> {
+    return conversionMessage(await this.ownTask(caller, req.taskUuid));
+  }
+
+  /** The task now, then every change, until it ends (the stream then ends too). */
+  async *watchConversion(caller: Caller, req: WatchConversionRequest, signal?: AbortSignal): AsyncIterable<Conversion> {
+    const release = this.hub.open();
+    try {
+      let record = await this.ownTask(caller, req.taskUuid);
+      yield conversionMessage(record);
+      while (!isTerminal(record.status)) {
+        record = await this.hub.next(record.uuid, record.updatedAt, signal);
+        yield conversionMessage(record);
+      }
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * Cancels a projector task at the backend and answers the state the backend
+   * reports; the follower records it at its next poll. A task that has ended
+   * is answered unchanged; a legacy task cannot be cancelled.
+   */
+  async cancelConversion(caller: Caller, req: CancelConversionRequest, signal?: AbortSignal): Promise<Conversion> {
+    const record = await this.ownTask(caller, req.taskUuid);
+    if (isTerminal(record.status)) return conversionMessage(record);
+    if (record.api !== "projector") {
+      throw new Failure("failed_precondition", {
+        detail: "tasks of the legacy conversion API cannot be cancelled",
+      });
+    }
+    const whiteboard = await this.store.getWhiteboard(caller.project);
+    if (whiteboard === undefined) {
+      throw new Failure("permission_denied", { detail: "the whiteboard is not set up for this project" });
+    }
+    const state = await this.backend.cancelTask(
+      {
+        uuid: record.uuid,
+        type: record.type,
+        api: record.api,
+        region: whiteboard.region,
+        credentials: whiteboard.credentials,
+      },
+      signal,
+    );
+    return conversionMessage(withState(record, state, this.now()));
+  }
+
+  private async ownTask(caller: Caller, uuid: string): Promise<ConversionTaskRecord> {
+    const record = await this.store.conversions.getConversion(uuid);
+    if (record === undefined || record.project !== caller.project) {
+      throw new Failure("not_found", { detail: "this project has no conversion task with that uuid" });
+    }
+    return record;
+  }
+}

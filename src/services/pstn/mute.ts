@@ -1,0 +1,41 @@
+/**
+ * Mute or unmute a telephone participant. Transport-free: the caller is
+ * already authenticated and the request already validated against the proto
+ * rules (src/server/call/pipeline.ts does both, in that order).
+ */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { MuteRequest, MuteResponseSchema } from "../../../gen/channel/v1/pstn_pb.js";
+import { Failure } from "../failure.js";
+import type { Caller, Store } from "../ports.js";
+import type { PassphraseGuard } from "../passphrase-guard.js";
+
+/** One message for every refusal, so a caller cannot tell an unknown passphrase from another project's. */
+const NOT_A_HOST_PASSPHRASE = "the passphrase is not the host passphrase of a channel of this project";
+
+export class PstnControl {
+  constructor(
+    private readonly store: Store,
+    private readonly guard: PassphraseGuard,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async mute(caller: Caller, req: MuteRequest): Promise<MessageInitShape<typeof MuteResponseSchema>> {
+    // `mute` has explicit presence and validation requires it; the fallback is unreachable.
+    const mute = req.mute ?? false;
+    // The lock-out check and the lookup run side by side: one round trip of latency.
+    const [, record] = await Promise.all([this.guard.check(caller), this.store.lookupPassphrase(req.passphrase)]);
+    if (record === undefined || record.project !== caller.project || record.role !== "host") {
+      await this.guard.recordMiss(caller);
+      throw new Failure("permission_denied", { detail: NOT_A_HOST_PASSPHRASE });
+    }
+    await this.store.setMute({
+      project: record.project,
+      channel: record.channel,
+      uid: req.uid,
+      mute,
+      by: caller.subject,
+      at: this.now(),
+    });
+    return { uid: req.uid, mute };
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * Read the mute state of a channel's telephone participants (GetPstnState).
+ * Transport-free: the caller is already authenticated and the request
+ * validated. The channel is named by a passphrase of it (host or attendee:
+ * reading is not a control action), or by its id with a token of scope
+ * `pstn.gateway`; either way only within the caller's project, so another
+ * project's channel reads like an unknown one.
+ */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { GetPstnStateRequest, PstnStateSchema } from "../../../gen/channel/v1/pstn_pb.js";
+import { Failure } from "../failure.js";
+import type { PassphraseGuard } from "../passphrase-guard.js";
+import { type Caller, PSTN_GATEWAY_SCOPE, type Store } from "../ports.js";
+import { type PstnParticipantState, type PstnSnapshot, participantsByUid } from "./snapshot.js";
+
+type PstnStateMessage = MessageInitShape<typeof PstnStateSchema>;
+
+/** One message for every refused passphrase, so a caller cannot tell an unknown passphrase from another project's. */
+const NOT_A_CHANNEL_PASSPHRASE = "the passphrase is not a passphrase of a channel of this project";
+
+const NEEDS_GATEWAY_SCOPE = `naming a channel by channel_id needs a token with the scope ${PSTN_GATEWAY_SCOPE}`;
+
+export class PstnStateReader {
+  constructor(
+    private readonly store: Store,
+    private readonly guard: PassphraseGuard,
+  ) {}
+
+  /** The channel's participants ordered by uid, and the id of the last mute event included. */
+  async getState(caller: Caller, req: GetPstnStateRequest): Promise<PstnStateMessage> {
+    const channel = await this.channelOf(caller, req);
+    return stateMessage(channel, await this.store.getPstnSnapshot(caller.project, channel));
+  }
+
+  /** The channel the request names within the caller's project, or the refusal. */
+  private async channelOf(caller: Caller, req: GetPstnStateRequest): Promise<string> {
+    switch (req.channel.case) {
+      case "channelId":
+        if (!caller.scopes.has(PSTN_GATEWAY_SCOPE))
+          throw new Failure("permission_denied", { detail: NEEDS_GATEWAY_SCOPE });
+        return req.channel.value;
+      case "passphrase": {
+        // As for a mute: the lock-out check and the lookup side by side, and every refusal counts as a miss.
+        const [, record] = await Promise.all([
+          this.guard.check(caller),
+          this.store.lookupPassphrase(req.channel.value),
+        ]);
+        if (record === undefined || record.project !== caller.project) {
+          await this.guard.recordMiss(caller);
+          throw new Failure("permission_denied", { detail: NOT_A_CHANNEL_PASSPHRASE });
+        }
+        return record.channel;
+      }
+      default:
+        // Validation requires one of them; unreachable.
+        throw new Failure("invalid", { detail: "channel: exactly one field is required" });
+    }
+  }
+}
+
+function stateMessage(channel: string, snapshot: PstnSnapshot): PstnStateMessage {
+  const participants = participantsByUid(snapshot).map(participantMessage);
+  return { channelId: channel, participants, asOfEventId: snapshot.asOfEventId };
+}
+
+function participantMessage(p: PstnParticipantState) {
+  return {
+    uid: p.uid,
+    mute: p.mute,
+    updatedBy: p.updatedBy ?? "",
+    ...(p.updatedAt === undefined ? {} : { updatedAt: timestampFromMs(p.updatedAt) }),
+  };
+}

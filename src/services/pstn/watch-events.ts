@@ -1,0 +1,98 @@
+/**
+ * WatchPstnEvents: the mute events of channels of the caller's project, for
+ * the telephone gateway. Transport-free: the caller is authenticated and the
+ * request validated. Channel ids are taken within the caller's project, so
+ * another project's channel is simply one nobody muted in.
+ */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { PstnEventSchema, WatchPstnEventsRequest } from "../../../gen/channel/v1/pstn_pb.js";
+import { Failure } from "../failure.js";
+import { type Caller, type MuteEvent, PSTN_GATEWAY_SCOPE } from "../ports.js";
+import { channelHash, decodeAfter, WatchCursor } from "./cursor.js";
+import type { PstnWatchHub } from "./watch-hub.js";
+
+type PstnEventMessage = MessageInitShape<typeof PstnEventSchema>;
+
+/** An event of a watch: its channel, the event, and the cursor to resume after it. */
+export interface ChannelEvent {
+  readonly channelId: string;
+  readonly event: MuteEvent;
+  readonly cursor: string;
+}
+
+export class PstnWatches {
+  constructor(
+    private readonly hub: PstnWatchHub,
+    /** MAX_WATCH_CHANNELS. */
+    private readonly maxChannels: number,
+  ) {}
+
+  /**
+   * Resolves once the watch is established (a failure to establish it is an
+   * ordinary error answer); then the events, until the client goes away.
+   */
+  async watchPstnEvents(
+    caller: Caller,
+    req: WatchPstnEventsRequest,
+    signal?: AbortSignal,
+  ): Promise<AsyncIterable<PstnEventMessage>> {
+    if (!caller.scopes.has(PSTN_GATEWAY_SCOPE)) {
+      throw new Failure("permission_denied", {
+        detail: `watching mute events needs a token with scope ${PSTN_GATEWAY_SCOPE}`,
+      });
+    }
+    const events = await this.open(caller.project, req.channelIds, req.after, signal);
+    return mapIterable(events, (e) => ({
+      eventId: e.event.id,
+      cursor: e.cursor,
+      channelId: e.channelId,
+      uid: e.event.uid,
+      mute: e.event.mute,
+      by: e.event.by,
+      at: timestampFromMs(e.event.at),
+    }));
+  }
+
+  /** The events of these channels of `project` after `after` (a cursor or an event id; "" = from now on). */
+  async open(
+    project: string,
+    channelIds: readonly string[],
+    after: string,
+    signal?: AbortSignal,
+  ): Promise<AsyncIterable<ChannelEvent>> {
+    const hashes = channelIds.map(channelHash);
+    const start = decodeAfter(after, hashes);
+    if (channelIds.length > this.maxChannels) {
+      throw new Failure("rate_limited", {
+        detail: `at most ${this.maxChannels} channels per watch (MAX_WATCH_CHANNELS); spread them over several watches`,
+      });
+    }
+    const refs = channelIds.map((channel) => ({ project, channel }));
+    const watch = await this.hub.open(refs, start, new WatchCursor(hashes, start), signal);
+    return mapIterable(watch, (w) => ({
+      channelId: channelIds[w.index] as string,
+      event: w.event,
+      cursor: w.cursor,
+    }));
+  }
+}
+
+/** `source` with each value mapped, passing `return` through (so a client going away ends the source at once). */
+function mapIterable<A, B>(source: AsyncIterable<A>, map: (a: A) => B): AsyncIterable<B> {
+  return {
+    [Symbol.asyncIterator]() {
+      const it = source[Symbol.asyncIterator]();
+      return {
+        async next() {
+          const r = await it.next();
+          return r.done === true ? { done: true, value: undefined } : { done: false, value: map(r.value) };
+        },
+        async return() {
+          await it.return?.();
+          return { done: true, value: undefined };
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,189 @@
+/**
+ * The mute-event watches of this instance (docs/architecture.md, "Watching
+ * mute events"). One per instance, over the store's `PstnEventLog`:
+ *
+ * - each watched channel is one `WatchedChannel` (watched-channel.ts),
+ *   subscribed once through the store's one subscriber however many watches
+ *   it has;
+ * - a notification wakes the watched channel, which reads the stream once and
+ *   hands each new event to its watches in order; when the subscriber
+ *   reconnects, every channel it names reads its stream again from where its
+ *   watches stand, so nothing published meanwhile is missed;
+ * - every `sweepMs` every watched channel reads its stream anyway, a few hundred at a
+ *   time: a safety net under pub/sub, and how the hub learns that quiet
+ *   channels are delivered up to about now, which keeps the cursors of
+ *   many-channel watches short;
+ * - each watch takes a slot of the instance's watches (watch-slots.ts);
+ *   `close` ends every watch as `unavailable`, so clients reconnect elsewhere.
+ */
+import { Failure } from "../failure.js";
+import { WatchedChannel, type WatchedChannelMember, type WatchedChannelSettings } from "./watched-channel.js";
+import type { ChannelRef, PstnEventLog, PstnNotificationListener } from "../ports.js";
+import type { WatchCursor, WatchStart } from "./cursor.js";
+import { PstnWatch } from "./watch.js";
+import { earlierStreamId } from "./stream-ids.js";
+import type { WatchSlots } from "../watch-slots.js";
+
+export interface PstnWatchSettings extends WatchedChannelSettings {
+  /** How often every watched channel is read even without a notification. */
+  readonly sweepMs: number;
+  /** Channels read at once by a sweep. */
+  readonly sweepBatch: number;
+  /** Events waiting for a client that does not take them before its watch ends (it resumes from its cursor). */
+  readonly maxQueue: number;
+}
+
+export const DEFAULT_PSTN_WATCH_SETTINGS: PstnWatchSettings = {
+  pageSize: 1000,
+  clockToleranceMs: 1000,
+  retryMs: 250,
+  maxRetryMs: 5000,
+  sweepMs: 10_000,
+  sweepBatch: 256,
+  maxQueue: 10_000,
+};
+
+export class PstnWatchHub implements PstnNotificationListener {
+  private readonly channels = new Map<string, WatchedChannel>();
+  private readonly watches = new Map<PstnWatch, Array<{ member: WatchedChannelMember; channel: WatchedChannel }>>();
+  private readonly stopListening: () => void;
+  private readonly sweeper: NodeJS.Timeout;
+  private sweeping = false;
+  private closed = false;
+
+  constructor(
+    private readonly log: PstnEventLog,
+    private readonly slots: WatchSlots,
+    private readonly s: PstnWatchSettings = DEFAULT_PSTN_WATCH_SETTINGS,
+  ) {
+    this.stopListening = log.notifications.listen(this);
+    this.sweeper = setInterval(() => void this.sweep(), s.sweepMs);
+    this.sweeper.unref();
+  }
+
+  /**
+   * Opens a watch of `channels` (one project's) from `start`: resolves once
+   * every channel is subscribed and read from its start, so a failure to do
+   * that (`unavailable`, `out_of_range`) comes before any event. Takes a slot
+   * (`rate_limited` when none is left). `signal` ends the watch.
+   */
+  async open(
+    channels: readonly ChannelRef[],
+    start: WatchStart,
+    cursor: WatchCursor,
+    signal?: AbortSignal,
+  ): Promise<PstnWatch> {
+    if (this.closed) throw shuttingDown();
+    const release = this.slots.take();
+    const watch: PstnWatch = new PstnWatch(cursor, this.s.maxQueue, {
+      deliveredUpTo: () => this.deliveredUpTo(watch),
+      detach: () => {
+        this.detach(watch);
+        release();
+      },
+    });
+    const joins = channels.map((ref, index) => this.join(watch, ref, index, startOf(start, index)));
+    const onAbort = () => watch.end();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    try {
+      await Promise.all(joins);
+    } catch (e) {
+      watch.end();
+      throw e;
+    }
+    watch.moveBase();
+    return watch;
+  }
+
+  notified(channel: ChannelRef, eventId: string): void {
+    this.channels.get(channelKey(channel))?.notified(eventId);
+  }
+
+  resubscribed(channels: readonly ChannelRef[]): void {
+    for (const ref of channels) void this.channels.get(channelKey(ref))?.read();
+  }
+
+  /** Ends every watch as `unavailable` and refuses new ones. */
+  close(): void {
+    this.closed = true;
+    clearInterval(this.sweeper);
+    this.stopListening();
+    for (const watch of [...this.watches.keys()]) watch.fail(shuttingDown());
+  }
+
+  /** Reads every watched channel, `sweepBatch` at a time, then moves the watches' cursors up. */
+  async sweep(): Promise<void> {
+    if (this.sweeping || this.closed) return;
+    this.sweeping = true;
+    try {
+      const channels = [...this.channels.values()];
+      for (let i = 0; i < channels.length; i += this.s.sweepBatch) {
+        await Promise.all(channels.slice(i, i + this.s.sweepBatch).map((f) => f.read()));
+      }
+      for (const watch of this.watches.keys()) watch.moveBase();
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  private join(watch: PstnWatch, ref: ChannelRef, index: number, position: string | undefined): Promise<void> {
+    const key = channelKey(ref);
+    let channel = this.channels.get(key);
+    if (channel === undefined) {
+      channel = new WatchedChannel(ref, this.log.notifications.subscribe(ref), this.log, this.s);
+      this.channels.set(key, channel);
+    }
+    let settle!: (failure?: unknown) => void;
+    const joined = new Promise<void>((resolve, reject) => {
+      let settled = false;
+      settle = (failure) => {
+        if (settled) return;
+        settled = true;
+        if (failure === undefined) resolve();
+        else reject(failure);
+      };
+    });
+    joined.catch(() => {}); // observed by `open`
+    const member: WatchedChannelMember = { watch, index, position, joined: false, settle };
+    channel.members.add(member);
+    const list = this.watches.get(watch) ?? [];
+    list.push({ member, channel });
+    this.watches.set(watch, list);
+    void channel.read();
+    return joined;
+  }
+
+  /** The watch left: its channels forget it, and a channel nobody watches any more unsubscribes. */
+  private detach(watch: PstnWatch): void {
+    const list = this.watches.get(watch) ?? [];
+    this.watches.delete(watch);
+    for (const { member, channel } of list) {
+      channel.members.delete(member);
+      member.settle(new Failure("unavailable", { detail: "the watch ended" }));
+      if (channel.members.size > 0 || this.channels.get(channelKey(channel.ref)) !== channel) continue;
+      this.channels.delete(channelKey(channel.ref));
+      channel.stop();
+      this.log.notifications.unsubscribe(channel.ref);
+    }
+  }
+
+  /** How far every channel of the watch is delivered: the earliest of its channels' safe positions. */
+  private deliveredUpTo(watch: PstnWatch): string | undefined {
+    const list = this.watches.get(watch);
+    if (list === undefined || list.some(({ member }) => !member.joined)) return undefined;
+    return list.map(({ channel }) => channel.safe).reduce(earlierStreamId);
+  }
+}
+
+function startOf(start: WatchStart, index: number): string | undefined {
+  return start.kind === "now" ? undefined : (start.positions.get(index) ?? start.base);
+}
+
+function channelKey(ref: ChannelRef): string {
+  return JSON.stringify([ref.project, ref.channel]);
+}
+
+function shuttingDown(): Failure {
+  return new Failure("unavailable", { detail: "the server is shutting down; watch again" });
+}

@@ -1,0 +1,149 @@
+/**
+ * The embedded store of the demo mode and of service tests. It keeps the same
+ * documented keys and fields as Redis in a tiny Redis-like key space
+ * (src/store/memory/keyspace.ts), so it passes the same contract suite and its contents
+ * can be inspected key by key. Its admin functions go through the shared admin
+ * front (src/store/checked-admin.ts) to its raw admin operations (src/store/memory/admin.ts), the
+ * conversion follower's through the shared conversion front
+ * (src/store/conversion-steps.ts) to its raw conversion operations
+ * (src/store/memory/conversions.ts).
+ *
+ * `setUnavailable(true)` makes every call fail with `Failure("unavailable")`,
+ * which lets service tests exercise the 503 path without a Redis.
+ */
+import { Failure } from "../../services/failure.js";
+import type { AdminStore, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
+import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
+import { CheckedAdmin } from "../checked-admin.js";
+import { ConversionSteps } from "../conversion-steps.js";
+import {
+  CONVERSION_TTL_SECONDS,
+  IDEMPOTENCY_TTL_SECONDS,
+  type KeySchema,
+  keySchema,
+  MUTE_EVENTS_MAXLEN,
+} from "../schema/keys.js";
+import { MemoryAdmin } from "./admin.js";
+import { MemoryConversions } from "./conversions.js";
+import { MemoryIdempotency } from "./idempotency.js";
+import { MemoryKeyspace } from "./keyspace.js";
+import { MemoryPstnEvents } from "./pstn-events.js";
+import {
+  muteEventFields,
+  muteFlag,
+  muteMetaValue,
+  parsePassphrase,
+  parsePstnSnapshot,
+  parseWhiteboard,
+} from "../schema/channel-records.js";
+
+export interface MemoryStoreOptions {
+  keyPrefix?: string;
+  /** Milliseconds since the epoch; injectable so tests can move time (expiry). */
+  now?: () => number;
+  /** How long a conversion task's record and changes stream outlive its last change; default 7 days. */
+  retentionSeconds?: number;
+  /** How long the answer of a call sent with an Idempotency-Key is kept; default 24 hours. */
+  idempotencyTtlSeconds?: number;
+}
+
+export class MemoryStore extends CheckedAdmin implements AdminStore {
+  readonly keys: KeySchema;
+  /** The key space holding the records (tests read and write it raw, as other services would Redis). */
+  readonly data: MemoryKeyspace;
+  protected readonly primitives: MemoryAdmin;
+  readonly conversions: ConversionSteps;
+  readonly pstnEvents: MemoryPstnEvents;
+  readonly idempotency: MemoryIdempotency;
+  private unavailable = false;
+  private closed = false;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    super();
+    this.keys = keySchema(options.keyPrefix);
+    this.data = new MemoryKeyspace(options.now);
+    this.primitives = new MemoryAdmin(this.data, this.keys, () => this.guard());
+    const retentionSeconds = options.retentionSeconds ?? CONVERSION_TTL_SECONDS;
+    this.conversions = new ConversionSteps(
+      new MemoryConversions(this.data, this.keys, () => this.guard(), retentionSeconds),
+    );
+    this.pstnEvents = new MemoryPstnEvents(this.data, this.keys, () => this.guard());
+    const idempotencyTtlSeconds = options.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS;
+    this.idempotency = new MemoryIdempotency(this.data, this.keys, () => this.guard(), idempotencyTtlSeconds);
+  }
+
+  /** While on, every call throws `Failure("unavailable")`, as a Redis outage would. */
+  setUnavailable(unavailable: boolean): void {
+    this.unavailable = unavailable;
+  }
+
+  async lookupPassphrase(passphrase: string): Promise<PassphraseRecord | undefined> {
+    this.guard();
+    return parsePassphrase(this.data.hashFields(this.keys.passphrase(passphrase)));
+  }
+
+  async getWhiteboard(project: string): Promise<WhiteboardSettings | undefined> {
+    this.guard();
+    return parseWhiteboard(this.data.hashFields(this.keys.whiteboard(project)));
+  }
+
+  async setMute(change: MuteChange): Promise<void> {
+    this.guard();
+    const muteKey = this.keys.pstnMute(change.project, change.channel);
+    const eventsKey = this.keys.pstnEvents(change.project, change.channel);
+    const metaKey = this.keys.pstnMuteMeta(change.project, change.channel);
+    // Check every type before writing anything, so a bad key never leaves part of a change.
+    this.data.checkType(muteKey, "hash");
+    this.data.checkType(metaKey, "hash");
+    const stream = this.data.writableStream(eventsKey); // creates nothing yet
+    this.data.writableHash(muteKey).set(change.uid, muteFlag(change.mute));
+    const id = this.data.append(eventsKey, stream, muteEventFields(change), MUTE_EVENTS_MAXLEN);
+    this.data.writableHash(metaKey).set(change.uid, muteMetaValue(change, id));
+    this.pstnEvents.notifications.publish(change, id);
+  }
+
+  async getPstnSnapshot(project: string, channel: string): Promise<PstnSnapshot> {
+    this.guard();
+    const hash = (key: string) => {
+      const entry = this.data.get(key);
+      return entry?.type === "hash" ? entry.fields : new Map<string, string>();
+    };
+    const stream = this.data.get(this.keys.pstnEvents(project, channel));
+    const newest = stream?.type === "stream" ? stream.entries.at(-1)?.id : undefined;
+    const mute = hash(this.keys.pstnMute(project, channel));
+    return parsePstnSnapshot(mute, hash(this.keys.pstnMuteMeta(project, channel)), newest ?? "0-0");
+  }
+
+  async recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {
+    this.guard();
+    const key = this.keys.guesses(callerKey);
+    const entry = this.data.get(key);
+    if (entry?.type === "string") {
+      entry.value = String(Number(entry.value) + 1);
+      return;
+    }
+    this.data.set(key, { type: "string", value: "1", expiresAt: this.data.now() + windowSeconds * 1000 });
+  }
+
+  async passphraseMisses(callerKey: string): Promise<{ count: number; resetSeconds: number }> {
+    this.guard();
+    const entry = this.data.get(this.keys.guesses(callerKey));
+    if (entry?.type !== "string" || entry.expiresAt === undefined) return { count: 0, resetSeconds: 0 };
+    const resetSeconds = Math.max(1, Math.ceil((entry.expiresAt - this.data.now()) / 1000));
+    return { count: Number(entry.value), resetSeconds };
+  }
+
+  async ping(): Promise<void> {
+    this.guard();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  private guard(): void {
+    if (this.unavailable || this.closed) {
+      throw new Failure("unavailable", { cause: new Error(this.closed ? "store closed" : "store set unavailable") });
+    }
+  }
+}

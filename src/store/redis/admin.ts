@@ -1,0 +1,152 @@
+/**
+ * The Redis store's raw admin writes and reads. The admin front
+ * (src/store/checked-admin.ts) checks the input before calling these. Every key is
+ * addressed on its own (or with keys of the same hash tag), so all of this
+ * works on a Cluster too. The writes the CLI reports as done are acknowledged
+ * writes (`calls.write`: with REDIS_MIN_REPLICAS, on that many replicas too).
+ */
+import { Cluster } from "ioredis";
+import type { MuteEvent, WhiteboardEvent, WhiteboardSettings } from "../../services/ports.js";
+import { type ChannelPassphrase, passphraseConflict } from "../schema/admin-checks.js";
+import type { AdminPrimitives } from "../checked-admin.js";
+import type { KeySchema } from "../schema/keys.js";
+import { parseWhiteboardEvent } from "../schema/conversion-records.js";
+import {
+  type Fields,
+  pairsToFields,
+  parseMuteEvent,
+  parseMuteState,
+  whiteboardFields,
+} from "../schema/channel-records.js";
+import { execAll, orIfWrongType, type RedisCalls } from "./calls.js";
+import type { RedisClient } from "./connection.js";
+import type { ScriptCommands } from "./scripts.js";
+
+/** Passphrase records are found by SCAN; this many keys per round trip. */
+const SCAN_COUNT = 1000;
+
+export class RedisAdmin implements AdminPrimitives {
+  constructor(
+    private readonly calls: RedisCalls,
+    private readonly keys: KeySchema,
+    /** The store's scripts on a connection (a Cluster node's own, for a write with WAIT). */
+    private readonly scriptsOn: (client: RedisClient) => ScriptCommands,
+  ) {}
+
+  async writeChannel(project: string, channel: string, passphrases: readonly ChannelPassphrase[]): Promise<void> {
+    const wanted = passphrases.map((w) => ({ ...w, key: this.keys.passphrase(w.passphrase) }));
+    // Look before writing, so a conflict normally leaves nothing behind…
+    for (const { key, record } of wanted) {
+      const [owner, ownerChannel] = await this.calls.call("createChannel", (c) => c.hmget(key, "project", "channel"));
+      if (owner != null && (owner !== record.project || ownerChannel !== record.channel)) {
+        throw passphraseConflict(record.role, { project: owner, channel: ownerChannel ?? "" });
+      }
+    }
+    // …and claim atomically, in case another writer got there in between.
+    const created: string[] = [];
+    for (const { key, record } of wanted) {
+      const reply = await this.calls.write("createChannel", key, (c) =>
+        this.scriptsOn(c).blClaimPassphrase(key, record.project, record.channel, record.role),
+      );
+      if (reply[0] === 0) {
+        await Promise.all(created.map((k) => this.calls.call("createChannel", (c) => c.unlink(k))));
+        throw passphraseConflict(record.role, { project: reply[1], channel: reply[2] });
+      }
+      if (reply[0] === 1) created.push(key);
+    }
+    const keep = new Set(wanted.map((w) => w.key));
+    const stale = (await this.channelPassphraseKeys(project, channel)).filter((k) => !keep.has(k));
+    await Promise.all(stale.map((k) => this.calls.write("createChannel", k, (c) => c.unlink(k))));
+  }
+
+  async deleteChannel(project: string, channel: string): Promise<number> {
+    const passKeys = await this.channelPassphraseKeys(project, channel);
+    // One key per command: in a Cluster the passphrase records live in many slots.
+    const muteKey = this.keys.pstnMute(project, channel);
+    const counts = await Promise.all([
+      ...passKeys.map((k) => this.calls.write("deleteChannel", k, (c) => c.unlink(k))),
+      // Same hash tag, same slot: one command is fine here.
+      this.calls.write("deleteChannel", muteKey, (c) =>
+        c.unlink(
+          muteKey,
+          this.keys.pstnEvents(project, channel),
+          this.keys.pstnMuteMeta(project, channel),
+          this.keys.whiteboardEvents(project, channel),
+        ),
+      ),
+    ]);
+    return counts.reduce((sum, n) => sum + n, 0);
+  }
+
+  async writeWhiteboard(project: string, settings: WhiteboardSettings): Promise<void> {
+    const key = this.keys.whiteboard(project);
+    const { set, remove } = whiteboardFields(settings);
+    await this.calls.write("setWhiteboard", key, (c) =>
+      execAll(
+        c
+          .multi()
+          .hdel(key, ...remove)
+          .hset(key, set),
+      ),
+    );
+  }
+
+  async clearWhiteboard(project: string): Promise<void> {
+    const key = this.keys.whiteboard(project);
+    await this.calls.write("clearWhiteboard", key, (c) => c.unlink(key));
+  }
+
+  async getMuteState(project: string, channel: string): Promise<Record<string, boolean>> {
+    return parseMuteState(await this.calls.readHash("getMuteState", this.keys.pstnMute(project, channel)));
+  }
+
+  async readMuteEvents(project: string, channel: string, count: number): Promise<MuteEvent[]> {
+    const entries = await this.newestEntries("getMuteEvents", this.keys.pstnEvents(project, channel), count);
+    return entries.flatMap(({ id, fields }) => parseMuteEvent(id, fields) ?? []);
+  }
+
+  async readWhiteboardEvents(project: string, channel: string, count: number): Promise<WhiteboardEvent[]> {
+    const key = this.keys.whiteboardEvents(project, channel);
+    const entries = await this.newestEntries("getWhiteboardEvents", key, count);
+    return entries.flatMap(({ id, fields }) => parseWhiteboardEvent(id, fields) ?? []);
+  }
+
+  /** XREVRANGE + - COUNT n: the newest n entries of a stream, newest first; a key of another type reads as empty. */
+  private async newestEntries(
+    operation: string,
+    key: string,
+    count: number,
+  ): Promise<{ id: string; fields: Fields }[]> {
+    const entries = await this.calls.call(operation, (c) =>
+      c.xrevrange(key, "+", "-", "COUNT", count).catch(orIfWrongType<[string, string[]][]>([])),
+    );
+    return entries.map(([id, pairs]) => ({ id, fields: pairsToFields(pairs) }));
+  }
+
+  /** Keys of the passphrase records of one channel (SCAN on every master). */
+  private async channelPassphraseKeys(project: string, channel: string): Promise<string[]> {
+    const client = this.calls.client;
+    const masters = client instanceof Cluster ? client.nodes("master") : [client];
+    const found: string[] = [];
+    for (const node of masters) {
+      let cursor = "0";
+      do {
+        const [next, keys] = await this.calls.call("scan", () =>
+          node.scan(cursor, "MATCH", this.keys.passphrasePattern(), "COUNT", SCAN_COUNT),
+        );
+        cursor = next;
+        if (keys.length === 0) continue;
+        // The keys came from this node, so one pipeline to it can read them all.
+        const pipeline = node.pipeline();
+        for (const key of keys) pipeline.hmget(key, "project", "channel");
+        const owners = await this.calls.call("scan", async () => (await pipeline.exec()) ?? []);
+        owners.forEach(([error, value], i) => {
+          const [p, c] = Array.isArray(value) ? value : [];
+          const key = keys[i];
+          if (!error && key !== undefined && p === project && c === channel) found.push(key);
+        });
+      } while (cursor !== "0");
+    }
+    return found;
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * Lua scripts of the Redis store, registered with ioredis `defineCommand`
+ * (EVALSHA, falling back to EVAL when the server does not know the script —
+ * e.g. after a Redis restart). Every key a script touches is passed in KEYS,
+ * so Cluster routes it, and the keys of one script share a hash tag.
+ */
+import type { RedisClient } from "./connection.js";
+
+/**
+ * PSTN mute: hash field + stream entry + who set it when, atomically (a script
+ * runs alone), and the new event id announced on the channel's sharded pub/sub
+ * channel for the watch hubs (docs/architecture.md, "Watching mute events";
+ * SPUBLISH to a channel nobody subscribes to costs next to nothing; `pcall`, so
+ * a Redis older than 7.0, which has no SPUBLISH and cannot be watched, still
+ * mutes). KEYS: mute hash, event stream, meta hash, notify channel (one hash
+ * tag, so one slot: Cluster refuses a shard channel of another slot in a
+ * script). ARGV: uid, mute (1|0), by, at (ms), maxlen, the meta value up to
+ * the event id (src/store/schema/channel-records.ts, `muteMetaHead`). Redis does not roll a script back
+ * when a later command fails, so the key types are checked before anything is
+ * written: all writes or none. Answers the new stream entry's id.
+ */
+const SET_MUTE = `
+local hashType = redis.call('TYPE', KEYS[1]).ok
+local streamType = redis.call('TYPE', KEYS[2]).ok
+local metaType = redis.call('TYPE', KEYS[3]).ok
+if (hashType ~= 'none' and hashType ~= 'hash') or (streamType ~= 'none' and streamType ~= 'stream')
+  or (metaType ~= 'none' and metaType ~= 'hash') then
+  return redis.error_reply('WRONGTYPE pstn mute keys hold the wrong kind of value')
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*',
+  'uid', ARGV[1], 'mute', ARGV[2], 'by', ARGV[3], 'at', ARGV[4])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[6] .. id .. '"}')
+redis.pcall('SPUBLISH', KEYS[4], id)
+return id
+`;
+
+/**
+ * A channel's PSTN snapshot in one step, so no mute lands between reading the
+ * state and reading how far the event stream got. KEYS: mute hash, meta hash,
+ * event stream. Answers {mute hash pairs, meta hash pairs, newest event id or
+ * "0-0"}; a key of another type reads as empty (a malformed record is absent).
+ */
+const PSTN_SNAPSHOT = `
+local function pairs_of(key)
+  if redis.call('TYPE', key).ok ~= 'hash' then return {} end
+  return redis.call('HGETALL', key)
+end
+local last = '0-0'
+if redis.call('TYPE', KEYS[3]).ok == 'stream' then
+  local newest = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
+  if newest[1] then last = newest[1][1] end
+end
+return {pairs_of(KEYS[1]), pairs_of(KEYS[2]), last}
+`;
+
+/**
+ * Writes a passphrase record unless it belongs to another channel (checked and
+ * written in one step, so two operators cannot both claim a passphrase).
+ * KEYS: passphrase record. ARGV: project, channel, role.
+ * Returns {0, owner project, owner channel} on conflict, {1} created, {2} updated.
+ */
+const CLAIM_PASSPHRASE = `
+local t = redis.call('TYPE', KEYS[1]).ok
+if t ~= 'none' and t ~= 'hash' then
+  return redis.error_reply('WRONGTYPE passphrase record is not a hash')
+end
+local owner = redis.call('HMGET', KEYS[1], 'project', 'channel')
+if owner[1] and (owner[1] ~= ARGV[1] or owner[2] ~= ARGV[2]) then
+  return {0, owner[1], owner[2] or ''}
+end
+redis.call('HSET', KEYS[1], 'project', ARGV[1], 'channel', ARGV[2], 'role', ARGV[3])
+if t == 'none' then return {1} end
+return {2}
+`;
+
+/**
+ * One more wrong passphrase: INCR, and start the window's expiry on the first
+ * miss (never extended, so a window always ends). KEYS: counter. ARGV: window s.
+ */
+const COUNT_MISS = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 or redis.call('TTL', KEYS[1]) < 0 then
+  redis.call('EXPIRE', KEYS[1], ARGV[1])
+end
+return n
+`;
+
+/** The script commands, as ioredis adds them to the client. */
+export interface ScriptCommands {
+  blSetMute(
+    muteKey: string,
+    eventsKey: string,
+    metaKey: string,
+    notifyChannel: string,
+    uid: string,
+    mute: string,
+    by: string,
+    at: string,
+    maxlen: string,
+    metaHead: string,
+  ): Promise<string>;
+  blPstnSnapshot(muteKey: string, metaKey: string, eventsKey: string): Promise<[string[], string[], string]>;
+  blClaimPassphrase(key: string, project: string, channel: string, role: string): Promise<ClaimReply>;
+  blCountMiss(key: string, windowSeconds: string): Promise<number>;
+}
+
+export type ClaimReply = [0, string, string] | [1] | [2];
+
+export function defineScripts(client: RedisClient): ScriptCommands {
+  client.defineCommand("blSetMute", { numberOfKeys: 4, lua: SET_MUTE });
+  client.defineCommand("blPstnSnapshot", { numberOfKeys: 3, lua: PSTN_SNAPSHOT });
+  client.defineCommand("blClaimPassphrase", { numberOfKeys: 1, lua: CLAIM_PASSPHRASE });
+  client.defineCommand("blCountMiss", { numberOfKeys: 1, lua: COUNT_MISS });
+  // defineCommand adds methods ioredis' types cannot know about.
+  return client as unknown as ScriptCommands;
+}

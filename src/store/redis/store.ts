@@ -1,0 +1,244 @@
+/**
+ * The production store: the documented Redis records (docs/architecture.md,
+ * "Redis schema") over ioredis, on one node, a Cluster or through Sentinel.
+ * This file is its request path; the admin functions go through the shared
+ * admin front (src/store/checked-admin.ts) to its raw admin operations (src/store/redis/admin.ts),
+ * the conversion follower's through the shared conversion front
+ * (src/store/conversion-steps.ts) to its raw conversion operations
+ * (src/store/redis/conversions.ts), and every call goes through its plumbing
+ * (src/store/redis/calls.ts).
+ *
+ * Every Redis or connection error reaches callers as `Failure("unavailable")`
+ * with the original error as `cause` (logs only; Redis error text never goes
+ * to a client). Each request-path call is also bounded by its own deadline, so
+ * no call outlives `commandTimeoutMs` whatever the client library does.
+ * Passphrases never reach Redis or the logs: only their sha256 is used, and
+ * keys of passphrase records are not logged either.
+ */
+import type { Logger } from "../../log.js";
+import { Failure } from "../../services/failure.js";
+import type { AdminStore, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
+import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
+import { CheckedAdmin } from "../checked-admin.js";
+import { ConversionSteps } from "../conversion-steps.js";
+import {
+  CONVERSION_TTL_SECONDS,
+  IDEMPOTENCY_TTL_SECONDS,
+  type KeySchema,
+  keySchema,
+  MUTE_EVENTS_MAXLEN,
+} from "../schema/keys.js";
+import {
+  muteFlag,
+  muteMetaHead,
+  pairsToMap,
+  parsePassphrase,
+  parsePstnSnapshot,
+  parseWhiteboard,
+} from "../schema/channel-records.js";
+import { RedisAdmin } from "./admin.js";
+import { pingMasters, perConnection } from "./cluster-connections.js";
+import { RedisCalls, withDeadline } from "./calls.js";
+import { RedisConversions } from "./conversions.js";
+import { RedisIdempotency } from "./idempotency.js";
+import {
+  type ConnectionTuning,
+  createRedisClient,
+  DEFAULT_TUNING,
+  type RedisClient,
+  type RedisConnectionOptions,
+} from "./connection.js";
+import { RedisNotifications } from "./notifications.js";
+import { RedisPstnEvents } from "./pstn-events.js";
+import { defineScripts, type ScriptCommands } from "./scripts.js";
+import type { ReplicaAck } from "./replica-ack.js";
+
+export type { RedisConnectionOptions, RedisNodeAddress } from "./connection.js";
+
+export interface RedisStoreSettings {
+  /** Key prefix (REDIS_KEY_PREFIX); default `bl:`. */
+  keyPrefix?: string;
+  logger: Logger;
+  /** Longest a single Redis call may take before it fails as unavailable; default 1000. */
+  commandTimeoutMs?: number;
+  /** Longest a connection attempt may take; default 1000. */
+  connectTimeoutMs?: number;
+  /** Cap of the reconnect back-off; default 500. */
+  maxReconnectDelayMs?: number;
+  /** How long a conversion task's record and changes stream outlive its last change; default 7 days. */
+  retentionSeconds?: number;
+  /** Replicas an acknowledged write must reach (REDIS_MIN_REPLICAS, REDIS_REPLICA_TIMEOUT_MS); default none. */
+  replicaAck?: ReplicaAck;
+  /** How long the answer of a call sent with an Idempotency-Key is kept; default 24 hours. */
+  idempotencyTtlSeconds?: number;
+}
+
+/** The store's scripts on a connection: the client's, or (writes with WAIT on a Cluster) a node's own. */
+const scriptsOn = perConnection(defineScripts);
+
+/**
+ * Connects (in the background) and returns the store at once; requests fail
+ * with `unavailable` until the connection is ready. Await
+ * `store.waitUntilReady()` where start-up should wait for Redis.
+ */
+export function createRedisStore(options: RedisConnectionOptions, settings: RedisStoreSettings): RedisStore {
+  const tuning: ConnectionTuning = {
+    commandTimeoutMs: settings.commandTimeoutMs ?? DEFAULT_TUNING.commandTimeoutMs,
+    connectTimeoutMs: settings.connectTimeoutMs ?? DEFAULT_TUNING.connectTimeoutMs,
+    maxReconnectDelayMs: settings.maxReconnectDelayMs ?? DEFAULT_TUNING.maxReconnectDelayMs,
+  };
+  const replicated = (settings.replicaAck?.minReplicas ?? 0) > 0;
+  return new RedisStore(createRedisClient(options, tuning), {
+    keyPrefix: settings.keyPrefix,
+    logger: settings.logger,
+    commandTimeoutMs: tuning.commandTimeoutMs,
+    retentionSeconds: settings.retentionSeconds,
+    replicaAck: settings.replicaAck,
+    ackClient: replicated ? createRedisClient(options, tuning, "boardline-acked-writes") : undefined,
+    idempotencyTtlSeconds: settings.idempotencyTtlSeconds,
+  });
+}
+
+/** Resolves once `client` is ready; else `Failure("unavailable")` with its last connection error (see waitUntilReady). */
+async function readyWithin(client: RedisClient, timeoutMs: number): Promise<void> {
+  if (client.status === "ready") return;
+  let lastError: unknown;
+  const onError = (err: unknown) => {
+    lastError = err;
+  };
+  client.on("error", onError);
+  let onReady: (() => void) | undefined;
+  try {
+    await withDeadline(
+      new Promise<void>((resolve) => {
+        onReady = resolve;
+        client.once("ready", resolve);
+      }),
+      timeoutMs,
+      `Redis not ready after ${timeoutMs} ms`,
+    );
+  } catch (e) {
+    throw new Failure("unavailable", { cause: lastError ?? e });
+  } finally {
+    client.off("error", onError);
+    if (onReady) client.off("ready", onReady);
+  }
+}
+
+export class RedisStore extends CheckedAdmin implements AdminStore {
+  readonly keys: KeySchema;
+  protected readonly primitives: RedisAdmin;
+  private readonly calls: RedisCalls;
+  private readonly scripts: ScriptCommands;
+  readonly conversions: ConversionSteps;
+  readonly pstnEvents: RedisPstnEvents;
+  readonly idempotency: RedisIdempotency;
+
+  constructor(
+    client: RedisClient,
+    settings: {
+      keyPrefix?: string | undefined;
+      logger: Logger;
+      commandTimeoutMs?: number | undefined;
+      retentionSeconds?: number | undefined;
+      replicaAck?: ReplicaAck | undefined;
+      /** The acknowledged writes' own connection (see RedisCalls); default `client`. */
+      ackClient?: RedisClient | undefined;
+      idempotencyTtlSeconds?: number | undefined;
+    },
+  ) {
+    super();
+    this.keys = keySchema(settings.keyPrefix);
+    const timeoutMs = settings.commandTimeoutMs ?? DEFAULT_TUNING.commandTimeoutMs;
+    this.calls = new RedisCalls(client, settings.logger, timeoutMs, settings.replicaAck, settings.ackClient ?? client);
+    this.scripts = scriptsOn(client);
+    this.primitives = new RedisAdmin(this.calls, this.keys, scriptsOn);
+    const retentionSeconds = settings.retentionSeconds ?? CONVERSION_TTL_SECONDS;
+    this.conversions = new ConversionSteps(new RedisConversions(this.calls, this.keys, retentionSeconds));
+    this.pstnEvents = new RedisPstnEvents(
+      client,
+      this.calls,
+      this.keys,
+      new RedisNotifications(client, this.keys, timeoutMs),
+    );
+    const idempotencyTtlSeconds = settings.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS;
+    this.idempotency = new RedisIdempotency(this.calls, this.keys, idempotencyTtlSeconds);
+  }
+
+  /**
+   * Resolves once connected (the acknowledged writes' own connection too).
+   * After `timeoutMs` throws `Failure("unavailable")` whose `cause` is the last
+   * connection error the client reported while waiting (e.g. ECONNREFUSED), or
+   * the time-out itself when it reported none.
+   */
+  async waitUntilReady(timeoutMs = 5000): Promise<void> {
+    await Promise.all(this.calls.clients.map((client) => readyWithin(client, timeoutMs)));
+  }
+
+  async lookupPassphrase(passphrase: string): Promise<PassphraseRecord | undefined> {
+    const fields = await this.calls.readHash("lookupPassphrase", this.keys.passphrase(passphrase));
+    return parsePassphrase(fields);
+  }
+
+  async getWhiteboard(project: string): Promise<WhiteboardSettings | undefined> {
+    return parseWhiteboard(await this.calls.readHash("getWhiteboard", this.keys.whiteboard(project)));
+  }
+
+  async setMute(change: MuteChange): Promise<void> {
+    const { project, channel } = change;
+    const muteKey = this.keys.pstnMute(project, channel);
+    await this.calls.write("setMute", muteKey, (c) =>
+      scriptsOn(c).blSetMute(
+        muteKey,
+        this.keys.pstnEvents(project, channel),
+        this.keys.pstnMuteMeta(project, channel),
+        this.keys.pstnNotify(project, channel),
+        change.uid,
+        muteFlag(change.mute),
+        change.by,
+        String(change.at),
+        String(MUTE_EVENTS_MAXLEN),
+        muteMetaHead(change),
+      ),
+    );
+  }
+
+  async getPstnSnapshot(project: string, channel: string): Promise<PstnSnapshot> {
+    const [mute, meta, asOf] = await this.calls.call("getPstnSnapshot", () =>
+      this.scripts.blPstnSnapshot(
+        this.keys.pstnMute(project, channel),
+        this.keys.pstnMuteMeta(project, channel),
+        this.keys.pstnEvents(project, channel),
+      ),
+    );
+    return parsePstnSnapshot(pairsToMap(mute), pairsToMap(meta), asOf);
+  }
+
+  async recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {
+    const key = this.keys.guesses(callerKey);
+    await this.calls.call("recordPassphraseMiss", () => this.scripts.blCountMiss(key, String(windowSeconds)));
+  }
+
+  async passphraseMisses(callerKey: string): Promise<{ count: number; resetSeconds: number }> {
+    const key = this.keys.guesses(callerKey);
+    // One round trip; both commands address the same key, so Cluster is fine.
+    const [count, ttl] = await this.calls.call("passphraseMisses", async (c) => {
+      const replies = await c.multi().get(key).ttl(key).exec();
+      if (replies === null) throw new Error("MULTI aborted");
+      for (const [err] of replies) if (err) throw err;
+      return [Number(replies[0]?.[1] ?? 0), Number(replies[1]?.[1] ?? -2)];
+    });
+    return { count: Number.isFinite(count) ? count : 0, resetSeconds: ttl > 0 ? ttl : 0 };
+  }
+
+  /** Every master answers (on a Cluster: the master of every slot), so /readyz turns 503 while one is gone. */
+  async ping(): Promise<void> {
+    await this.calls.call("ping", pingMasters);
+  }
+
+  /** Drops the subscriber, QUITs (pending replies arrive first), then drops the connection. Idempotent. */
+  close(): Promise<void> {
+    this.pstnEvents.notifications.close();
+    return this.calls.close();
+  }
+}

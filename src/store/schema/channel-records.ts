@@ -1,0 +1,165 @@
+/**
+ * Field layout of the documented records (docs/architecture.md, "Redis
+ * schema"), shared by the Redis and the in-memory store so both read and
+ * write exactly the same thing (conversion tasks: conversion-records.ts).
+ * Parsers return undefined for anything malformed: other services write these
+ * records, and a record we cannot trust is treated as absent rather than
+ * half-used.
+ */
+import {
+  type MuteChange,
+  type MuteEvent,
+  type PassphraseRecord,
+  REGIONS,
+  type Region,
+  type WhiteboardSettings,
+} from "../../services/ports.js";
+import type { PstnParticipantState, PstnSnapshot } from "../../services/pstn/snapshot.js";
+
+export type Fields = Readonly<Record<string, string>>;
+
+export function parsePassphrase(fields: Fields): PassphraseRecord | undefined {
+  const { project, channel, role } = fields;
+  if (!project || !channel) return undefined;
+  if (role !== "host" && role !== "attendee") return undefined;
+  return { project, channel, role };
+}
+
+export function passphraseFields(record: PassphraseRecord): Fields {
+  return { project: record.project, channel: record.channel, role: record.role };
+}
+
+export function isRegion(value: unknown): value is Region {
+  return typeof value === "string" && (REGIONS as readonly string[]).includes(value);
+}
+
+/**
+ * Usable settings, or undefined. When a record carries both an SDK token and a
+ * key pair (another writer may do that), the SDK token wins: it is what the
+ * project's operator explicitly issued.
+ */
+export function parseWhiteboard(fields: Fields): WhiteboardSettings | undefined {
+  if (fields.enabled !== "1") return undefined;
+  const region = fields.region;
+  if (!isRegion(region)) return undefined;
+  const { sdk_token: sdkToken, access_key: accessKey, secret_key: secretKey } = fields;
+  if (sdkToken) return { region, credentials: { sdkToken } };
+  if (accessKey && secretKey) return { region, credentials: { accessKey, secretKey } };
+  return undefined;
+}
+
+/** Fields to set, and fields of the other credential kind to remove. */
+export function whiteboardFields(settings: WhiteboardSettings): { set: Fields; remove: string[] } {
+  const base = { enabled: "1", region: settings.region };
+  const c = settings.credentials;
+  if ("sdkToken" in c) return { set: { ...base, sdk_token: c.sdkToken }, remove: ["access_key", "secret_key"] };
+  return { set: { ...base, access_key: c.accessKey, secret_key: c.secretKey }, remove: ["sdk_token"] };
+}
+
+/** Why these settings cannot be stored, or undefined. */
+export function checkWhiteboard(settings: WhiteboardSettings): string | undefined {
+  if (!isRegion(settings.region)) return `region must be one of ${REGIONS.join(", ")}`;
+  const c = settings.credentials;
+  if ("sdkToken" in c) return c.sdkToken ? undefined : "sdk token must not be empty";
+  return c.accessKey && c.secretKey ? undefined : "access key and secret key must not be empty";
+}
+
+/** Mute hash value and stream `mute` field: `1` muted, `0` unmuted. */
+export function muteFlag(mute: boolean): "1" | "0" {
+  return mute ? "1" : "0";
+}
+
+/** Stream entry fields of a mute change, in the documented order. */
+export function muteEventFields(change: MuteChange): Fields {
+  return { uid: change.uid, mute: muteFlag(change.mute), by: change.by, at: String(change.at) };
+}
+
+export function parseMuteEvent(id: string, fields: Fields): MuteEvent | undefined {
+  const { uid, mute, by } = fields;
+  const at = parseMillis(fields.at);
+  if (!uid || (mute !== "1" && mute !== "0") || by === undefined || at === undefined) return undefined;
+  return { id, uid, mute: mute === "1", by, at };
+}
+
+/**
+ * The start of a uid's value in the meta hash, up to where the script appends
+ * the new stream entry's id and `"}`: `{"at":<ms>,"by":"<sub>","event_id":"`.
+ * Written here rather than in Lua so both stores write the same bytes.
+ */
+export function muteMetaHead(change: MuteChange): string {
+  return `{"at":${String(change.at)},"by":${JSON.stringify(change.by)},"event_id":"`;
+}
+
+/** The whole meta hash value of a change whose stream entry is `eventId`. */
+export function muteMetaValue(change: MuteChange, eventId: string): string {
+  return `${muteMetaHead(change)}${eventId}"}`;
+}
+
+/**
+ * A channel's snapshot from its mute hash, its meta hash and the id of its
+ * newest event: every uid of the mute hash with a `1`/`0` value, with `at` and
+ * `by` from its meta when that is readable (another writer may have set the
+ * state without it). Maps, not objects, so any uid (`__proto__` too) is a uid.
+ */
+export function parsePstnSnapshot(
+  mute: ReadonlyMap<string, string>,
+  meta: ReadonlyMap<string, string>,
+  asOfEventId: string,
+): PstnSnapshot {
+  const participants: PstnParticipantState[] = [];
+  for (const [uid, value] of mute) {
+    if (value === "1" || value === "0")
+      participants.push({ uid, mute: value === "1", ...parseMuteMeta(meta.get(uid)) });
+  }
+  return { participants, asOfEventId };
+}
+
+function parseMuteMeta(value: string | undefined): { updatedAt?: number; updatedBy?: string } {
+  if (value === undefined) return {};
+  let meta: unknown;
+  try {
+    meta = JSON.parse(value);
+  } catch {
+    return {};
+  }
+  if (typeof meta !== "object" || meta === null) return {};
+  const { at, by } = meta as Record<string, unknown>;
+  return {
+    ...(typeof at === "number" && Number.isSafeInteger(at) && at >= 0 ? { updatedAt: at } : {}),
+    ...(typeof by === "string" ? { updatedBy: by } : {}),
+  };
+}
+
+/** The mute hash as uid → muted; values other than `1`/`0` are skipped. */
+export function parseMuteState(fields: Fields): Record<string, boolean> {
+  const state: Record<string, boolean> = {};
+  for (const [uid, value] of Object.entries(fields)) {
+    if (value === "1" || value === "0") state[uid] = value === "1";
+  }
+  return state;
+}
+
+/** Field/value pairs of a flat reply (`[f1, v1, f2, v2, …]`) as a map. */
+export function pairsToMap(pairs: readonly string[]): Map<string, string> {
+  const map = new Map<string, string>();
+  for (let i = 0; i + 1 < pairs.length; i += 2) map.set(pairs[i] as string, pairs[i + 1] as string);
+  return map;
+}
+
+/** Field/value pairs of a raw stream entry (`[f1, v1, f2, v2, …]`). */
+export function pairsToFields(pairs: readonly string[]): Fields {
+  const fields: Record<string, string> = {};
+  for (let i = 0; i + 1 < pairs.length; i += 2) {
+    const field = pairs[i];
+    const value = pairs[i + 1];
+    if (field !== undefined && value !== undefined) fields[field] = value;
+  }
+  return fields;
+}
+
+/** Milliseconds since the epoch as a record writes them (decimal digits), or undefined. */
+export function parseMillis(value: string | undefined): number | undefined {
+  if (value === undefined || !/^\d{1,16}$/.test(value)) return undefined;
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : undefined;
+}

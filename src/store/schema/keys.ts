@@ -1,0 +1,152 @@
+/**
+ * Key names of the documented Redis schema (docs/architecture.md, "Redis
+ * schema"). Other services write these records too, so the names here are a
+ * contract: change nothing without changing that document.
+ *
+ *   <prefix>pass:{<sha256 hex of passphrase>}              hash
+ *   <prefix>proj:{<project>}:whiteboard                    hash
+ *   <prefix>chan:{<project>/<channel>}:pstn-mute           hash
+ *   <prefix>chan:{<project>/<channel>}:pstn-events         stream
+ *   <prefix>chan:{<project>/<channel>}:pstn-mute-meta      hash
+ *   <prefix>chan:{<project>/<channel>}:pstn-notify         sharded pub/sub channel (SPUBLISH)
+ *   <prefix>chan:{<project>/<channel>}:whiteboard-events   stream
+ *   <prefix>conv:{<task uuid>}                             hash
+ *   <prefix>conv:{<task uuid>}:changes                     stream
+ *   <prefix>conv:{<task uuid>}:lease                       string
+ *   <prefix>conv-due                                       sorted set
+ *   <prefix>conv-hook:{<webhook id>}                       string
+ *   <prefix>idem:{<project>}:<sha256 hex of [sub, key]>    hash
+ *
+ * About the `{…}` hash tags: Redis Cluster hashes only the text between the
+ * first `{` and the first `}` after it. The mute hash, its meta hash and the
+ * event stream share everything up to the closing brace we add, so they always
+ * share a tag, with one exception: an id that starts with `}` gives an empty
+ * tag `{}`, and then Cluster hashes the whole key and the keys land in
+ * different slots (the atomic mute script fails with CROSSSLOT). A task's
+ * record, changes stream and lease share its `{<uuid>}` tag the same way, so
+ * one script can update them; `conv-due` (one key for every task) and the
+ * channel's whiteboard-events stream live in other slots. An idempotency
+ * record is one key, addressed alone; its `{<project>}` tag keeps a project's
+ * records on one node (ConvertFile runs at about one call a second per
+ * project, the backend's own limit, so that slot is never hot). A `/` in a project
+ * id makes `a/b` + `c` and `a` + `b/c` the same channel key. So ids with
+ * braces (or a project id with `/`) are refused where records are created
+ * (`checkProjectId`, `checkChannelId`, used by the admin functions and the
+ * CLI); keys are still built verbatim for records other services wrote, to
+ * stay compatible.
+ *
+ * Passphrases (and the caller keys of the wrong-passphrase counters, and the
+ * subjects and Idempotency-Keys of idempotency records) are given to the
+ * schema in clear and hashed here, so no key can carry one in clear.
+ */
+import { createHash } from "node:crypto";
+
+export const DEFAULT_KEY_PREFIX = "bl:";
+
+/** Cap of each channel's event stream (XADD MAXLEN ~). */
+export const MUTE_EVENTS_MAXLEN = 10_000;
+
+/**
+ * Default retention of a conversion task's record and changes stream: 7 days
+ * after its last change (the stores' `retentionSeconds` setting).
+ */
+export const CONVERSION_TTL_SECONDS = 7 * 24 * 60 * 60;
+
+/** Cap of each task's changes stream (XADD MAXLEN ~). */
+export const CONVERSION_CHANGES_MAXLEN = 100;
+
+/**
+ * Default of how long the answer of a call sent with an Idempotency-Key is kept
+ * (IDEMPOTENCY_TTL_HOURS; the stores' `idempotencyTtlSeconds` setting).
+ */
+export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
+
+/** Cap of each channel's whiteboard-events stream (XADD MAXLEN ~). */
+export const WHITEBOARD_EVENTS_MAXLEN = 10_000;
+
+/** The passphrase as its key carries it: lowercase sha256 hex of its UTF-8 bytes. */
+export function hashPassphrase(passphrase: string): string {
+  return createHash("sha256").update(passphrase, "utf8").digest("hex");
+}
+
+export interface KeySchema {
+  readonly prefix: string;
+  /** Key of a passphrase's record; the passphrase in clear, the key carries its sha256 hex. */
+  passphrase(passphrase: string): string;
+  /** SCAN pattern matching every passphrase record under this prefix. */
+  passphrasePattern(): string;
+  whiteboard(project: string): string;
+  pstnMute(project: string, channel: string): string;
+  pstnEvents(project: string, channel: string): string;
+  /** uid → JSON `{"at":<ms>,"by":"<sub>","event_id":"<stream id>"}` of the uid's last mute change. */
+  pstnMuteMeta(project: string, channel: string): string;
+  /** The sharded pub/sub channel on which a mute announces its event id (same hash tag, so same slot). */
+  pstnNotify(project: string, channel: string): string;
+  /** Terminal states of the channel's conversion tasks, for the notifier. */
+  whiteboardEvents(project: string, channel: string): string;
+  conversion(taskUuid: string): string;
+  /** One entry per change of the task's status or percent. */
+  conversionChanges(taskUuid: string): string;
+  /** The owner id of the follower holding the task. */
+  conversionLease(taskUuid: string): string;
+  /** Every followed task, scored by when it is next due for a poll (ms). */
+  conversionsDue(): string;
+  /** The task uuid a conversion webhook id (src/services/conversion/webhooks.ts) stands for. */
+  conversionWebhook(id: string): string;
+  /**
+   * The record of a call sent with an Idempotency-Key, per project and token
+   * subject; the key name carries the sha256 hex of the JSON `[subject, key]`.
+   */
+  idempotency(project: string, subject: string, key: string): string;
+  /** Wrong-passphrase counter of a caller; its key in clear, the counter's key carries its sha256 hex. */
+  guesses(callerKey: string): string;
+}
+
+export function keySchema(prefix: string = DEFAULT_KEY_PREFIX): KeySchema {
+  const channelTag = (project: string, channel: string) => `${prefix}chan:{${project}/${channel}}`;
+  return {
+    prefix,
+    passphrase: (passphrase) => `${prefix}pass:{${hashPassphrase(passphrase)}}`,
+    passphrasePattern: () => `${escapeGlob(prefix)}pass:*`,
+    whiteboard: (project) => `${prefix}proj:{${project}}:whiteboard`,
+    pstnMute: (project, channel) => `${channelTag(project, channel)}:pstn-mute`,
+    pstnEvents: (project, channel) => `${channelTag(project, channel)}:pstn-events`,
+    pstnMuteMeta: (project, channel) => `${channelTag(project, channel)}:pstn-mute-meta`,
+    pstnNotify: (project, channel) => `${channelTag(project, channel)}:pstn-notify`,
+    whiteboardEvents: (project, channel) => `${channelTag(project, channel)}:whiteboard-events`,
+    conversion: (uuid) => `${prefix}conv:{${uuid}}`,
+    conversionChanges: (uuid) => `${prefix}conv:{${uuid}}:changes`,
+    conversionLease: (uuid) => `${prefix}conv:{${uuid}}:lease`,
+    conversionsDue: () => `${prefix}conv-due`,
+    conversionWebhook: (id) => `${prefix}conv-hook:{${id}}`,
+    idempotency: (project, subject, key) =>
+      `${prefix}idem:{${project}}:${hashPassphrase(JSON.stringify([subject, key]))}`,
+    guesses: (callerKey) => `${prefix}guess:{${hashPassphrase(callerKey)}}`,
+  };
+}
+
+/** Why `project` cannot name a new record, or undefined when it can. */
+export function checkProjectId(project: string): string | undefined {
+  if (project.length === 0) return "project must not be empty";
+  if (/[{}/]/.test(project)) return "project must not contain '{', '}' or '/'";
+  if (hasControl(project)) return "project must not contain control characters";
+  return undefined;
+}
+
+/** Why `channel` cannot name a new record, or undefined when it can. */
+export function checkChannelId(channel: string): string | undefined {
+  if (channel.length === 0) return "channel must not be empty";
+  if (/[{}]/.test(channel)) return "channel must not contain '{' or '}'";
+  if (hasControl(channel)) return "channel must not contain control characters";
+  return undefined;
+}
+
+function hasControl(value: string): boolean {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: that is the point
+  return /[\u0000-\u001f\u007f]/.test(value);
+}
+
+/** A prefix is used literally inside a SCAN MATCH glob. */
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+}

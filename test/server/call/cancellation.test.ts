@@ -1,0 +1,33 @@
+/** The lazily made signal of a call's cancellation behaves like an AbortController's. */
+import { expect, test } from "vitest";
+import { CallCancellation, cancellationOf } from "../../../src/server/call/cancellation.js";
+
+test("a signal asked for before the abort aborts with it, once", () => {
+  const c = new CallCancellation();
+  const signal = c.signal;
+  let events = 0;
+  signal.addEventListener("abort", () => events++);
+  expect(c.aborted).toBe(false);
+  c.abort();
+  c.abort();
+  expect(c.aborted).toBe(true);
+  expect(signal.aborted).toBe(true);
+  expect(events).toBe(1);
+  expect(c.signal).toBe(signal);
+});
+
+test("a signal asked for after the abort is already aborted", () => {
+  const c = new CallCancellation();
+  c.abort();
+  expect(c.signal.aborted).toBe(true);
+  expect((c.signal.reason as Error).name).toBe("AbortError");
+});
+
+test("an existing signal is read through", () => {
+  const controller = new AbortController();
+  const c = cancellationOf(controller.signal);
+  expect(c.aborted).toBe(false);
+  controller.abort();
+  expect(c.aborted).toBe(true);
+  expect(c.signal).toBe(controller.signal);
+});

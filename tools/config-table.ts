@@ -1,0 +1,57 @@
+// Renders the README's configuration table from the rows in
+// src/config/variables.ts, and puts it between the table's marker comments.
+// `npm run generate` rewrites README.md with it; test/config/readme-table.test.ts
+// fails when README.md's table is stale.
+
+import { VARIABLES, type Variable } from "../src/config/variables.js";
+
+export const TABLE_START =
+  "<!-- configuration table: generated from src/config/variables.ts by `npm run generate`; edit the rows there -->";
+export const TABLE_END = "<!-- end of configuration table -->";
+
+const code = (text: string) => `\`${text}\``;
+/** A table cell: no line breaks, and a literal | escaped. */
+const cell = (text: string) => text.replace(/\s*\n\s*/g, " ").replace(/\|/g, "\\|");
+
+function defaultColumn(row: Variable): string {
+  if (row.defaultNote !== undefined) return row.defaultNote;
+  const value = "default" in row ? row.default : undefined;
+  return value === undefined ? "—" : code(String(value));
+}
+
+function allowedColumn(row: Variable): string {
+  switch (row.kind) {
+    case "integer":
+      return `${code(String(row.min))}–${code(String(row.max))}`;
+    case "choice":
+      return row.values.map(code).join(", ");
+    case "hosts":
+      return `${code("host[:port]")}, comma-separated; IPv6 in brackets (${code("[::1]:7000")}); port ${code(String(row.defaultPort))} when left out`;
+    case "http-url":
+      return `an ${code("http://")} or ${code("https://")} URL`;
+    case "list":
+    case "file":
+    case "text":
+      return row.allowed;
+  }
+}
+
+/** The Markdown table, one row per variable, in the order of the rows. */
+export function renderConfigTable(rows: Readonly<Record<string, Variable>> = VARIABLES): string {
+  const lines = ["| variable | default | allowed values | meaning |", "|---|---|---|---|"];
+  for (const [name, row] of Object.entries(rows)) {
+    const cells = [code(name), defaultColumn(row), allowedColumn(row), row.meaning].map(cell);
+    lines.push(`| ${cells.join(" | ")} |`);
+  }
+  return lines.join("\n");
+}
+
+/** `readme` with the text between the markers replaced by `table`. */
+export function replaceConfigTable(readme: string, table: string): string {
+  const start = readme.indexOf(TABLE_START);
+  const end = readme.indexOf(TABLE_END);
+  if (start === -1 || end === -1 || end < start) {
+    throw new Error(`README.md lacks the configuration table markers: ${TABLE_START} … ${TABLE_END}`);
+  }
+  return `${readme.slice(0, start + TABLE_START.length)}\n${table}\n${readme.slice(end)}`;
+}
