@@ -257,3 +257,14 @@ export function transportError(f: TransportFailure): {
   const headers: Record<string, string> = f.kind === "method_not_allowed" ? { allow: f.allow.join(", ") } : {};
   return { status: row.http, headers, body: JSON.stringify({ error: { code: row.code, message: row.message(f) } }) };
 }
+
+/**
+ * The status line of an HTTP/1.1 request the parser refused before it became a
+ * request (client-error.ts): there is no call and no route yet, so the answer is
+ * Node's own — the status line, no body — and the connection closes.
+ */
+export function parserRefusalStatus(errorCode: string | undefined): string {
+  if (errorCode === "HPE_HEADER_OVERFLOW") return "431 Request Header Fields Too Large";
+  if (errorCode === "ERR_HTTP_REQUEST_TIMEOUT") return "408 Request Timeout";
+  return "400 Bad Request";
+}

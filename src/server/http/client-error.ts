@@ -1,10 +1,11 @@
 /**
  * Answers an HTTP/1.1 request the parser refused (as Node does without a
- * listener: 431, 408 or 400) and closes the connection once the answer is
+ * listener: 431, 408 or 400, picked by the error table) and closes the connection once the answer is
  * written. With TLS, the secure server also routes TLS errors here; those,
  * like resets, just close.
  */
 import type { Duplex } from "node:stream";
+import { parserRefusalStatus } from "../call/error-table.js";
 
 export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
   // Never write into a response that has already started (e.g. garbage
@@ -16,12 +17,7 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
     socket.destroy();
     return;
   }
-  const status =
-    err.code === "HPE_HEADER_OVERFLOW"
-      ? "431 Request Header Fields Too Large"
-      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
-        ? "408 Request Timeout"
-        : "400 Bad Request";
+  const status = parserRefusalStatus(err.code);
   socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, () => socket.destroy());
   setTimeout(() => socket.destroy(), 1_000).unref(); // a client that does not read
 }
