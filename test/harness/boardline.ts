@@ -82,14 +82,14 @@ export interface BoardlineOptions {
   readonly follow?: Partial<FollowerSettings>;
   readonly maxWatches?: number;
   readonly maxWatchChannels?: number;
-  /** How the mute-event watches read (src/services/pstn-watch-hub.ts). */
+  /** How the mute-event watches read (src/services/pstn/watch-hub.ts). */
   readonly pstnWatch?: Partial<PstnWatchSettings>;
   /** The Redis deployment of the "redis" store (default: the single node at `redisUrl`). */
   readonly connection?: RedisConnectionOptions;
   readonly guard?: (store: AdminStore) => PassphraseGuard;
   readonly logger?: Logger;
   readonly headersTimeoutMs?: number;
-  /** The other transport deadlines (src/server/listener.ts), when a test needs them short. */
+  /** The other transport deadlines (src/server/http/listener.ts), when a test needs them short. */
   readonly deadlines?: Pick<ListenOptions, "requestTimeoutMs" | "responseTimeoutMs" | "idleTimeoutMs">;
   /** Serve /metrics on a port of its own (0 = any free port). */
   readonly metricsPort?: number;
