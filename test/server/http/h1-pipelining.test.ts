@@ -68,26 +68,17 @@ describe("inTurn: HTTP/1.1 requests of one connection run one at a time", () => 
     expect(socket.destroyedSoon).toBe(false);
   });
 
-  it("runs nothing after an answer that says Connection: close, and closes the connection", () => {
+  it.each([
+    { who: "an answer that says", requestSaysClose: false, answerSays: "close" },
+    { who: "a request that said", requestSaysClose: true, answerSays: undefined },
+  ])("runs nothing after $who Connection: close, and closes the connection", (o) => {
     const socket = connection();
     const ran: number[] = [];
-    const first = exchange(socket);
+    const first = exchange(socket, { requestSaysClose: o.requestSaysClose });
     const second = exchange(socket);
     inTurn(first.req, first.res, () => ran.push(0));
     inTurn(second.req, second.res, () => ran.push(1));
-    first.finish("close");
-    expect(ran).toEqual([0]);
-    expect(socket.destroyedSoon).toBe(true);
-  });
-
-  it("runs nothing after a request that said Connection: close", () => {
-    const socket = connection();
-    const ran: number[] = [];
-    const first = exchange(socket, { requestSaysClose: true });
-    const second = exchange(socket);
-    inTurn(first.req, first.res, () => ran.push(0));
-    inTurn(second.req, second.res, () => ran.push(1));
-    first.finish();
+    first.finish(o.answerSays);
     expect(ran).toEqual([0]);
     expect(socket.destroyedSoon).toBe(true);
   });
