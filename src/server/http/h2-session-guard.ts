@@ -11,6 +11,11 @@
  *   (one that advertises a zero window and never reads is reset);
  * - a session with no open stream for `idleMs` gets GOAWAY — bytes alone do
  *   not keep it alive, so headers trickled between requests are bounded too;
+ * - a session one of whose streams was reset for a deadline gets GOAWAY as
+ *   soon as nothing else is open, as HTTP/1.1's request time-out ends its
+ *   connection: a client that sent headers and then went silent (reading
+ *   nothing) is gone within `requestMs` + `goawayMs`, not after another
+ *   `idleMs` of holding the session;
  * - a session told to go away (idle here, or at shutdown) with nothing left
  *   open is destroyed `goawayMs` later if its client keeps the socket open;
  * - a client may reset `resetBurst` streams at once and `resetsPerSecond`
@@ -46,18 +51,19 @@ export function guardSession(session: http2.ServerHttp2Session, d: H2Deadlines):
   let everHadStream = false;
   let idleSince = startedAt;
   let goawaySince: number | undefined;
+  let cutByDeadline = false;
   const tickMs = Math.max(20, Math.min(1_000, Math.floor(Math.min(d.headersMs, d.requestMs, d.responseMs) / 4)));
 
   const sweep = () => {
     const now = performance.now();
     if (session.closed && goawaySince === undefined) goawaySince = now; // GOAWAY from elsewhere (shutdown)
-    for (const [stream, t] of streams) expireStream(stream, t, now, d);
+    for (const [stream, t] of streams) if (expireStream(stream, t, now, d)) cutByDeadline = true;
     if (streams.size > 0) return;
     if (goawaySince !== undefined) {
       if (now - goawaySince >= d.goawayMs) session.destroy();
     } else if (!everHadStream && now - startedAt >= d.headersMs) {
       session.destroy(); // the first request's headers never completed
-    } else if (now - idleSince >= d.idleMs) {
+    } else if (cutByDeadline || now - idleSince >= d.idleMs) {
       goawaySince = now;
       session.close();
     }
@@ -79,16 +85,19 @@ export function guardSession(session: http2.ServerHttp2Session, d: H2Deadlines):
   });
 }
 
-function expireStream(stream: http2.ServerHttp2Stream, t: StreamTimes, now: number, d: H2Deadlines): void {
-  if (stream.destroyed) return;
+/** Resets a stream past its request or response deadline; true when it did. */
+function expireStream(stream: http2.ServerHttp2Stream, t: StreamTimes, now: number, d: H2Deadlines): boolean {
+  if (stream.destroyed) return false;
   const requestDone = stream.state.remoteClose === 1;
   if (!requestDone && now - t.openedAt >= d.requestMs) {
     reset(stream);
-    return;
+    return true;
   }
-  if (!stream.writableEnded) return;
+  if (!stream.writableEnded) return false;
   t.answeredAt ??= now;
-  if (now - t.answeredAt >= d.responseMs) reset(stream);
+  if (now - t.answeredAt < d.responseMs) return false;
+  reset(stream);
+  return true;
 }
 
 function reset(stream: http2.ServerHttp2Stream): void {

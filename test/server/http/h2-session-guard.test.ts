@@ -177,3 +177,88 @@ describe("HTTP/2 deadlines", () => {
     }
   });
 });
+
+/** A HEADERS frame (END_HEADERS, no END_STREAM) of a POST to `path`: a request whose body never comes. */
+function openRequestFrame(path: string, contentType: string): Buffer {
+  const literal = (name: string, value: string) =>
+    Buffer.concat([
+      Buffer.from([0x00, name.length]),
+      Buffer.from(name),
+      Buffer.from([value.length]),
+      Buffer.from(value),
+    ]);
+  // :method POST, :scheme http (static table), then literals.
+  const block = Buffer.concat([
+    Buffer.from([0x83, 0x86]),
+    literal(":path", path),
+    literal(":authority", "x"),
+    literal("content-type", contentType),
+  ]);
+  const head = Buffer.alloc(9);
+  head.writeUIntBE(block.length, 0, 3);
+  head[3] = 0x01;
+  head[4] = 0x04;
+  head.writeUInt32BE(1, 5);
+  return Buffer.concat([head, block]);
+}
+
+/** The types of the whole frames in `bytes`. */
+function frameTypes(bytes: Buffer): number[] {
+  const types: number[] = [];
+  for (let at = 0; at + 9 <= bytes.length; at += 9 + bytes.readUIntBE(at, 3)) types.push(bytes[at + 3] as number);
+  return types;
+}
+
+describe("a client that sends a request's headers, then nothing, and reads nothing", () => {
+  const LONG_IDLE_MS = 20_000;
+  const GOAWAY_MS = 1_000; // the server's fixed grace after GOAWAY
+  const HEADERS = 0x1;
+  const RST_STREAM = 0x3;
+  const GOAWAY = 0x7;
+  let silent: Boardline;
+  beforeAll(async () => {
+    silent = await startBoardline({
+      store: "memory",
+      headersTimeoutMs: HEADERS_MS,
+      deadlines: { requestTimeoutMs: REQUEST_MS, responseTimeoutMs: RESPONSE_MS, idleTimeoutMs: LONG_IDLE_MS },
+    });
+  });
+  afterAll(async () => {
+    await silent.close();
+  });
+
+  // The JSON gateway and the fast path wait for the body (they authenticate after it); the request
+  // deadline cuts the stream, and with it the session. connect-es authenticates first: it answers at
+  // once (401) and the stream ends; the session is then merely idle, and the idle bound applies.
+  test.concurrent.each([
+    ["a JSON route", ROUTES.mute, "application/json", false],
+    ["the gRPC fast path", RPC_PATHS.mute, "application/grpc", false],
+    ["Connect", RPC_PATHS.mute, "application/json", true],
+    ["gRPC-Web", RPC_PATHS.mute, "application/grpc-web", true],
+  ])(
+    "(%s) is answered or reset within the request deadline; a reset session gets GOAWAY and closes at once",
+    async (_, path, type, answered) => {
+      const socket = net.connect({ host: "127.0.0.1", port: silent.port });
+      socket.on("error", () => {});
+      socket.pause(); // reads nothing while it waits
+      socket.write(Buffer.concat([PREFACE, EMPTY_SETTINGS, openRequestFrame(path, type)]));
+      await sleep(REQUEST_MS + GOAWAY_MS + MARGIN);
+      // What the server sent meanwhile, and whether it has closed: read it all now.
+      const chunks: Buffer[] = [];
+      socket.on("data", (d: Buffer) => chunks.push(d));
+      const closed = new Promise<boolean>((resolve) => socket.once("close", () => resolve(true)));
+      socket.resume();
+      const closedNow = await Promise.race([closed, sleep(500).then(() => false)]);
+      socket.destroy();
+      const types = frameTypes(Buffer.concat(chunks));
+      expect(types).toContain(RST_STREAM);
+      if (answered) {
+        expect(types).toContain(HEADERS);
+      } else {
+        expect(types).not.toContain(HEADERS);
+        expect(types).toContain(GOAWAY);
+        expect(closedNow).toBe(true);
+      }
+    },
+  );
+});
