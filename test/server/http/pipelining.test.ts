@@ -9,7 +9,7 @@ import { type Boardline, startBoardline } from "../../harness/boardline.js";
 import { parseResponses, raw } from "../../harness/http-clients.js";
 import { ROUTES } from "../../harness/routes.js";
 
-const MAX_BODY = 1024;
+const MAX_BODY = Number(process.env.SCRATCH_MAX ?? 1024);
 
 let bl: Boardline;
 let token: string;
@@ -58,6 +58,54 @@ test.each(refusedBodies)(
     // The pipelined mute never reached the store.
     const state = await bl.store.getMuteState(bl.world.project, bl.world.channel);
     expect(state[uid]).toBeUndefined();
+  },
+);
+
+/** Writes `text` in pieces of `piece` bytes, a loop turn or two apart; the last piece carries `tail` too. */
+async function writeInPieces(socket: import("node:net").Socket, text: string, piece: number, tail: string) {
+  const bytes = Buffer.from(text, "latin1");
+  for (let at = 0; at < bytes.length; at += piece) {
+    if (socket.destroyed) return;
+    const last = at + piece >= bytes.length;
+    const chunk = bytes.subarray(at, at + piece);
+    socket.write(last ? Buffer.concat([chunk, Buffer.from(tail, "latin1")]) : chunk);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
+
+// The refused body arrives in many TCP segments, and its last bytes share a write with the mute behind
+// it: the 413 is answered before that segment comes. Whatever the segmentation, the mute must not run.
+const bigOversize = JSON.stringify({ uid: "big", passphrase: "p", mute: true, pad: "x".repeat(MAX_BODY * 40) });
+const bigRefused: Array<[string, () => string]> = [
+  [
+    "chunked",
+    () =>
+      `${head()}Transfer-Encoding: chunked\r\n\r\n` +
+      `${Buffer.byteLength(bigOversize).toString(16)}\r\n${bigOversize}\r\n0\r\n\r\n`,
+  ],
+  ["Content-Length", () => `${head()}Content-Length: ${Buffer.byteLength(bigOversize)}\r\n\r\n${bigOversize}`],
+];
+const pieceSizes = [97, 1_000, 4_096, 16_384];
+
+test.each(bigRefused)(
+  "a mute in the same segment as the end of a refused %s body, delivered in pieces, never runs",
+  async (kind, refused) => {
+    const uids: string[] = [];
+    await Promise.all(
+      pieceSizes.flatMap((piece) =>
+        [0, 1, 2].map(async (round) => {
+          const uid = `segmented-${kind}-${piece}-${round}`;
+          uids.push(uid);
+          const conn = await raw(bl.port);
+          await writeInPieces(conn.socket, refused(), piece, muteRequest(uid));
+          await conn.closed;
+          expect(parseResponses(conn.received()).map((a) => a.status)).toEqual([413]);
+        }),
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100)); // a mute that ran late would land by now
+    const state = await bl.store.getMuteState(bl.world.project, bl.world.channel);
+    expect(uids.filter((uid) => state[uid] !== undefined)).toEqual([]);
   },
 );
 
