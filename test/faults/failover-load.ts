@@ -85,8 +85,16 @@ export async function startBoardlineProcess(redisEnv: Record<string, string>, mi
   return { url: started.url, stop };
 }
 
-/** 8 writers and a readiness probe, from before `chaos` starts until `tailMs` after it resolved. */
-export async function underLoad(bl: Boardline, chaos: () => Promise<void>, tailMs: number): Promise<LoadRun> {
+/**
+ * 8 writers and a readiness probe, from before `chaos` starts until `tailMs`
+ * after it resolved. `chaos` sees the outcomes so far, so it can wait for a
+ * state of the load (e.g. a 503) instead of sleeping.
+ */
+export async function underLoad(
+  bl: Boardline,
+  chaos: (outcomes: readonly Outcome[]) => Promise<void>,
+  tailMs: number,
+): Promise<LoadRun> {
   const token = await mintToken({
     secret: new TextEncoder().encode(SECRET),
     project: WORLD.project,
@@ -112,7 +120,7 @@ export async function underLoad(bl: Boardline, chaos: () => Promise<void>, tailM
     }
   };
   const run = async () => {
-    await chaos();
+    await chaos(outcomes);
     stopAt = Date.now() + tailMs;
   };
   await Promise.all([...Array.from({ length: WRITERS }, (_, w) => writer(w)), probe(), run()]);

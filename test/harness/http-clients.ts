@@ -148,3 +148,54 @@ export function parseResponses(text: string): { status: number; headers: Record<
   }
   return out;
 }
+
+/** What became of a request whose head was answered before its body was sent. */
+export interface HeadFirstOutcome {
+  /** Everything the server sent, up to its FIN. */
+  readonly received: string;
+  /** How sending the body afterwards ended: a socket error code, or "accepted". */
+  readonly bodyOutcome: string;
+}
+
+/**
+ * Sends only the head (the caller declares the body's length in it), waits
+ * until the server has answered and closed its side, then sends `body` anyway.
+ * Unlike fetch, which may reject when the server cuts the upload short, this
+ * always sees the answer: it is complete before any body byte is on the wire.
+ * Fails after `timeoutMs` when the server waits for the body instead.
+ */
+export async function headFirst(
+  port: number,
+  head: string,
+  body: Uint8Array,
+  timeoutMs = 5_000,
+): Promise<HeadFirstOutcome> {
+  const socket = net.connect({ host: "127.0.0.1", port, allowHalfOpen: true });
+  const chunks: Buffer[] = [];
+  socket.on("data", (c: Buffer) => chunks.push(c));
+  let failure: NodeJS.ErrnoException | undefined;
+  socket.on("error", (e: NodeJS.ErrnoException) => {
+    failure = e;
+  });
+  const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      socket.once("connect", resolve);
+      socket.once("error", reject);
+    });
+    socket.write(head);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer and FIN within ${timeoutMs} ms of the head`)), timeoutMs);
+    });
+    await Promise.race([new Promise((resolve) => socket.once("end", resolve)), late]).finally(() =>
+      clearTimeout(timer),
+    );
+    const received = Buffer.concat(chunks).toString("latin1");
+    socket.end(body);
+    await closed;
+    return { received, bodyOutcome: failure?.code ?? "accepted" };
+  } finally {
+    socket.destroy();
+  }
+}

@@ -1,8 +1,10 @@
 /**
  * The read cache serves a passphrase or whiteboard record for at most its TTL
  * after the record changed underneath, never caches failures, and is bounded.
+ * Through the public API only, on the injected clock: what is cached shows as
+ * the inner store not being asked.
  */
-import { expect, test } from "vitest";
+import { expect, test, vi } from "vitest";
 import { Failure } from "../../src/services/failure.js";
 import { MemoryStore } from "../../src/store/memory/store.js";
 import { READ_CACHE_MAX_ENTRIES, ReadCachedStore } from "../../src/store/read-cache.js";
@@ -25,22 +27,30 @@ test("a deleted passphrase is served at most for the TTL", async () => {
   expect(await cached.lookupPassphrase("secret one")).toBeUndefined();
 });
 
-test("a created passphrase is seen within the TTL after a cached miss", async () => {
+test("a cached miss is served for the TTL, then a created passphrase is seen", async () => {
   const { inner, cached, advance } = setup();
   expect(await cached.lookupPassphrase("new one")).toBeUndefined();
   await inner.createChannel({ project: "p", channel: "c", hostPassphrase: "new one" });
-  advance(1000);
+  advance(999);
+  expect(await cached.lookupPassphrase("new one")).toBeUndefined();
+  advance(1);
   expect(await cached.lookupPassphrase("new one")).toEqual({ project: "p", channel: "c", role: "host" });
 });
 
-test("whiteboard settings follow the same bound", async () => {
+test("whiteboard settings follow the same bound, for a record and for a miss", async () => {
   const { inner, cached, advance } = setup();
   await inner.setWhiteboard("p", { region: "eu", credentials: { sdkToken: "t" } });
-  expect(await cached.getWhiteboard("p")).toBeDefined();
+  expect(await cached.getWhiteboard("p")).toMatchObject({ region: "eu" });
   await inner.clearWhiteboard("p");
-  expect(await cached.getWhiteboard("p")).toBeDefined();
-  advance(1000);
+  advance(999);
+  expect(await cached.getWhiteboard("p")).toMatchObject({ region: "eu" });
+  advance(1);
   expect(await cached.getWhiteboard("p")).toBeUndefined();
+  await inner.setWhiteboard("p", { region: "sg", credentials: { sdkToken: "t" } });
+  advance(999);
+  expect(await cached.getWhiteboard("p")).toBeUndefined();
+  advance(1);
+  expect(await cached.getWhiteboard("p")).toMatchObject({ region: "sg" });
 });
 
 test("failures are not cached", async () => {
@@ -52,9 +62,16 @@ test("failures are not cached", async () => {
   expect(await cached.lookupPassphrase("x")).toBeDefined();
 });
 
-test("the cache is bounded", async () => {
-  const { cached } = setup();
-  for (let i = 0; i < READ_CACHE_MAX_ENTRIES + 10; i++) await cached.lookupPassphrase(`p${i}`);
-  const size = (cached as unknown as { passphrases: { size: number } }).passphrases.size;
-  expect(size).toBe(READ_CACHE_MAX_ENTRIES);
+test("the cache holds at most READ_CACHE_MAX_ENTRIES passphrases, the oldest going first", async () => {
+  const { inner, cached } = setup();
+  const asked = vi.spyOn(inner, "lookupPassphrase");
+  for (let i = 0; i <= READ_CACHE_MAX_ENTRIES; i++) await cached.lookupPassphrase(`p${i}`);
+  expect(asked).toHaveBeenCalledTimes(READ_CACHE_MAX_ENTRIES + 1);
+  asked.mockClear();
+  // The newest READ_CACHE_MAX_ENTRIES are all still cached...
+  for (let i = 1; i <= READ_CACHE_MAX_ENTRIES; i++) await cached.lookupPassphrase(`p${i}`);
+  expect(asked).not.toHaveBeenCalled();
+  // ...and the first one made room for them.
+  await cached.lookupPassphrase("p0");
+  expect(asked).toHaveBeenCalledExactlyOnceWith("p0");
 });
