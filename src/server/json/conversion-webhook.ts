@@ -14,6 +14,7 @@ import type { Logger } from "../../log.js";
 import { isUnexpected, toJsonError, transportError } from "../call/error-table.js";
 import { type NodeRequest, type NodeResponse, reply } from "../http/request-answer.js";
 import { readBody } from "../http/read-body.js";
+import { closeAfterAnswer } from "../http/h1-pipelining.js";
 
 /** Where webhooks are received; the id is the one path segment after it. */
 export const CONVERSION_WEBHOOK_PATH = "/v1/whiteboard/conversion-webhook/";
@@ -52,7 +53,7 @@ export class ConversionWebhookEndpoint {
     if (body.kind === "aborted") return;
     if (body.kind === "too-large") {
       // Unread bytes may still be on the wire: do not reuse an HTTP/1.1 connection.
-      if (req.httpVersionMajor === 1) res.setHeader("connection", "close");
+      closeAfterAnswer(req, res);
       reply(res, transportError({ kind: "body_too_large", limit: WEBHOOK_MAX_BODY_BYTES }));
       return;
     }

@@ -14,6 +14,7 @@ import { parseJsonRequest, requestFromPath } from "./request.js";
 import { JsonRouteTable, type RouteMatch } from "./routes.js";
 import { firstHeader, type NodeRequest, type NodeResponse, reply } from "../http/request-answer.js";
 import { readBody } from "../http/read-body.js";
+import { closeAfterAnswer } from "../http/h1-pipelining.js";
 import { writeEventStream } from "./event-stream.js";
 import { IDEMPOTENCY_KEY_HEADER, isStream, type Served, type ServedStream } from "../call/served-methods.js";
 
@@ -89,7 +90,7 @@ export class JsonGateway {
     const body = await readBody(req, this.maxBodyBytes);
     if (body.kind === "too-large") {
       // Unread bytes may still be on the wire: do not reuse an HTTP/1.1 connection.
-      if (req.httpVersionMajor === 1) res.setHeader("connection", "close");
+      closeAfterAnswer(req, res);
       reply(res, transportError({ kind: "body_too_large", limit: this.maxBodyBytes }));
       return { kind: "answered" };
     }

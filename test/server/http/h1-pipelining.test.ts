@@ -113,3 +113,30 @@ describe("inTurn: HTTP/1.1 requests of one connection run one at a time", () => 
     expect(ran).toEqual([0, 1]);
   });
 });
+
+describe("what closeAfterAnswer assumes of Node's HTTP/1.1 server", () => {
+  it("closes a connection after an answer with Connection: close by calling the socket's destroySoon", async () => {
+    const http = await import("node:http");
+    let called = false;
+    const server = http.createServer((req, res) => {
+      const socket = req.socket;
+      const original = socket.destroySoon.bind(socket);
+      socket.destroySoon = () => {
+        called = true;
+        original();
+      };
+      res.setHeader("connection", "close");
+      res.end("bye");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as { port: number };
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/`);
+      expect(await res.text()).toBe("bye");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(called).toBe(true);
+    } finally {
+      server.close();
+    }
+  });
+});

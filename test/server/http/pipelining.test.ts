@@ -9,7 +9,7 @@ import { type Boardline, startBoardline } from "../../harness/boardline.js";
 import { parseResponses, raw } from "../../harness/http-clients.js";
 import { ROUTES } from "../../harness/routes.js";
 
-const MAX_BODY = Number(process.env.SCRATCH_MAX ?? 1024);
+const MAX_BODY = 65_536; // MAX_BODY_BYTES' default
 
 let bl: Boardline;
 let token: string;
