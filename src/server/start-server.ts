@@ -26,6 +26,7 @@ import { registerHealth } from "./rpc/health.js";
 import { JsonGateway } from "./json/gateway.js";
 import { type ListenOptions, listen, type RunningServer } from "./http/listener.js";
 import { Metrics } from "./ops/metrics.js";
+import { watchDescriptors } from "./http/descriptor-watch.js";
 import { OpsEndpoints } from "./ops/endpoints.js";
 import { listenOps } from "./ops/listener.js";
 import { registerReflection } from "./rpc/reflection.js";
@@ -112,7 +113,10 @@ export async function startServer(o: ServerOptions): Promise<Server> {
   });
   // 128 KiB of headers: room for a large (even hostile) bearer token to be
   // refused with a proper 401 rather than a bare 431.
-  const running = await listen({ maxHeaderBytes: 128 * 1024, ...o }, dispatch);
+  const onListenerError = listenerErrorReporter(o.logger, metrics);
+  const running = await listen({ maxHeaderBytes: 128 * 1024, ...o, onListenerError }, dispatch);
+  // Process-wide, like the default metrics: only for the real process.
+  const stopWatchingDescriptors = o.collectDefaultMetrics ? watchDescriptors(onListenerError) : () => {};
   const opsPort =
     o.metricsPort === undefined
       ? undefined
@@ -120,12 +124,14 @@ export async function startServer(o: ServerOptions): Promise<Server> {
           o.host,
           o.metricsPort,
           new OpsEndpoints({ metrics, ready, draining: () => draining.signal.aborted, logger: o.logger }),
+          onListenerError,
         );
   return {
     ...running,
     metrics,
     metricsPort: opsPort?.port ?? running.port,
     async shutdown(graceMs: number) {
+      stopWatchingDescriptors();
       draining.abort();
       const cutOff = setTimeout(() => cancelCalls.abort(), graceMs);
       try {
@@ -157,4 +163,26 @@ function reflectionRegistry(served: readonly DescFile[]): FileRegistry {
   };
   for (const f of files) visit(f);
   return createFileRegistry(create(FileDescriptorSetSchema, { file: ordered.map((f) => f.proto) }));
+}
+
+/**
+ * What a listening socket's error after start gets (EMFILE: an accept found no
+ * file descriptor left): counted in /metrics by code, and logged at most once a
+ * second (with how many were not logged since), so a storm of them neither
+ * floods the log nor goes unseen. The server serves on.
+ */
+function listenerErrorReporter(logger: Logger, metrics: Metrics): (error: NodeJS.ErrnoException) => void {
+  let loggedAt = Number.NEGATIVE_INFINITY;
+  let notLogged = 0;
+  return (error) => {
+    metrics.countListenerError(error.code ?? "unknown");
+    const now = performance.now();
+    if (now - loggedAt < 1_000) {
+      notLogged++;
+      return;
+    }
+    logger.warn({ err: error, code: error.code, notLoggedSince: notLogged }, "the listener is failing");
+    loggedAt = now;
+    notLogged = 0;
+  };
 }

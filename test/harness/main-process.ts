@@ -11,6 +11,8 @@ export interface MainProcess {
   readonly url: string;
   readonly port: number;
   readonly proc: ChildProcess;
+  /** Everything it printed so far (stdout and stderr). */
+  output(): string;
 }
 
 /** Every process started, so a test that fails mid-start does not leave one behind. */
@@ -19,9 +21,19 @@ process.once("exit", () => {
   for (const proc of running) proc.kill("SIGKILL");
 });
 
-/** Starts it with only PATH, PORT=0, HOST=127.0.0.1 and `env`; resolves once it logs its URL. */
-export async function startMainProcess(env: Record<string, string>): Promise<MainProcess> {
-  const proc = spawn(process.execPath, ["dist/src/main.js"], {
+/**
+ * Starts it with only PATH, PORT=0, HOST=127.0.0.1 and `env`; resolves once it logs its URL.
+ * `maxOpenFiles` lowers its file descriptor limit (`ulimit -n`, through bash).
+ */
+export async function startMainProcess(
+  env: Record<string, string>,
+  o: { maxOpenFiles?: number } = {},
+): Promise<MainProcess> {
+  const [command, args] =
+    o.maxOpenFiles === undefined
+      ? [process.execPath, ["dist/src/main.js"]]
+      : ["bash", ["-c", `ulimit -n ${o.maxOpenFiles} && exec "$0" dist/src/main.js`, process.execPath]];
+  const proc = spawn(command, args, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -40,5 +52,5 @@ export async function startMainProcess(env: Record<string, string>): Promise<Mai
     });
     proc.once("exit", () => reject(new Error(`exited early: ${out}`)));
   });
-  return { url: `http://127.0.0.1:${port}`, port, proc };
+  return { url: `http://127.0.0.1:${port}`, port, proc, output: () => out };
 }

@@ -36,6 +36,11 @@ export interface ListenOptions {
   readonly responseTimeoutMs?: number;
   /** Connections with no request in flight for this long are closed. */
   readonly idleTimeoutMs?: number;
+  /**
+   * An error of the listening socket after start (e.g. EMFILE when an accept
+   * finds no file descriptor left): reported here, and the server serves on.
+   */
+  readonly onListenerError?: (error: NodeJS.ErrnoException) => void;
 }
 
 export interface RunningServer {
@@ -80,7 +85,9 @@ export async function listen(options: ListenOptions, dispatch: Dispatch): Promis
       ? cleartextServers(limits, drain, dispatch, onRequest)
       : secureServer(limits, options.tls, drain, dispatch, onRequest);
   const outer = servers.outer;
-  outer.on("error", () => {});
+  // After start, an error of the listening socket (an accept that failed) ends no connection and
+  // stops nothing: Node keeps accepting. It is reported, never thrown.
+  outer.on("error", (e: NodeJS.ErrnoException) => options.onListenerError?.(e));
   await new Promise<void>((resolve, reject) => {
     outer.once("error", reject);
     outer.listen(options.port, options.host, () => {

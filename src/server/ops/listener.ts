@@ -14,7 +14,12 @@ export interface OpsListener {
   close(): Promise<void>;
 }
 
-export async function listenOps(host: string, port: number, ops: OpsEndpoints): Promise<OpsListener> {
+export async function listenOps(
+  host: string,
+  port: number,
+  ops: OpsEndpoints,
+  onListenerError: (error: NodeJS.ErrnoException) => void,
+): Promise<OpsListener> {
   const server = http.createServer({ maxHeaderSize: 16 * 1024, headersTimeout: 10_000, requestTimeout: 30_000 });
   server.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
     ops.handle(pathOf(req.url ?? "/"), req, res);
@@ -24,6 +29,7 @@ export async function listenOps(host: string, port: number, ops: OpsEndpoints): 
     server.once("error", reject);
     server.listen(port, host, () => {
       server.off("error", reject);
+      server.on("error", onListenerError); // after start: reported, and the port serves on
       resolve();
     });
   });

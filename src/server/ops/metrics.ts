@@ -9,6 +9,7 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly calls: Counter<"rpc" | "protocol" | "code">;
   private readonly duration: Histogram<"rpc" | "protocol">;
+  private readonly listenerErrors: Counter<"code">;
 
   constructor(options: { collectDefault?: boolean } = {}) {
     if (options.collectDefault ?? true) collectDefaultMetrics({ register: this.registry, prefix: "boardline_" });
@@ -25,6 +26,16 @@ export class Metrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
       registers: [this.registry],
     });
+    this.listenerErrors = new Counter({
+      name: "boardline_listener_errors_total",
+      help: "Errors of the listening socket (e.g. EMFILE: a connection not accepted for want of a file descriptor), by code.",
+      labelNames: ["code"],
+      registers: [this.registry],
+    });
+  }
+
+  countListenerError(code: string): void {
+    this.listenerErrors.inc({ code });
   }
 
   observeCall(rpc: string, protocol: string, code: string, startedAt: number): void {
