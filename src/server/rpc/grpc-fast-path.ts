@@ -73,18 +73,15 @@ export class GrpcFastPath {
       if (call.done) return;
       const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
       this.o.pipeline
-        .run(
-          op,
-          {
-            protocol: "grpc",
-            authorization: firstHeader(headers.authorization),
-            requestId,
-            cancellation: call.cancellation,
-            traceCarrier: headers,
-            idempotencyKey: firstHeader(headers[IDEMPOTENCY_KEY_HEADER]),
-          },
-          () => decode(op, body),
-        )
+        .begin(op, {
+          protocol: "grpc",
+          authorization: firstHeader(headers.authorization),
+          requestId,
+          cancellation: call.cancellation,
+          traceCarrier: headers,
+          idempotencyKey: firstHeader(headers[IDEMPOTENCY_KEY_HEADER]),
+        })
+        .run(() => decode(op, body))
         .then(
           (output) => call.succeed(toBinary(op.method.output, output)),
           (e: unknown) => call.fail(e),
