@@ -10,7 +10,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
+import { type ErrorInfo, ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import { Failure, type FailureKind } from "../../services/failure.js";
 
 /** The exact text the contract prescribes for every invalid request (code 611). */
@@ -185,15 +185,17 @@ export function isUnexpected(e: unknown): boolean {
   return !(e instanceof Failure) || e.kind === "internal";
 }
 
+/** The `google.rpc.ErrorInfo` detail every RPC error carries: its reason, our domain, the documented code. */
+export function errorInfoOf(p: PublicError): ErrorInfo {
+  const metadata: Record<string, string> = { code: String(p.code) };
+  if (p.retryAfterSeconds !== undefined) metadata["retry_after_seconds"] = String(p.retryAfterSeconds);
+  return create(ErrorInfoSchema, { reason: p.reason, domain: ERROR_DOMAIN, metadata });
+}
+
 /** The `ConnectError` for Connect, gRPC and gRPC-Web callers, with an `ErrorInfo` detail. */
 export function toConnectError(e: unknown): ConnectError {
   const p = publicError(e);
-  const metadata: Record<string, string> = { code: String(p.code) };
-  if (p.retryAfterSeconds !== undefined) metadata["retry_after_seconds"] = String(p.retryAfterSeconds);
-  const err = new ConnectError(p.message, p.grpc, undefined, [
-    { desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { reason: p.reason, domain: ERROR_DOMAIN, metadata }) },
-  ]);
-  return err;
+  return new ConnectError(p.message, p.grpc, undefined, [{ desc: ErrorInfoSchema, value: errorInfoOf(p) }]);
 }
 
 /** The status, headers and body of a failure on a JSON route. */

@@ -61,11 +61,11 @@ export class JsonGateway {
         : parseJsonRequest(served.method.input, body.bytes, params);
     try {
       if (isStream(served)) {
-        const messages = await this.pipeline.runStream(served, ctx, readRequest);
+        const messages = await this.pipeline.begin(served, ctx).runStream(readRequest);
         await writeEventStream(res, served.method.output, messages, served.resume?.eventId);
         return;
       }
-      const output = await this.pipeline.run(served, ctx, readRequest);
+      const output = await this.pipeline.begin(served, ctx).run(readRequest);
       reply(res, {
         status: 200,
         body: toJsonString(served.method.output, output, { useProtoFieldName: true, alwaysEmitImplicit: true }),

@@ -18,9 +18,7 @@ import { Failure } from "../../services/failure.js";
 import { CallCancellation, DEADLINE_PASSED } from "../call/cancellation.js";
 import type { CallPipeline } from "../call/pipeline.js";
 import { grpcTimeoutMs } from "../call/cancellation.js";
-import { setTrailerStatus } from "./connect-internals.js";
-import { toConnectError } from "../call/error-table.js";
-import { encodeGrpcMessage } from "./grpc-status-trailer.js";
+import { grpcErrorStatus } from "./grpc-status-trailer.js";
 import { firstHeader, requestIdFrom } from "../http/request-answer.js";
 import { IDEMPOTENCY_KEY_HEADER, rpcPath, type ServedMethod } from "../call/served-methods.js";
 
@@ -73,18 +71,15 @@ export class GrpcFastPath {
       if (call.done) return;
       const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
       this.o.pipeline
-        .run(
-          op,
-          {
-            protocol: "grpc",
-            authorization: firstHeader(headers.authorization),
-            requestId,
-            cancellation: call.cancellation,
-            traceCarrier: headers,
-            idempotencyKey: firstHeader(headers[IDEMPOTENCY_KEY_HEADER]),
-          },
-          () => decode(op, body),
-        )
+        .begin(op, {
+          protocol: "grpc",
+          authorization: firstHeader(headers.authorization),
+          requestId,
+          cancellation: call.cancellation,
+          traceCarrier: headers,
+          idempotencyKey: firstHeader(headers[IDEMPOTENCY_KEY_HEADER]),
+        })
+        .run(() => decode(op, body))
         .then(
           (output) => call.succeed(toBinary(op.method.output, output)),
           (e: unknown) => call.fail(e),
@@ -104,11 +99,20 @@ function decode(op: ServedMethod, body: Buffer) {
 }
 
 /** One message in a gRPC frame: flag 0 (not compressed), 4-byte length, the bytes. */
-function unframe(body: Buffer): Uint8Array {
+export function unframe(body: Buffer): Uint8Array {
   if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) {
     throw new Failure("invalid", { detail: "the request is not exactly one uncompressed gRPC message" });
   }
   return body.subarray(5);
+}
+
+/** The answer's one message in a gRPC frame, as `unframe` reads it. */
+export function frame(message: Uint8Array): Buffer {
+  const framed = Buffer.allocUnsafe(5 + message.length);
+  framed[0] = 0;
+  framed.writeUInt32BE(message.length, 1);
+  framed.set(message, 5);
+  return framed;
 }
 
 /** The answer side of one call: exactly one of succeed / fail reaches the wire. */
@@ -137,29 +141,27 @@ class Call {
 
   succeed(message: Uint8Array): void {
     if (!this.finish() || this.stream.closed) return;
-    const frame = Buffer.allocUnsafe(5 + message.length);
-    frame[0] = 0;
-    frame.writeUInt32BE(message.length, 1);
-    frame.set(message, 5);
+    const body = frame(message);
     this.stream.respond(
       { ":status": 200, "content-type": "application/grpc+proto", "x-request-id": this.requestId },
       { waitForTrailers: true },
     );
     this.stream.once("wantTrailers", () => this.stream.sendTrailers({ "grpc-status": "0" }));
-    this.stream.end(frame);
+    this.stream.end(body);
   }
 
   /** A trailers-only response carrying the error table's status, message and ErrorInfo. */
   fail(e: unknown): void {
     if (!this.finish() || this.stream.closed) return;
-    const status = setTrailerStatus(new Headers(), toConnectError(e));
-    const head: Record<string, string | number> = {
-      ":status": 200,
-      "content-type": "application/grpc+proto",
-      "x-request-id": this.requestId,
-    };
-    for (const [k, v] of status) head[k] = k === "grpc-message" ? encodeGrpcMessage(decodeURIComponent(v)) : v;
-    this.stream.respond(head, { endStream: true });
+    this.stream.respond(
+      {
+        ":status": 200,
+        "content-type": "application/grpc+proto",
+        "x-request-id": this.requestId,
+        ...grpcErrorStatus(e),
+      },
+      { endStream: true },
+    );
   }
 
   /** Marks the call answered; false when it already was. */

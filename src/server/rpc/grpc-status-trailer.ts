@@ -22,6 +22,9 @@
  *
  * Each also reports the call's final gRPC status (0 for OK) to `onStatus`, so
  * the router can count calls that connect-es answered without our pipeline.
+ *
+ * The gRPC fast path has no connect-es trailer to fix: it writes the status
+ * fields of a failure as `grpcErrorStatus` encodes them, once.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Failure } from "../../services/failure.js";
@@ -35,24 +38,26 @@ import {
   isUndecompressableMessageError,
   isUndecodableMessageError,
   readAllBytes,
-  setTrailerStatus,
   trailerFlag,
   trailerParse,
   trailerSerialize,
   type UniversalServerResponse,
 } from "./connect-internals.js";
-import { toConnectError } from "../call/error-table.js";
+import { toBinary } from "@bufbuild/protobuf";
+import { base64Encode, BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
+import { errorInfoOf, publicError, toConnectError } from "../call/error-table.js";
 
-/** The error table's answer for one of connect-es's bad-request-body errors, or undefined. */
-function tableErrorFor(code: Code, message: string): ConnectError | undefined {
+/** The error table's failure for one of connect-es's bad-request-body errors, or undefined. */
+function tableFailureFor(code: Code, message: string): Failure | undefined {
   if (isUndecodableMessageError(code, message)) {
-    return toConnectError(new Failure("invalid", { detail: "the request message is not valid protobuf" }));
+    return new Failure("invalid", { detail: "the request message is not valid protobuf" });
   }
   if (isUndecompressableMessageError(code, message)) {
-    return toConnectError(new Failure("invalid", { detail: "the request message could not be decompressed" }));
+    return new Failure("invalid", { detail: "the request message could not be decompressed" });
   }
   if (isOversizeMessageError(code, message)) {
-    return toConnectError(new Failure("invalid", { detail: "the request message is over the size limit" }));
+    return new Failure("invalid", { detail: "the request message is over the size limit" });
   }
   return undefined;
 }
@@ -77,6 +82,45 @@ export function encodeGrpcMessage(message: string): string {
   return out;
 }
 
+/** A failure's gRPC status, as trailers or as a trailers-only response's headers. */
+export interface GrpcErrorStatus {
+  readonly "grpc-message": string;
+  readonly "grpc-status": string;
+  readonly "grpc-status-details-bin": string;
+}
+
+/**
+ * The error table's answer to a failure in the three gRPC status fields, each
+ * encoded once: the message percent-encoded per the spec, and the
+ * `google.rpc.Status` with its `ErrorInfo` detail serialized straight from the
+ * table's row. The bytes are those connect-es's `setTrailerStatus` writes for
+ * `toConnectError(e)` (test/server/rpc/grpc-status-trailer.test.ts compares
+ * them), without its `ConnectError`, its copy of the detail and its
+ * encodeURIComponent that would have to be undone.
+ */
+export function grpcErrorStatus(e: unknown): GrpcErrorStatus {
+  const p = publicError(e);
+  // google.rpc.Status: code = 1, message = 2, details = 3 (an Any: type_url = 1, value = 2).
+  const status = new BinaryWriter()
+    .tag(1, WireType.Varint)
+    .int32(p.grpc)
+    .tag(2, WireType.LengthDelimited)
+    .string(p.message)
+    .tag(3, WireType.LengthDelimited)
+    .fork()
+    .tag(1, WireType.LengthDelimited)
+    .string(`type.googleapis.com/${ErrorInfoSchema.typeName}`)
+    .tag(2, WireType.LengthDelimited)
+    .bytes(toBinary(ErrorInfoSchema, errorInfoOf(p)))
+    .join()
+    .finish();
+  return {
+    "grpc-message": encodeGrpcMessage(p.message),
+    "grpc-status": String(p.grpc),
+    "grpc-status-details-bin": base64Encode(status, "std_raw"),
+  };
+}
+
 /** Rewrites the trailer in place; call once the response body has been fully produced. */
 function normalizeGrpcTrailer(trailer: Headers): void {
   const status = trailer.get("grpc-status");
@@ -88,12 +132,12 @@ function normalizeGrpcTrailer(trailer: Headers): void {
   } catch {
     message = raw;
   }
-  const err = tableErrorFor(Number(status) as Code, message);
-  if (err !== undefined) {
-    setTrailerStatus(trailer, err);
-    message = err.rawMessage;
+  const failure = tableFailureFor(Number(status) as Code, message);
+  if (failure === undefined) {
+    trailer.set("grpc-message", encodeGrpcMessage(message));
+    return;
   }
-  trailer.set("grpc-message", encodeGrpcMessage(message));
+  for (const [name, value] of Object.entries(grpcErrorStatus(failure))) trailer.set(name, value);
 }
 
 /** The final status a call was answered with: a gRPC status code, 0 for OK. */
@@ -164,7 +208,8 @@ export async function normalizeConnectError(
   // An error body is a few hundred bytes, and connect-es has it in memory already.
   const bytes = await readAllBytes(res.body, 64 * 1024);
   const parsed = errorFromJsonBytes(bytes, undefined, new ConnectError("unreadable error", Code.Internal));
-  const err = tableErrorFor(parsed.code, parsed.rawMessage);
+  const failure = tableFailureFor(parsed.code, parsed.rawMessage);
+  const err = failure === undefined ? undefined : toConnectError(failure);
   onStatus((err ?? parsed).code);
   if (err === undefined) return { ...res, body: createAsyncIterable([bytes]) };
   const body = errorToJsonBytes(err, {});

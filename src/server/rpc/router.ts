@@ -22,9 +22,8 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import type { Logger } from "../../log.js";
-import type { Caller } from "../../services/ports.js";
 import { cancellationOf } from "../call/cancellation.js";
-import type { CallContext, CallPipeline } from "../call/pipeline.js";
+import type { CallContext, CallPipeline, StreamCall, UnaryCall } from "../call/pipeline.js";
 import { dropUnarmableDeadline } from "../call/cancellation.js";
 import { type UniversalHandler, type UniversalServerResponse, withJsonBodyCheck } from "./connect-internals.js";
 import { toConnectError } from "../call/error-table.js";
@@ -52,42 +51,62 @@ export interface RpcRouterOptions {
 /** Read options of the JSON codec, the same as the JSON routes'. */
 const JSON_OPTIONS = { ignoreUnknownFields: true, useProtoFieldName: true } as const;
 
-/** The caller the request gate authenticated, for the implementation. */
-const CALLER = createContextKey<Caller | undefined>(undefined, { description: "boardline caller" });
-
 /**
- * How far one call got: past the request gate, into the implementation. A
- * call that passed the gate but never reached the implementation was answered
- * by connect-es itself (its body could not be read or decoded) and has not
- * been counted by the pipeline yet; `handle` counts it when it ends.
+ * One RPC as `handle` sees it. The pipeline's call for it is begun in
+ * connect-es's request gate (the first point that has the call's context) and
+ * kept here, so that `handle` can abandon it on close when connect-es answered
+ * it without running it (its body could not be read or decoded).
  */
-interface CallProgress {
+interface RpcCall {
   /** When `handle` began the call (`performance.now()`). */
   readonly startedAt: number;
-  gatePassed: boolean;
-  ran: boolean;
+  call: UnaryCall | StreamCall | undefined;
 }
-const PROGRESS = createContextKey<CallProgress | undefined>(undefined, { description: "boardline call progress" });
+const RPC_CALL = createContextKey<RpcCall | undefined>(undefined, { description: "boardline rpc call" });
 
-/** The call as the pipeline sees it, with the caller the request gate authenticated. */
+/** The call as the pipeline sees it. */
 function callContext(ctx: HandlerContext): CallContext {
-  const caller = ctx.values.get(CALLER);
   return {
     protocol: ctx.protocolName === "connect" ? "connect" : ctx.protocolName === "grpc" ? "grpc" : "grpc-web",
     authorization: ctx.requestHeader.get("authorization") ?? undefined,
     requestId: ctx.requestHeader.get("x-request-id") ?? "",
     cancellation: cancellationOf(ctx.signal),
     traceCarrier: ctx.requestHeader,
-    startedAt: ctx.values.get(PROGRESS)?.startedAt,
+    startedAt: ctx.values.get(RPC_CALL)?.startedAt,
     idempotencyKey: ctx.requestHeader.get(IDEMPOTENCY_KEY_HEADER) ?? undefined,
-    ...(caller === undefined ? {} : { caller }),
   };
 }
 
-/** The call reached the implementation (the pipeline counts it from here). */
-function markRan(ctx: HandlerContext): void {
-  const progress = ctx.values.get(PROGRESS);
-  if (progress !== undefined) progress.ran = true;
+/**
+ * The pipeline's call of one method, for its request gate (which begins and
+ * authenticates it) and its implementation (which runs it). The request gate
+ * always comes first; should it not have, the implementation begins the call.
+ */
+class GatedCalls<C extends UnaryCall | StreamCall> {
+  private readonly key = createContextKey<C | undefined>(undefined, { description: "boardline call" });
+
+  constructor(private readonly beginCall: (ctx: CallContext) => C) {}
+
+  /** connect-es's request gate: authenticate before the body is read. */
+  readonly requestGate = async (ctx: HandlerContext): Promise<void> => {
+    try {
+      await this.begin(ctx).authenticate();
+    } catch (e) {
+      throw toConnectError(e);
+    }
+  };
+
+  of(ctx: HandlerContext): C {
+    return ctx.values.get(this.key) ?? this.begin(ctx);
+  }
+
+  private begin(ctx: HandlerContext): C {
+    const call = this.beginCall(callContext(ctx));
+    ctx.values.set(this.key, call);
+    const rpc = ctx.values.get(RPC_CALL);
+    if (rpc !== undefined) rpc.call = call;
+    return call;
+  }
 }
 
 function protocolOf(contentType: string): CallContext["protocol"] {
@@ -98,7 +117,6 @@ function protocolOf(contentType: string): CallContext["protocol"] {
 
 export class RpcRouter {
   private readonly paths = new Map<string, UniversalHandler>();
-  private readonly servedByPath = new Map<string, Served>();
 
   constructor(private readonly options: RpcRouterOptions) {
     const router = createConnectRouter({
@@ -108,41 +126,37 @@ export class RpcRouter {
       // Output in proto field names (snake_case), like the JSON routes.
       jsonOptions: JSON_OPTIONS,
     });
+    const pipeline = options.pipeline;
     for (const op of options.methods) {
+      const calls = new GatedCalls((ctx) => pipeline.begin(op, ctx));
       router.rpc(
         op.method,
         async (request, ctx) => {
-          markRan(ctx);
           try {
-            return await options.pipeline.run(op, callContext(ctx), () => request);
+            return await calls.of(ctx).run(() => request);
           } catch (e) {
             throw toConnectError(e);
           }
         },
-        this.handlerOptions(op),
+        this.handlerOptions(op, calls.requestGate),
       );
     }
     for (const op of options.streams ?? []) {
-      const pipeline = options.pipeline;
+      const calls = new GatedCalls((ctx) => pipeline.begin(op, ctx));
       router.rpc(
         op.method,
         async function* (request, ctx) {
-          markRan(ctx);
           try {
-            yield* await pipeline.runStream(op, callContext(ctx), () => request);
+            yield* await calls.of(ctx).runStream(() => request);
           } catch (e) {
             throw toConnectError(e);
           }
         },
-        this.handlerOptions(op),
+        this.handlerOptions(op, calls.requestGate),
       );
     }
     options.register(router);
-    for (const h of router.handlers) {
-      this.paths.set(h.requestPath, h);
-      const served = [...options.methods, ...(options.streams ?? [])].find((m) => m.method === h.method);
-      if (served !== undefined) this.servedByPath.set(h.requestPath, served);
-    }
+    for (const h of router.handlers) this.paths.set(h.requestPath, h);
   }
 
   /**
@@ -152,18 +166,9 @@ export class RpcRouter {
    * body that does not decode gets the JSON routes' 611 message, not
    * connect-es's own text (connect-internals.ts, assumption 5).
    */
-  private handlerOptions(op: Served) {
-    const pipeline = this.options.pipeline;
+  private handlerOptions(op: Served, requestGate: (ctx: HandlerContext) => Promise<void>) {
     return {
-      requestGate: async (ctx: HandlerContext) => {
-        try {
-          ctx.values.set(CALLER, await pipeline.authenticate(op, callContext(ctx)));
-          const progress = ctx.values.get(PROGRESS);
-          if (progress !== undefined) progress.gatePassed = true;
-        } catch (e) {
-          throw toConnectError(e);
-        }
-      },
+      requestGate,
       jsonOptions: withJsonBodyCheck(
         JSON_OPTIONS,
         (bytes) => {
@@ -188,8 +193,7 @@ export class RpcRouter {
     const started = performance.now();
     const contentType = String(req.headers["content-type"] ?? "");
     const protocol = protocolOf(contentType);
-    const progress: CallProgress = { startedAt: started, gatePassed: false, ran: false };
-    const op = this.servedByPath.get(path);
+    const rpc: RpcCall = { startedAt: started, call: undefined };
     let status: number = Code.Unknown;
     const onStatus = (s: number) => {
       status = s;
@@ -197,22 +201,16 @@ export class RpcRouter {
     // Counted when the response is done (connect-node's universalResponseToNodeResponse
     // waits for an "end" event that a Node response never emits, so its promise is no signal).
     res.once("close", () => {
-      if (progress.ran) return; // the call pipeline counted and logged it
+      if (rpc.call?.ran === true) return; // the call pipeline counted and logged it
       if (status === Code.Internal) {
         // connect-es answered INTERNAL by itself: only ever our bug (client errors map to the table).
         this.options.logger.error({ rpc: handler.method.name, protocol, path }, "rpc answered INTERNAL");
       }
-      if (op === undefined || !progress.gatePassed) return;
-      const requestId = String(req.headers["x-request-id"] ?? "");
-      this.options.pipeline.countUnrun(
-        op,
-        { protocol, requestId, traceCarrier: req.headers, startedAt: started },
-        status,
-      );
+      rpc.call?.abandon(status);
     });
     // A deadline longer than a timer can hold means none (src/server/call/cancellation.ts).
     dropUnarmableDeadline(req.headers);
-    const uReq = universalRequestFromNodeRequest(req, res, undefined, createContextValues().set(PROGRESS, progress));
+    const uReq = universalRequestFromNodeRequest(req, res, undefined, createContextValues().set(RPC_CALL, rpc));
     handler(uReq)
       .then((uRes) => respond(uRes, protocol, onStatus, res))
       .catch((reason: unknown) => {
