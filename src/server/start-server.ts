@@ -76,25 +76,7 @@ export async function startServer(o: ServerOptions): Promise<Server> {
           () => false,
         );
   const streams = o.streams ?? [];
-  const services = [...new Set([...o.methods, ...streams].map((m) => m.method.parent))];
-  const rpc = new RpcRouter({
-    methods: o.methods,
-    streams,
-    pipeline,
-    maxBodyBytes: o.maxBodyBytes,
-    shutdownSignal: cancelCalls.signal,
-    logger: o.logger,
-    register(router) {
-      const served = services.map((s) => s.typeName);
-      registerHealth(router, served, ready, draining.signal);
-      registerReflection(router, reflectionRegistry(services.map((s) => s.file)), [
-        ...served,
-        Health.typeName,
-        ServerReflection.typeName,
-        ServerReflectionAlpha.typeName,
-      ]);
-    },
-  });
+  const rpc = rpcRouter(o, pipeline, ready, draining.signal, cancelCalls.signal);
   const dispatch = createDispatch({
     fastPath: new GrpcFastPath({ methods: o.methods, pipeline, maxBodyBytes: o.maxBodyBytes }),
     gateway: new JsonGateway([...o.methods, ...streams], pipeline, o.maxBodyBytes),
@@ -143,6 +125,36 @@ export async function startServer(o: ServerOptions): Promise<Server> {
       }
     },
   };
+}
+
+/** connect-es's router of the served methods and streams, with health and reflection beside them. */
+function rpcRouter(
+  o: ServerOptions,
+  pipeline: CallPipeline,
+  ready: () => Promise<boolean>,
+  draining: AbortSignal,
+  cancelCalls: AbortSignal,
+): RpcRouter {
+  const streams = o.streams ?? [];
+  const services = [...new Set([...o.methods, ...streams].map((m) => m.method.parent))];
+  return new RpcRouter({
+    methods: o.methods,
+    streams,
+    pipeline,
+    maxBodyBytes: o.maxBodyBytes,
+    shutdownSignal: cancelCalls,
+    logger: o.logger,
+    register(router) {
+      const served = services.map((s) => s.typeName);
+      registerHealth(router, served, ready, draining);
+      registerReflection(router, reflectionRegistry(services.map((s) => s.file)), [
+        ...served,
+        Health.typeName,
+        ServerReflection.typeName,
+        ServerReflectionAlpha.typeName,
+      ]);
+    },
+  });
 }
 
 /** A registry of the served files, health, reflection and everything they import. */

@@ -155,6 +155,8 @@ export interface HeadFirstOutcome {
   readonly received: string;
   /** How sending the body afterwards ended: a socket error code, or "accepted". */
   readonly bodyOutcome: string;
+  /** From sending the body to the connection's close. */
+  readonly closedAfterMs: number;
 }
 
 /**
@@ -192,9 +194,10 @@ export async function headFirst(
       clearTimeout(timer),
     );
     const received = Buffer.concat(chunks).toString("latin1");
+    const sentAt = performance.now();
     socket.end(body);
     await closed;
-    return { received, bodyOutcome: failure?.code ?? "accepted" };
+    return { received, bodyOutcome: failure?.code ?? "accepted", closedAfterMs: performance.now() - sentAt };
   } finally {
     socket.destroy();
   }
