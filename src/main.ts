@@ -102,6 +102,7 @@ function authenticator(config: Config, key: JwtKeyConfig): JwtAuthenticator {
     algorithms: config.jwt.algorithms,
     projectClaim: config.jwt.projectClaim,
     scopeClaim: config.jwt.scopeClaim,
+    cacheMaxMs: config.jwt.cacheMaxMs,
     ...(config.jwt.issuer === undefined ? {} : { issuer: config.jwt.issuer }),
     ...(config.jwt.audience === undefined ? {} : { audience: config.jwt.audience }),
   });

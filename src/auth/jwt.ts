@@ -15,6 +15,7 @@ import {
 } from "jose";
 import { Failure } from "../services/failure.js";
 import type { Authenticator, Caller } from "../services/ports.js";
+import { TtlCache } from "../ttl-cache.js";
 
 export type JwtKeySource =
   | { readonly kind: "secret"; readonly secret: Uint8Array }
@@ -31,19 +32,30 @@ export interface JwtOptions {
   /** Claim that holds the token's scopes (default `scope`). */
   readonly scopeClaim?: string;
   readonly clockToleranceSeconds?: number;
+  /**
+   * How long a verification is remembered at most (JWT_CACHE_MAX_MS; default
+   * 60 s; 0 = every call is verified): a token whose JWKS key is withdrawn is
+   * refused once this has passed and jose has fetched the JWKS again.
+   */
+  readonly cacheMaxMs?: number;
 }
 
 /** Longer headers are refused before any parsing: no real token is this big. */
 export const MAX_TOKEN_LENGTH = 8192;
-/** Verified tokens remembered (until their `exp`), so a client reusing its token skips the crypto. */
+/**
+ * Verified tokens remembered (until their `exp`, at most `cacheMaxMs`), so a
+ * client reusing its token skips the crypto; the least recently used goes first.
+ */
 export const VERIFIED_CACHE_SIZE = 10_000;
+/** The default of JWT_CACHE_MAX_MS. */
+export const DEFAULT_JWT_CACHE_MAX_MS = 60_000;
 const BEARER = /^Bearer +([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*) *$/i;
 
 export class JwtAuthenticator implements Authenticator {
   private readonly key: Uint8Array | JWTVerifyGetKey;
   private readonly verifyOptions: JWTVerifyOptions;
-  /** token → caller and the instant the token expires; insertion order = age. */
-  private readonly verified = new Map<string, { caller: Caller; expiresAtMs: number }>();
+  /** token → caller; undefined when JWT_CACHE_MAX_MS is 0. Refusals are never cached. */
+  private readonly verified: TtlCache<Caller> | undefined;
 
   constructor(private readonly options: JwtOptions) {
     this.key = loadKey(options.key);
@@ -54,6 +66,9 @@ export class JwtAuthenticator implements Authenticator {
       ...(options.issuer === undefined ? {} : { issuer: options.issuer }),
       ...(options.audience === undefined ? {} : { audience: options.audience }),
     };
+    const cacheMaxMs = options.cacheMaxMs ?? DEFAULT_JWT_CACHE_MAX_MS;
+    this.verified =
+      cacheMaxMs > 0 ? new TtlCache({ ttlMs: cacheMaxMs, maxHits: VERIFIED_CACHE_SIZE, maxMisses: 0 }) : undefined;
   }
 
   async authenticate(authorization: string | undefined): Promise<Caller> {
@@ -65,11 +80,8 @@ export class JwtAuthenticator implements Authenticator {
     if (token === undefined) {
       throw new Failure("unauthenticated", { detail: "malformed Authorization header; expected Bearer <jwt>" });
     }
-    const hit = this.verified.get(token);
-    if (hit !== undefined) {
-      if (Date.now() < hit.expiresAtMs) return hit.caller;
-      this.verified.delete(token);
-    }
+    const hit = this.verified?.get(token)?.value;
+    if (hit !== undefined) return hit;
     let payload: Record<string, unknown>;
     try {
       // The overloads of jwtVerify differ only in the key type.
@@ -101,16 +113,13 @@ export class JwtAuthenticator implements Authenticator {
 
   /**
    * Remembers a verified token until its `exp` (no clock tolerance: a cached
-   * token is never accepted later than a fresh verification would). Bounded:
-   * the oldest entry goes when the cache is full.
+   * token is never accepted later than a fresh verification would), and no
+   * longer than `cacheMaxMs`, which bounds how long a withdrawn key's tokens
+   * outlive it. Bounded in size: the least recently used entry goes.
    */
   private remember(token: string, caller: Caller, exp: unknown): void {
     if (typeof exp !== "number") return;
-    if (this.verified.size >= VERIFIED_CACHE_SIZE) {
-      const oldest = this.verified.keys().next().value;
-      if (oldest !== undefined) this.verified.delete(oldest);
-    }
-    this.verified.set(token, { caller, expiresAtMs: exp * 1000 });
+    this.verified?.set(token, caller, exp * 1000);
   }
 }
 

@@ -4,7 +4,7 @@
  * that key source, and the claims a token must carry.
  */
 import { readFileSync } from "node:fs";
-import { ConfigError, type Env, isSet, readHttpUrl, readList, readText } from "./read-variable.js";
+import { ConfigError, type Env, isSet, readHttpUrl, readInteger, readList, readText } from "./read-variable.js";
 import { HMAC_ALGORITHMS } from "./accepted-values.js";
 
 export type JwtKeyConfig =
@@ -20,6 +20,8 @@ export interface JwtSettings {
   readonly audience: string | undefined;
   readonly projectClaim: string;
   readonly scopeClaim: string;
+  /** How long a verification is remembered at most (JWT_CACHE_MAX_MS); 0 = not at all. */
+  readonly cacheMaxMs: number;
 }
 
 export const KEY_SOURCES = ["JWT_SECRET", "JWT_JWKS_URL", "JWT_JWKS_FILE"] as const;
@@ -33,7 +35,12 @@ export function loadJwtSettings(env: Env, keyRequired: boolean): JwtSettings {
       "(or JWT_JWKS_URL / JWT_JWKS_FILE) is required outside demo mode (demo mode is no Redis and no JWT keys at all)",
     );
   }
-  return { key, algorithms: readAlgorithms(env, key), ...readClaims(env) };
+  return {
+    key,
+    algorithms: readAlgorithms(env, key),
+    ...readClaims(env),
+    cacheMaxMs: readInteger(env, "JWT_CACHE_MAX_MS"),
+  };
 }
 
 /** What a token must carry to pass the server's checks, and the HS256 secret when JWT_SECRET is set. */

@@ -99,6 +99,14 @@ export const VARIABLES = {
     meaning:
       "claim holding the token's scopes (space-separated, as RFC 9068's `scope`, or a JSON array); `pstn.gateway` lets a service read and watch its project's channels by channel id",
   },
+  JWT_CACHE_MAX_MS: {
+    kind: "integer",
+    default: 60_000,
+    min: 0,
+    max: 3_600_000,
+    meaning:
+      "how long a verified token is remembered at most (and never past its `exp`): a token whose JWKS key is withdrawn is refused within this bound plus the 10 min a fetched `JWT_JWKS_URL` key set is reused; `0` = verify every call",
+  },
   CONVERSION_API_BASE: {
     kind: "http-url",
     default: "https://api.netless.link",

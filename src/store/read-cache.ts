@@ -4,7 +4,8 @@
  * Redis round trip per mute instead of two. The bound is the documented
  * PASSPHRASE_CACHE_MS: a passphrase or whiteboard record that another writer
  * creates, changes or deletes takes effect within that time on every
- * instance. Failures are never cached.
+ * instance. Failures are never cached. Absences are, in a smaller room of
+ * their own (see TtlCache), so wrong guesses cannot push real channels out.
  */
 import type {
   ConversionStore,
@@ -16,52 +17,28 @@ import type {
   WhiteboardSettings,
 } from "../services/ports.js";
 import type { PstnSnapshot } from "../services/pstn/snapshot.js";
+import { TtlCache } from "../ttl-cache.js";
 
+/** Records (passphrases, whiteboard settings) each cache keeps, least recently used going first. */
 export const READ_CACHE_MAX_ENTRIES = 10_000;
-
-class TtlCache<V> {
-  private readonly entries = new Map<string, { value: V; expiresAt: number }>();
-
-  constructor(
-    private readonly ttlMs: number,
-    private readonly now: () => number,
-  ) {}
-
-  /** The cached value, `miss` when there is none (a cached value may itself be undefined). */
-  get(key: string): { value: V } | undefined {
-    const e = this.entries.get(key);
-    if (e === undefined) return undefined;
-    if (this.now() >= e.expiresAt) {
-      this.entries.delete(key);
-      return undefined;
-    }
-    return { value: e.value };
-  }
-
-  set(key: string, value: V): void {
-    if (this.entries.size >= READ_CACHE_MAX_ENTRIES) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) this.entries.delete(oldest);
-    }
-    this.entries.set(key, { value, expiresAt: this.now() + this.ttlMs });
-  }
-
-  get size(): number {
-    return this.entries.size;
-  }
-}
+/**
+ * Absences each cache keeps, in their own room: guessed passphrases are all
+ * misses, so a guessing client only ever pushes out other misses.
+ */
+export const READ_CACHE_MAX_MISSES = 1_000;
 
 export class ReadCachedStore implements Store {
-  private readonly passphrases: TtlCache<PassphraseRecord | undefined>;
-  private readonly whiteboards: TtlCache<WhiteboardSettings | undefined>;
+  private readonly passphrases: TtlCache<PassphraseRecord>;
+  private readonly whiteboards: TtlCache<WhiteboardSettings>;
 
   constructor(
     private readonly inner: Store,
     ttlMs: number,
     now: () => number = Date.now,
   ) {
-    this.passphrases = new TtlCache(ttlMs, now);
-    this.whiteboards = new TtlCache(ttlMs, now);
+    const options = { ttlMs, maxHits: READ_CACHE_MAX_ENTRIES, maxMisses: READ_CACHE_MAX_MISSES, now };
+    this.passphrases = new TtlCache(options);
+    this.whiteboards = new TtlCache(options);
   }
 
   /** Not cached: conversion records change while they are followed. */

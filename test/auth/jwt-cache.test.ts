@@ -1,13 +1,20 @@
 /**
  * The verified-token cache, through the public API on a fake clock: a token
- * is served from it (no second verification) only until its `exp`, a changed
- * token is verified afresh, and the cache never holds more than its bound.
+ * is served from it (no second verification) only until its `exp` and for at
+ * most `cacheMaxMs`, a changed token is verified afresh, and the cache never
+ * holds more than its bound, the least recently used token going first.
  * Verifications are counted at jose's `jwtVerify`, the crypto the cache saves.
  */
 import { randomBytes } from "node:crypto";
 import { jwtVerify } from "jose";
 import { afterEach, beforeEach, expect, test, vi } from "vitest";
-import { JwtAuthenticator, mintToken, VERIFIED_CACHE_SIZE } from "../../src/auth/jwt.js";
+import {
+  DEFAULT_JWT_CACHE_MAX_MS,
+  JwtAuthenticator,
+  type JwtOptions,
+  mintToken,
+  VERIFIED_CACHE_SIZE,
+} from "../../src/auth/jwt.js";
 import { Failure } from "../../src/services/failure.js";
 
 vi.mock("jose", async (importOriginal) => {
@@ -18,13 +25,13 @@ vi.mock("jose", async (importOriginal) => {
 /** A whole second, so `exp` (in seconds) falls exactly on a millisecond we can step to. */
 const START_MS = 1_800_000_000_000;
 const secret = new Uint8Array(randomBytes(32));
-const auth = () =>
-  new JwtAuthenticator({
-    key: { kind: "secret", secret },
-    algorithms: ["HS256"],
-    projectClaim: "project_id",
-    clockToleranceSeconds: 0,
-  });
+const options: JwtOptions = {
+  key: { kind: "secret", secret },
+  algorithms: ["HS256"],
+  projectClaim: "project_id",
+  clockToleranceSeconds: 0,
+};
+const auth = () => new JwtAuthenticator(options);
 const verifications = () => vi.mocked(jwtVerify).mock.calls.length;
 const unauthenticated = (e: unknown) => e instanceof Failure && e.kind === "unauthenticated";
 
@@ -66,19 +73,49 @@ test("a token with a changed payload is verified afresh, though the original is 
   expect(verifications()).toBe(2);
 });
 
-test("the cache holds at most VERIFIED_CACHE_SIZE tokens, the oldest going first", async () => {
+test("the cache holds at most VERIFIED_CACHE_SIZE tokens, the least recently used going first", async () => {
   const a = auth();
   const tokens: string[] = [];
   for (let i = 0; i <= VERIFIED_CACHE_SIZE; i++) {
     tokens.push(await mintToken({ secret, project: "p", subject: `s${i}`, ttlSeconds: 60 }));
   }
-  for (const t of tokens) await a.authenticate(`Bearer ${t}`);
+  const [first, second, ...rest] = tokens;
+  const newest = rest.pop();
+  for (const t of [first, second, ...rest]) await a.authenticate(`Bearer ${t}`);
+  // The first token is used again: the least recently used is now the second, and the newest pushes it out.
+  await a.authenticate(`Bearer ${first}`);
+  await a.authenticate(`Bearer ${newest}`);
   expect(verifications()).toBe(VERIFIED_CACHE_SIZE + 1);
-  // The newest VERIFIED_CACHE_SIZE are all still cached...
-  for (const t of tokens.slice(1)) await a.authenticate(`Bearer ${t}`);
+  for (const t of [first, ...rest, newest]) await a.authenticate(`Bearer ${t}`);
   expect(verifications()).toBe(VERIFIED_CACHE_SIZE + 1);
-  // ...and the first one made room for them.
-  const [first] = tokens;
-  expect(await a.authenticate(`Bearer ${first}`)).toMatchObject({ subject: "s0" });
+  expect(await a.authenticate(`Bearer ${second}`)).toMatchObject({ subject: "s1" });
   expect(verifications()).toBe(VERIFIED_CACHE_SIZE + 2);
 }, 60_000);
+
+test("a verification is remembered for at most cacheMaxMs, however far ahead the token's exp", async () => {
+  const a = new JwtAuthenticator({ ...options, cacheMaxMs: 30_000 });
+  const token = await mintToken({ secret, project: "p", subject: "s", ttlSeconds: 365 * 86_400 });
+  await a.authenticate(`Bearer ${token}`);
+  vi.setSystemTime(START_MS + 30_000 - 1);
+  await a.authenticate(`Bearer ${token}`);
+  expect(verifications()).toBe(1);
+  vi.setSystemTime(START_MS + 30_000);
+  expect(await a.authenticate(`Bearer ${token}`)).toMatchObject({ project: "p", subject: "s" });
+  expect(verifications()).toBe(2);
+});
+
+test("the default cap is DEFAULT_JWT_CACHE_MAX_MS, and 0 verifies every call", async () => {
+  const token = await mintToken({ secret, project: "p", subject: "s", ttlSeconds: 365 * 86_400 });
+  const byDefault = auth();
+  await byDefault.authenticate(`Bearer ${token}`);
+  vi.setSystemTime(START_MS + DEFAULT_JWT_CACHE_MAX_MS - 1);
+  await byDefault.authenticate(`Bearer ${token}`);
+  expect(verifications()).toBe(1);
+  vi.setSystemTime(START_MS + DEFAULT_JWT_CACHE_MAX_MS);
+  await byDefault.authenticate(`Bearer ${token}`);
+  expect(verifications()).toBe(2);
+  const never = new JwtAuthenticator({ ...options, cacheMaxMs: 0 });
+  await never.authenticate(`Bearer ${token}`);
+  await never.authenticate(`Bearer ${token}`);
+  expect(verifications()).toBe(4);
+});

@@ -22,6 +22,7 @@ describe("defaults", () => {
         audience: undefined,
         projectClaim: "project_id",
         scopeClaim: "scope",
+        cacheMaxMs: 60_000,
       },
       conversionApiBase: "https://api.netless.link",
       conversionApi: "projector",
@@ -113,12 +114,18 @@ describe("defaults", () => {
       GUESS_LIMIT: config.guessLimit?.attempts,
       GUESS_WINDOW_SECONDS: config.guessLimit?.windowSeconds,
       PASSPHRASE_CACHE_MS: config.passphraseCacheMs,
+      JWT_CACHE_MAX_MS: config.jwt.cacheMaxMs,
       IDEMPOTENCY_TTL_HOURS: config.idempotencyTtlHours,
     };
     for (const [name, value] of Object.entries(read)) {
       const row = VARIABLES[name as keyof typeof read];
       expect({ name, value }).toEqual({ name, value: row.default });
     }
+  });
+
+  it("JWT_CACHE_MAX_MS is taken from 0 (no caching) to an hour", () => {
+    expect(loadConfig({ JWT_SECRET: SECRET, JWT_CACHE_MAX_MS: "0" }).jwt.cacheMaxMs).toBe(0);
+    expect(loadConfig({ JWT_SECRET: SECRET, JWT_CACHE_MAX_MS: "3600000" }).jwt.cacheMaxMs).toBe(3_600_000);
   });
 
   it("IDEMPOTENCY_TTL_HOURS is taken from 1 to 720 hours", () => {

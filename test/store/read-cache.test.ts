@@ -1,13 +1,15 @@
 /**
  * The read cache serves a passphrase or whiteboard record for at most its TTL
- * after the record changed underneath, never caches failures, and is bounded.
+ * after the record changed underneath, never caches failures, and is bounded:
+ * least recently used first, with misses in a smaller room of their own so
+ * that guessing cannot push real channels out.
  * Through the public API only, on the injected clock: what is cached shows as
  * the inner store not being asked.
  */
 import { expect, test, vi } from "vitest";
 import { Failure } from "../../src/services/failure.js";
 import { MemoryStore } from "../../src/store/memory/store.js";
-import { READ_CACHE_MAX_ENTRIES, ReadCachedStore } from "../../src/store/read-cache.js";
+import { READ_CACHE_MAX_ENTRIES, READ_CACHE_MAX_MISSES, ReadCachedStore } from "../../src/store/read-cache.js";
 
 function setup() {
   let now = 1_000_000;
@@ -62,16 +64,52 @@ test("failures are not cached", async () => {
   expect(await cached.lookupPassphrase("x")).toBeDefined();
 });
 
-test("the cache holds at most READ_CACHE_MAX_ENTRIES passphrases, the oldest going first", async () => {
+/** Every passphrase `ok…` names a channel, every other one is a miss: no channels to create. */
+function withKnownPassphrases(inner: MemoryStore) {
+  return vi
+    .spyOn(inner, "lookupPassphrase")
+    .mockImplementation(async (passphrase) =>
+      passphrase.startsWith("ok") ? { project: "p", channel: passphrase, role: "host" } : undefined,
+    );
+}
+
+test("the cache holds at most READ_CACHE_MAX_ENTRIES records, the least recently used going first", async () => {
   const { inner, cached } = setup();
-  const asked = vi.spyOn(inner, "lookupPassphrase");
-  for (let i = 0; i <= READ_CACHE_MAX_ENTRIES; i++) await cached.lookupPassphrase(`p${i}`);
+  const asked = withKnownPassphrases(inner);
+  for (let i = 0; i < READ_CACHE_MAX_ENTRIES; i++) await cached.lookupPassphrase(`ok${i}`);
+  // ok0 is read again: the least recently used is now ok1, and the next record pushes it out.
+  await cached.lookupPassphrase("ok0");
+  await cached.lookupPassphrase("ok-new");
   expect(asked).toHaveBeenCalledTimes(READ_CACHE_MAX_ENTRIES + 1);
   asked.mockClear();
-  // The newest READ_CACHE_MAX_ENTRIES are all still cached...
-  for (let i = 1; i <= READ_CACHE_MAX_ENTRIES; i++) await cached.lookupPassphrase(`p${i}`);
+  await cached.lookupPassphrase("ok0");
+  for (let i = 2; i < READ_CACHE_MAX_ENTRIES; i++) await cached.lookupPassphrase(`ok${i}`);
+  await cached.lookupPassphrase("ok-new");
   expect(asked).not.toHaveBeenCalled();
-  // ...and the first one made room for them.
-  await cached.lookupPassphrase("p0");
-  expect(asked).toHaveBeenCalledExactlyOnceWith("p0");
+  await cached.lookupPassphrase("ok1");
+  expect(asked).toHaveBeenCalledExactlyOnceWith("ok1");
+});
+
+test("misses have their own room of READ_CACHE_MAX_MISSES, the least recently used going first", async () => {
+  const { inner, cached } = setup();
+  const asked = withKnownPassphrases(inner);
+  for (let i = 0; i <= READ_CACHE_MAX_MISSES; i++) await cached.lookupPassphrase(`wrong${i}`);
+  expect(asked).toHaveBeenCalledTimes(READ_CACHE_MAX_MISSES + 1);
+  asked.mockClear();
+  for (let i = 1; i <= READ_CACHE_MAX_MISSES; i++) await cached.lookupPassphrase(`wrong${i}`);
+  expect(asked).not.toHaveBeenCalled();
+  await cached.lookupPassphrase("wrong0");
+  expect(asked).toHaveBeenCalledExactlyOnceWith("wrong0");
+});
+
+test("a flood of distinct wrong passphrases does not push a real channel out", async () => {
+  const { inner, cached } = setup();
+  await inner.createChannel({ project: "p", channel: "c", hostPassphrase: "the real one" });
+  const asked = vi.spyOn(inner, "lookupPassphrase");
+  expect(await cached.lookupPassphrase("the real one")).toMatchObject({ channel: "c" });
+  // More guesses than the whole cache holds, none of them ever repeated.
+  for (let i = 0; i <= READ_CACHE_MAX_ENTRIES; i++) expect(await cached.lookupPassphrase(`guess ${i}`)).toBeUndefined();
+  asked.mockClear();
+  expect(await cached.lookupPassphrase("the real one")).toMatchObject({ channel: "c" });
+  expect(asked).not.toHaveBeenCalled();
 });
