@@ -53,7 +53,7 @@ async function main(): Promise<void> {
     "boardline is listening",
   );
   if (seed !== undefined && key.kind === "secret") await announceDemo(config, server, store, seed, key.secret);
-  stopOnSignals(config, logger, async () => {
+  stopOnSignals(config, logger, server, async () => {
     await server.shutdown(config.shutdownGraceMs);
     conversion.backend.close();
     await conversion.simulator?.close();
@@ -164,16 +164,37 @@ async function announceDemo(config: Config, server: Server, store: AdminStore, s
 }
 
 /** The first SIGTERM/SIGINT shuts down gracefully and exits 0; a second one exits at once. */
-function stopOnSignals(config: Config, logger: Logger, shutdown: () => Promise<void>): void {
+/**
+ * SIGTERM (an orchestrator, a deploy): first `unready` — `/readyz` 503 while
+ * everything is still served — for SHUTDOWN_DELAY_MS, so load balancers stop
+ * routing here before the port stops accepting; then the shutdown (drain within
+ * SHUTDOWN_GRACE_MS). SIGINT (a person at a terminal) skips the delay. A second
+ * signal exits at once.
+ */
+function stopOnSignals(
+  config: Config,
+  logger: Logger,
+  server: { unready(): void },
+  shutdown: () => Promise<void>,
+): void {
   let stopping = false;
-  const stop = (signal: string) => {
+  const stop = async (signal: string) => {
     if (stopping) {
       logger.warn({ signal }, "second signal: exiting now");
       process.exit(1);
     }
     stopping = true;
+    const delayMs = signal === "SIGTERM" ? config.shutdownDelayMs : 0;
+    if (delayMs > 0) {
+      server.unready();
+      logger.info({ signal, delayMs }, "not ready: serving on until load balancers have noticed");
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
     logger.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
-    shutdown().then(
+    await shutdown();
+  };
+  const run = (signal: string) =>
+    stop(signal).then(
       () => {
         logger.info("bye");
         process.exit(0);
@@ -183,9 +204,8 @@ function stopOnSignals(config: Config, logger: Logger, shutdown: () => Promise<v
         process.exit(1);
       },
     );
-  };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", () => run("SIGTERM"));
+  process.on("SIGINT", () => run("SIGINT"));
 }
 
 main().catch((e: unknown) => {

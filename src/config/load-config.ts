@@ -57,6 +57,7 @@ export interface Config {
   readonly maxBodyBytes: number;
   readonly tls: { readonly cert: Buffer; readonly key: Buffer } | undefined;
   readonly logLevel: string;
+  readonly shutdownDelayMs: number;
   readonly shutdownGraceMs: number;
   readonly guessLimit: { readonly attempts: number; readonly windowSeconds: number } | undefined;
   /** How long a passphrase or whiteboard record may be served from memory; 0 = always read. */
@@ -119,6 +120,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: readInteger(env, "MAX_BODY_BYTES"),
     tls: readTls(env),
     logLevel: readChoice(env, "LOG_LEVEL"),
+    // The demo runs alone on a laptop: no load balancer to wait for.
+    shutdownDelayMs: demo && !isSet(env, "SHUTDOWN_DELAY_MS") ? 0 : readInteger(env, "SHUTDOWN_DELAY_MS"),
     shutdownGraceMs: readInteger(env, "SHUTDOWN_GRACE_MS"),
     guessLimit: readGuessLimit(env),
     passphraseCacheMs: readInteger(env, "PASSPHRASE_CACHE_MS"),

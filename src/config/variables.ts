@@ -236,6 +236,15 @@ export const VARIABLES = {
     allowed: "any text",
     meaning: "the `service.name` of the spans (with tracing on)",
   },
+  SHUTDOWN_DELAY_MS: {
+    kind: "integer",
+    default: 5_000,
+    defaultNote: "`5000` (`0` in demo mode)",
+    min: 0,
+    max: 300_000,
+    meaning:
+      "after SIGTERM, how long the instance keeps serving everything while `/readyz` answers 503 (and gRPC health NOT_SERVING), so load balancers stop sending it new connections before it stops accepting them; then SHUTDOWN_GRACE_MS. SIGINT (Ctrl-C) skips it",
+  },
   SHUTDOWN_GRACE_MS: {
     kind: "integer",
     default: 10_000,

@@ -54,6 +54,11 @@ export interface ServerOptions extends ListenOptions {
 }
 
 export interface Server extends RunningServer {
+  /**
+   * Says "not ready" from now on (`/readyz` 503, gRPC health NOT_SERVING) while
+   * serving everything as before: the start of a shutdown behind a load balancer.
+   */
+  unready(): void;
   readonly metrics: Metrics;
   /** The port `/metrics` is served on (the main port unless `metricsPort` was given). */
   readonly metricsPort: number;
@@ -65,11 +70,13 @@ export async function startServer(o: ServerOptions): Promise<Server> {
   // Draining starts at shutdown: readiness turns false and health Watch streams
   // end. In-flight calls are cancelled only when the grace period is over.
   const draining = new AbortController();
+  const unready = new AbortController();
   const cancelCalls = new AbortController();
   // Every RPC in flight listens on it: more than 10 at once is normal, not a leak.
   setMaxListeners(0, cancelCalls.signal);
+  const notReady = () => draining.signal.aborted || unready.signal.aborted;
   const ready = () =>
-    draining.signal.aborted
+    notReady()
       ? Promise.resolve(false)
       : o.storeReady().then(
           () => true,
@@ -84,7 +91,7 @@ export async function startServer(o: ServerOptions): Promise<Server> {
     ops: new OpsEndpoints({
       metrics: o.metricsPort === undefined ? metrics : undefined,
       ready,
-      draining: () => draining.signal.aborted,
+      draining: notReady,
       logger: o.logger,
     }),
     webhook:
@@ -105,13 +112,14 @@ export async function startServer(o: ServerOptions): Promise<Server> {
       : await listenOps(
           o.host,
           o.metricsPort,
-          new OpsEndpoints({ metrics, ready, draining: () => draining.signal.aborted, logger: o.logger }),
+          new OpsEndpoints({ metrics, ready, draining: notReady, logger: o.logger }),
           onListenerError,
         );
   return {
     ...running,
     metrics,
     metricsPort: opsPort?.port ?? running.port,
+    unready: () => unready.abort(),
     async shutdown(graceMs: number) {
       stopWatchingDescriptors();
       draining.abort();

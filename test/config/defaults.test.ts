@@ -37,6 +37,7 @@ describe("defaults", () => {
       maxBodyBytes: 65_536,
       tls: undefined,
       logLevel: "info",
+      shutdownDelayMs: 5_000,
       shutdownGraceMs: 10_000,
       guessLimit: { attempts: 10, windowSeconds: 60 },
       passphraseCacheMs: 1000,
@@ -110,6 +111,7 @@ describe("defaults", () => {
       REDIS_REPLICA_TIMEOUT_MS: config.redisReplicaAck.timeoutMs,
       CONVERSION_TIMEOUT_MS: config.conversionTimeoutMs,
       MAX_BODY_BYTES: config.maxBodyBytes,
+      SHUTDOWN_DELAY_MS: config.shutdownDelayMs,
       SHUTDOWN_GRACE_MS: config.shutdownGraceMs,
       GUESS_LIMIT: config.guessLimit?.attempts,
       GUESS_WINDOW_SECONDS: config.guessLimit?.windowSeconds,
@@ -174,5 +176,12 @@ describe("defaults", () => {
     // token mint signs with JWT_SECRET only; a JWKS source beside it is not its concern.
     const tokens = loadTokenSettings({ JWT_SECRET: SECRET, JWT_JWKS_URL: "https://idp.example/jwks" });
     expect(tokens.secret).toEqual(new TextEncoder().encode(SECRET));
+  });
+});
+
+describe("SHUTDOWN_DELAY_MS in demo mode", () => {
+  it("is 0 when not set (no load balancer to wait for), and what it is set to otherwise", () => {
+    expect(loadConfig({}).shutdownDelayMs).toBe(0);
+    expect(loadConfig({ SHUTDOWN_DELAY_MS: "1500" }).shutdownDelayMs).toBe(1_500);
   });
 });

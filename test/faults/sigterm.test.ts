@@ -44,7 +44,7 @@ afterAll(async () => {
   await deleteKeysWithPrefix(redisUrl(), prefix);
 });
 
-async function startProcess(): Promise<MainProcess> {
+async function startProcess(env: Record<string, string> = {}): Promise<MainProcess> {
   const started = await startMainProcess({
     REDIS_URL: redisUrl(),
     REDIS_KEY_PREFIX: prefix,
@@ -52,6 +52,7 @@ async function startProcess(): Promise<MainProcess> {
     CONVERSION_API_BASE: sim.url,
     SHUTDOWN_GRACE_MS: "5000",
     LOG_LEVEL: "info",
+    ...env,
   });
   child = started.proc;
   return started;
@@ -116,5 +117,39 @@ test("SIGTERM lets accepted requests finish, refuses new connections and exits 0
   const [code] = (await exited) as [number | null];
   expect(code).toBe(0);
   expect(Date.now() - sentAt).toBeLessThan(5000);
+  child = undefined;
+}, 20_000);
+
+test("with SHUTDOWN_DELAY_MS, SIGTERM first says not ready while everything is still served, then drains", async () => {
+  const DELAY_MS = 1_500;
+  const started = await startProcess({ SHUTDOWN_DELAY_MS: String(DELAY_MS) });
+  const { proc } = started;
+  const token = await mintToken({
+    secret: new TextEncoder().encode(secret),
+    project: "p",
+    subject: "s",
+    ttlSeconds: 60,
+  });
+  const mute = () => postJson(started, ROUTES.mute, { uid: "u1", passphrase: "host pass", mute: true }, { token });
+  expect((await fetch(`${started.url}/readyz`)).status).toBe(200);
+  const sentAt = performance.now();
+  proc.kill("SIGTERM");
+  const exited = once(proc, "exit");
+  await sleep(200);
+
+  // Not ready — a load balancer's health check now takes it out — yet new connections and calls are served.
+  const readyz = await fetch(`${started.url}/readyz`);
+  expect(readyz.status).toBe(503);
+  expect(await readyz.json()).toMatchObject({ status: "unavailable" });
+  expect((await mute()).status).toBe(200);
+  const session = await h2connect(started.url);
+  expect((await h2(session, "/healthz")).status).toBe(200);
+  const goaway = once(session, "goaway"); // at the end of the delay, with the drain
+  await goaway;
+  expect(performance.now() - sentAt).toBeGreaterThanOrEqual(DELAY_MS - 50);
+  session.close();
+
+  const [code] = (await exited) as [number | null];
+  expect(code).toBe(0);
   child = undefined;
 }, 20_000);

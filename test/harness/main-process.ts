@@ -22,7 +22,8 @@ process.once("exit", () => {
 });
 
 /**
- * Starts it with only PATH, PORT=0, HOST=127.0.0.1 and `env`; resolves once it logs its URL.
+ * Starts it with only PATH, PORT=0, HOST=127.0.0.1, SHUTDOWN_DELAY_MS=0 (a SIGTERM stops it at
+ * once, as before that delay existed; a test of the delay sets it) and `env`; resolves once it logs its URL.
  * `maxOpenFiles` lowers its file descriptor limit (`ulimit -n`, through bash).
  */
 export async function startMainProcess(
@@ -35,7 +36,7 @@ export async function startMainProcess(
       : ["bash", ["-c", `ulimit -n ${o.maxOpenFiles} && exec "$0" dist/src/main.js`, process.execPath]];
   const proc = spawn(command, args, {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", ...env },
+    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", SHUTDOWN_DELAY_MS: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   running.add(proc);
