@@ -111,14 +111,16 @@ test("in-flight requests finish, new connections are refused, h2 gets GOAWAY, sh
   for (const a of h1Answers) expect(a.headers.connection).toBe("close");
   expect(grpcAnswer.taskUuid).not.toBe("");
   expect(goawayAt).toBeDefined();
-  // GOAWAY arrives at once, long before the in-flight streams are answered.
-  expect((goawayAt ?? Infinity) - started).toBeLessThan(200);
-  expect(await idleClosed).toBeLessThan(started + 300);
+  // GOAWAY and the idle connection's close come at once: before any in-flight stream is answered.
+  // (Bounds here are relations between events, or the grace the test sets, never a guess at
+  // how fast this machine is.)
+  const firstAnswer = Math.min(...finishedAt);
+  expect(goawayAt ?? Infinity).toBeLessThan(firstAnswer);
+  expect(await idleClosed).toBeLessThan(firstAnswer);
 
-  const lastAnswer = Math.max(...finishedAt);
+  // Shutdown resolves once the last answer is out, not when the grace (5 s) runs out.
   expect(resolvedAt).toBeDefined();
-  expect((resolvedAt ?? Infinity) - lastAnswer).toBeLessThan(300);
-  expect((resolvedAt ?? Infinity) - started).toBeLessThan(SLOW_MS + 1000);
+  expect((resolvedAt ?? Infinity) - started).toBeLessThan(5000 - 1000);
 
   // The session was closed by the server; nothing of ours is left open.
   await eventually(() => session.closed || session.destroyed, 3000, "the h2 session to close");
@@ -151,8 +153,9 @@ test("a short grace period cuts stuck requests off and shutdown still resolves",
   const started = performance.now();
   await b.server.shutdown(300);
   const took = performance.now() - started;
+  // It waits out the grace, and no longer: the stuck calls (8 s at the backend) are cut off.
   expect(took).toBeGreaterThanOrEqual(250);
-  expect(took).toBeLessThan(1000);
+  expect(took).toBeLessThan(8000 / 2);
   // Cut off: no 200 (a reset, or an empty answer).
   expect(await h1Call).not.toBe(200);
   expect(await h2Call).not.toBe(200);
@@ -171,7 +174,7 @@ test("shutdown with nothing in flight resolves at once, closing idle connections
   const sniffing = await raw(b.port); // connected, nothing sent yet
   const started = performance.now();
   await b.server.shutdown(5000);
-  expect(performance.now() - started).toBeLessThan(200);
+  expect(performance.now() - started).toBeLessThan(5000 / 2); // it did not wait out the grace
   await eventually(
     () => idle.socket.destroyed && (session.closed || session.destroyed),
     3000,
@@ -193,7 +196,7 @@ test("an open health Watch stream hears NOT_SERVING and ends: it does not hold s
   expect((await it.next()).value?.status).toBe(Status.SERVING);
   const started = performance.now();
   await b.server.shutdown(5000);
-  expect(performance.now() - started).toBeLessThan(1000);
+  expect(performance.now() - started).toBeLessThan(5000 / 2); // it did not wait out the grace
   // The watcher hears NOT_SERVING, then the stream ends.
   expect((await it.next()).value?.status).toBe(Status.NOT_SERVING);
   expect((await it.next()).done).toBe(true);
