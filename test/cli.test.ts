@@ -3,7 +3,6 @@
  * child process against the test Redis. What it writes must be what a real
  * boardline server (same Redis, same key prefix, same JWT secret) reads.
  */
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -11,6 +10,7 @@ import { type Boardline, startBoardline } from "./harness/boardline.js";
 import { ensureBuilt, ROOT } from "./harness/build-dist.js";
 import { eventually } from "./harness/eventually.js";
 import { redisUrl, uniquePrefix } from "./harness/redis-url.js";
+import { spawnTied } from "./harness/tied-spawn.js";
 
 const CLI = join(ROOT, "dist", "src", "cli", "main.js");
 const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
@@ -38,7 +38,7 @@ function cli(args: string[], o: { env?: Record<string, string | undefined>; inpu
   for (const [k, v] of Object.entries({ ...baseEnv(), ...o.env })) if (v !== undefined) env[k] = v;
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawnTied(process.execPath, [CLI, ...args], { cwd: ROOT, env, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
@@ -184,7 +184,7 @@ describe("records the CLI writes are what the server reads", () => {
   });
 
   test("mute watch prints a line per mute event as it happens, until Ctrl-C (SIGINT: exit 0)", async () => {
-    const child = spawn(process.execPath, [CLI, "mute", "watch", project, channel], {
+    const child = spawnTied(process.execPath, [CLI, "mute", "watch", project, channel], {
       cwd: ROOT,
       env: baseEnv(),
       stdio: ["ignore", "pipe", "pipe"],
@@ -210,7 +210,7 @@ describe("records the CLI writes are what the server reads", () => {
     }
     const [first] = /\((\d+-\d+)\)/.exec(stdout.split("\n")[0] ?? "")?.slice(1) ?? [];
     // --after: from an event on, as JSON lines (a watch that then waits: stopped by the test).
-    const resumed = spawn(
+    const resumed = spawnTied(
       process.execPath,
       [CLI, "mute", "watch", project, channel, "--after", first ?? "", "--json"],
       {

@@ -4,7 +4,7 @@
  * works; SIGTERM stops it cleanly. Also: production refuses to start without
  * Redis or JWT keys, with one line naming the variable.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile } from "node:child_process";
 import { once } from "node:events";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -13,6 +13,7 @@ import { ensureBuilt, ROOT } from "./harness/build-dist.js";
 import { eventually } from "./harness/eventually.js";
 import { ROUTES, RPC_PATHS } from "./harness/routes.js";
 import { sleep } from "./harness/sleep.js";
+import { spawnTied } from "./harness/tied-spawn.js";
 
 const MAIN = join(ROOT, "dist", "src", "main.js");
 /** Netless task uuids are 32 hex digits (dashes tolerated). */
@@ -53,7 +54,7 @@ describe("demo mode", () => {
   let url = "";
 
   beforeAll(async () => {
-    proc = spawn(process.execPath, [MAIN], {
+    proc = spawnTied(process.execPath, [MAIN], {
       cwd: ROOT,
       env: cleanEnv({ PORT: "0" }),
       stdio: ["ignore", "pipe", "pipe"],
@@ -138,7 +139,11 @@ describe("demo mode", () => {
       [watchSse ?? "", /^id: \d+-\d+\ndata: \{"event_id":"\d+-\d+".*"uid":"pstn-1001","mute":true/m],
     ];
     for (const [watch, arrived] of watches) {
-      const child = spawn("bash", ["-c", watch], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "ignore"] });
+      const child = spawnTied("bash", ["-c", watch], {
+        cwd: ROOT,
+        detached: true,
+        stdio: ["ignore", "pipe", "ignore"],
+      });
       let out = "";
       child.stdout?.setEncoding("utf8").on("data", (d: string) => (out += d));
       try {
@@ -177,7 +182,11 @@ describe("demo mode", () => {
 
 describe("invalid configuration stops start-up with one line naming the variable", () => {
   async function start(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawnTied(process.execPath, [MAIN], {
+      cwd: ROOT,
+      env: cleanEnv(env),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));

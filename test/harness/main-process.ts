@@ -3,8 +3,9 @@
  * on a free loopback port, for tests that need signals, exit codes or the
  * configuration read from the environment.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { ROOT } from "./build-dist.js";
+import { spawnTied } from "./tied-spawn.js";
 
 export interface MainProcess {
   /** `http://127.0.0.1:<port>` */
@@ -34,7 +35,7 @@ export async function startMainProcess(
     o.maxOpenFiles === undefined
       ? [process.execPath, ["dist/src/main.js"]]
       : ["bash", ["-c", `ulimit -n ${o.maxOpenFiles} && exec "$0" dist/src/main.js`, process.execPath]];
-  const proc = spawn(command, args, {
+  const proc = spawnTied(command, args, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", SHUTDOWN_DELAY_MS: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -5,13 +5,14 @@
  * `{ durable: true }` it keeps an append-only file fsynced on every write in a
  * directory of its own, so what it acknowledged survives a SIGKILL and a restart.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { createConnection, createServer } from "node:net";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sleep } from "./sleep.js";
+import { spawnTied } from "./tied-spawn.js";
 
 export interface RedisServerHandle {
   /** `redis://127.0.0.1:<port>` */
@@ -105,7 +106,7 @@ class AddressInUse extends Error {}
 
 /** Spawns redis-server on `port` and resolves once it answers PING. */
 async function launch(port: number, head: readonly string[], args: readonly string[]): Promise<ChildProcess> {
-  const child = spawn(
+  const child = spawnTied(
     BINARY,
     [
       ...head,
