@@ -8,6 +8,7 @@
 import type { ConversionStore, WhiteboardEvent, WhiteboardSettings } from "./conversion/ports.js";
 import type { IdempotencyStore } from "./idempotency/ports.js";
 
+export * from "./channel/ports.js";
 export * from "./conversion/ports.js";
 export * from "./idempotency/ports.js";
 
