@@ -5,6 +5,7 @@
  * `unavailable` for a backend that cannot be reached, `deadline_exceeded` for a
  * time-out, `internal` for anything that should never happen.
  */
+import type { PassphraseRole } from "./channel/ports.js";
 import type { ConversionStore, WhiteboardEvent, WhiteboardSettings } from "./conversion/ports.js";
 import type { IdempotencyStore } from "./idempotency/ports.js";
 
@@ -48,8 +49,6 @@ export interface Authenticator {
    */
   authenticate(authorization: string | undefined): Promise<Caller>;
 }
-
-export type PassphraseRole = "host" | "attendee";
 
 export interface PassphraseRecord {
   readonly project: string;

@@ -6,7 +6,9 @@
  * the API", says how the indexes and the order of writes keep a crash between
  * two steps from leaving a passphrase that opens a channel nobody can list.
  */
-import type { PassphraseRole } from "../ports.js";
+
+/** Who a passphrase lets in: the host controls the channel, an attendee joins it. */
+export type PassphraseRole = "host" | "attendee";
 
 /** A channel as the admin API shows it: never a passphrase. */
 export interface ChannelInfo {
