@@ -42,6 +42,16 @@ export interface Caller {
 /** The scope of the telephone gateway: read and watch every channel of its project by channel id. */
 export const PSTN_GATEWAY_SCOPE = "pstn.gateway";
 
+/**
+ * The scope of the product's own backend: manage the project's channels, their
+ * passphrases and its whiteboard settings (ChannelAdminService). Nothing else:
+ * it does not add the gateway's reads.
+ */
+export const CHANNELS_ADMIN_SCOPE = "channels.admin";
+
+/** Every scope there is: what the operator CLI's in-process caller holds. */
+export const ALL_SCOPES: readonly string[] = [PSTN_GATEWAY_SCOPE, CHANNELS_ADMIN_SCOPE];
+
 export interface Authenticator {
   /**
    * Verifies the value of an `Authorization` header (`Bearer <jwt>`).
