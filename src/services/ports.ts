@@ -5,7 +5,7 @@
  * `unavailable` for a backend that cannot be reached, `deadline_exceeded` for a
  * time-out, `internal` for anything that should never happen.
  */
-import type { PassphraseRole } from "./channel/ports.js";
+import type { ChannelDirectory, PassphraseRole } from "./channel/ports.js";
 import type { ConversionStore, WhiteboardEvent, WhiteboardSettings } from "./conversion/ports.js";
 import type { IdempotencyStore } from "./idempotency/ports.js";
 
@@ -103,6 +103,8 @@ export interface Store {
   readonly conversions: ConversionStore;
   /** The records of calls sent with an Idempotency-Key (safe retries of ConvertFile). */
   readonly idempotency: IdempotencyStore;
+  /** Channels managed through the API: created, listed by index (never by SCAN), rotated, removed, audited. */
+  readonly channels: ChannelDirectory;
   /**
    * Counts one wrong passphrase for a caller key; the counting window starts
    * at the first miss and lasts `windowSeconds`.

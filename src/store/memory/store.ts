@@ -15,6 +15,7 @@ import { Failure } from "../../services/failure.js";
 import type { AdminStore, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
 import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
 import { CheckedAdmin } from "../checked-admin.js";
+import { ChannelSteps } from "../channel-steps.js";
 import { ConversionSteps } from "../conversion-steps.js";
 import {
   CONVERSION_TTL_SECONDS,
@@ -24,6 +25,7 @@ import {
   MUTE_EVENTS_MAXLEN,
 } from "../schema/keys.js";
 import { MemoryAdmin } from "./admin.js";
+import { MemoryChannels } from "./channels.js";
 import { MemoryConversions } from "./conversions.js";
 import { MemoryIdempotency } from "./idempotency.js";
 import { MemoryKeyspace } from "./keyspace.js";
@@ -55,6 +57,7 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
   readonly conversions: ConversionSteps;
   readonly pstnEvents: MemoryPstnEvents;
   readonly idempotency: MemoryIdempotency;
+  readonly channels: ChannelSteps;
   private unavailable = false;
   private closed = false;
 
@@ -70,6 +73,7 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
     this.pstnEvents = new MemoryPstnEvents(this.data, this.keys, () => this.guard());
     const idempotencyTtlSeconds = options.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS;
     this.idempotency = new MemoryIdempotency(this.data, this.keys, () => this.guard(), idempotencyTtlSeconds);
+    this.channels = new ChannelSteps(new MemoryChannels(this.data, this.keys, () => this.guard()), this.data.now);
   }
 
   /** While on, every call throws `Failure("unavailable")`, as a Redis outage would. */
