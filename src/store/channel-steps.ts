@@ -28,9 +28,12 @@ import type {
   PassphraseRole,
   RotateOutcome,
   WhiteboardInfo,
+  WhiteboardSettings,
 } from "../services/ports.js";
+import { Failure } from "../services/failure.js";
 import type { ChannelPrimitives } from "./channel-primitives.js";
-import { parseMillis } from "./schema/channel-records.js";
+import type { AdminPrimitives } from "./checked-admin.js";
+import { checkWhiteboard, parseMillis } from "./schema/channel-records.js";
 import {
   adminEventFields,
   listedPassphrases,
@@ -42,15 +45,22 @@ import {
   pendingValue,
   parseWhiteboardInfo,
 } from "./schema/channel-index-records.js";
-import { hashPassphrase } from "./schema/keys.js";
+import { checkProjectId, hashPassphrase } from "./schema/keys.js";
 
 /** Index reads per `list` call when channels of a page turn out to be gone (expired, half-written). */
 const MAX_LIST_ROUNDS = 4;
+
+/** The store's own whiteboard writes and reads (its AdminPrimitives), which the directory's whiteboard calls use. */
+export type WhiteboardPrimitives = Pick<
+  AdminPrimitives,
+  "writeWhiteboard" | "clearWhiteboard" | "readWhiteboardEvents"
+>;
 
 export class ChannelSteps implements ChannelDirectory {
   /** `now`: ms since the epoch, for the `pending` marks the doctor ages. */
   constructor(
     readonly primitives: ChannelPrimitives,
+    private readonly whiteboards: WhiteboardPrimitives,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -149,6 +159,21 @@ export class ChannelSteps implements ChannelDirectory {
 
   async whiteboardInfo(project: string): Promise<WhiteboardInfo | undefined> {
     return parseWhiteboardInfo(await this.primitives.readWhiteboardRecord(project));
+  }
+
+  async setWhiteboard(project: string, settings: WhiteboardSettings, by: string, at: number): Promise<void> {
+    const problem = checkProjectId(project) ?? checkWhiteboard(settings);
+    if (problem !== undefined) throw new Failure("invalid", { detail: problem });
+    await this.whiteboards.writeWhiteboard(project, settings, { by, at });
+  }
+
+  clearWhiteboard(project: string): Promise<void> {
+    return this.whiteboards.clearWhiteboard(project);
+  }
+
+  async newestWhiteboardEventId(project: string, channel: string): Promise<string> {
+    const [newest] = await this.whiteboards.readWhiteboardEvents(project, channel, 1);
+    return newest?.id ?? "0-0";
   }
 
   /** How old a `pending` mark is; Infinity for a channel without one. */

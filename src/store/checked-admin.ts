@@ -14,6 +14,12 @@ import {
   eventCount,
 } from "./schema/admin-checks.js";
 
+/** Who set a project's whiteboard settings when (ChannelDirectory.setWhiteboard). */
+export interface WhiteboardStamp {
+  readonly by: string;
+  readonly at: number;
+}
+
 /** What each store does for the admin functions, given checked input. */
 export interface AdminPrimitives {
   /**
@@ -23,7 +29,12 @@ export interface AdminPrimitives {
    */
   writeChannel(project: string, channel: string, passphrases: readonly ChannelPassphrase[]): Promise<void>;
   deleteChannel(project: string, channel: string): Promise<number>;
-  writeWhiteboard(project: string, settings: WhiteboardSettings): Promise<void>;
+  /**
+   * Replaces the settings; with `stamp` (the admin API) records who set them
+   * when (`updated_by`, `updated_at`), without it (the CLI's old path, other
+   * writers) removes a stamp that would no longer be true.
+   */
+  writeWhiteboard(project: string, settings: WhiteboardSettings, stamp?: WhiteboardStamp): Promise<void>;
   clearWhiteboard(project: string): Promise<void>;
   getMuteState(project: string, channel: string): Promise<Record<string, boolean>>;
   /** The newest `count` events, newest first; malformed entries skipped. */

@@ -53,7 +53,8 @@ export const DEFAULT_PAGE_SIZE = 100;
 
 const NOT_FOUND = "no channel of this project has that id";
 /** Names no channel: which channel a passphrase opens, of whichever project, is nobody else's business. */
-const PASSPHRASE_TAKEN = "the chosen passphrase cannot be used: choose another (or leave it out to get a generated one)";
+const PASSPHRASE_TAKEN =
+  "the chosen passphrase cannot be used: choose another (or leave it out to get a generated one)";
 
 export class ChannelAdmin {
   constructor(
@@ -91,7 +92,8 @@ export class ChannelAdmin {
     const expireAt = this.expiry(req, now);
     const host = chosenOrGenerated("host_passphrase", req.hostPassphrase);
     const attendee = req.hostOnly ? undefined : chosenOrGenerated("attendee_passphrase", req.attendeePassphrase);
-    if (attendee === host) throw new Failure("invalid", { detail: "attendee_passphrase: must differ from host_passphrase" });
+    if (attendee === host)
+      throw new Failure("invalid", { detail: "attendee_passphrase: must differ from host_passphrase" });
     const passphrases: { role: PassphraseRole; passphrase: string }[] = [{ role: "host", passphrase: host }];
     if (attendee !== undefined) passphrases.push({ role: "attendee", passphrase: attendee });
     creating();

@@ -4,7 +4,7 @@
  */
 import type { MuteEvent, WhiteboardEvent, WhiteboardSettings } from "../../services/ports.js";
 import { type ChannelPassphrase, passphraseConflict } from "../schema/admin-checks.js";
-import type { AdminPrimitives } from "../checked-admin.js";
+import type { AdminPrimitives, WhiteboardStamp } from "../checked-admin.js";
 import type { KeySchema } from "../schema/keys.js";
 import type { MemoryKeyspace, StreamEntry } from "./keyspace.js";
 import { parseWhiteboardEvent } from "../schema/conversion-records.js";
@@ -60,10 +60,10 @@ export class MemoryAdmin implements AdminPrimitives {
     return deleted;
   }
 
-  async writeWhiteboard(project: string, settings: WhiteboardSettings): Promise<void> {
+  async writeWhiteboard(project: string, settings: WhiteboardSettings, stamp?: WhiteboardStamp): Promise<void> {
     this.guard();
     const hash = this.data.writableHash(this.keys.whiteboard(project));
-    const { set, remove } = whiteboardFields(settings);
+    const { set, remove } = whiteboardFields(settings, stamp);
     for (const field of remove) hash.delete(field);
     for (const [field, value] of Object.entries(set)) hash.set(field, value);
   }

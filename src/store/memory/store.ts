@@ -73,7 +73,11 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
     this.pstnEvents = new MemoryPstnEvents(this.data, this.keys, () => this.guard());
     const idempotencyTtlSeconds = options.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS;
     this.idempotency = new MemoryIdempotency(this.data, this.keys, () => this.guard(), idempotencyTtlSeconds);
-    this.channels = new ChannelSteps(new MemoryChannels(this.data, this.keys, () => this.guard()), this.data.now);
+    this.channels = new ChannelSteps(
+      new MemoryChannels(this.data, this.keys, () => this.guard()),
+      this.primitives,
+      this.data.now,
+    );
   }
 
   /** While on, every call throws `Failure("unavailable")`, as a Redis outage would. */

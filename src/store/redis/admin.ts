@@ -8,7 +8,7 @@
 import { Cluster } from "ioredis";
 import type { MuteEvent, WhiteboardEvent, WhiteboardSettings } from "../../services/ports.js";
 import { type ChannelPassphrase, passphraseConflict } from "../schema/admin-checks.js";
-import type { AdminPrimitives } from "../checked-admin.js";
+import type { AdminPrimitives, WhiteboardStamp } from "../checked-admin.js";
 import type { KeySchema } from "../schema/keys.js";
 import { parseWhiteboardEvent } from "../schema/conversion-records.js";
 import {
@@ -78,9 +78,9 @@ export class RedisAdmin implements AdminPrimitives {
     return counts.reduce((sum, n) => sum + n, 0);
   }
 
-  async writeWhiteboard(project: string, settings: WhiteboardSettings): Promise<void> {
+  async writeWhiteboard(project: string, settings: WhiteboardSettings, stamp?: WhiteboardStamp): Promise<void> {
     const key = this.keys.whiteboard(project);
-    const { set, remove } = whiteboardFields(settings);
+    const { set, remove } = whiteboardFields(settings, stamp);
     await this.calls.write("setWhiteboard", key, (c) =>
       execAll(
         c

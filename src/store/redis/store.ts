@@ -166,7 +166,7 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
     );
     const idempotencyTtlSeconds = settings.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS;
     this.idempotency = new RedisIdempotency(this.calls, this.keys, idempotencyTtlSeconds);
-    this.channels = new ChannelSteps(new RedisChannels(this.calls, this.keys, scriptsOn));
+    this.channels = new ChannelSteps(new RedisChannels(this.calls, this.keys, scriptsOn), this.primitives);
   }
 
   /**

@@ -49,11 +49,19 @@ export function parseWhiteboard(fields: Fields): WhiteboardSettings | undefined 
 }
 
 /** Fields to set, and fields of the other credential kind to remove. */
-export function whiteboardFields(settings: WhiteboardSettings): { set: Fields; remove: string[] } {
-  const base = { enabled: "1", region: settings.region };
+export function whiteboardFields(
+  settings: WhiteboardSettings,
+  stamp?: { readonly by: string; readonly at: number },
+): { set: Fields; remove: string[] } {
+  // A write without a stamp removes the old one: it would name who set settings that are no longer there.
+  const stamped = stamp === undefined ? {} : { updated_by: stamp.by, updated_at: String(stamp.at) };
+  const unstamped = stamp === undefined ? ["updated_by", "updated_at"] : [];
+  const base = { enabled: "1", region: settings.region, ...stamped };
   const c = settings.credentials;
-  if ("sdkToken" in c) return { set: { ...base, sdk_token: c.sdkToken }, remove: ["access_key", "secret_key"] };
-  return { set: { ...base, access_key: c.accessKey, secret_key: c.secretKey }, remove: ["sdk_token"] };
+  if ("sdkToken" in c) {
+    return { set: { ...base, sdk_token: c.sdkToken }, remove: ["access_key", "secret_key", ...unstamped] };
+  }
+  return { set: { ...base, access_key: c.accessKey, secret_key: c.secretKey }, remove: ["sdk_token", ...unstamped] };
 }
 
 /** Why these settings cannot be stored, or undefined. */
