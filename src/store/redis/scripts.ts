@@ -57,7 +57,8 @@ return {pairs_of(KEYS[1]), pairs_of(KEYS[2]), last}
 /**
  * Writes a passphrase record unless it belongs to another channel (checked and
  * written in one step, so two operators cannot both claim a passphrase).
- * KEYS: passphrase record. ARGV: project, channel, role.
+ * KEYS: passphrase record. ARGV: project, channel, role, and optionally when
+ * the record expires (ms since the epoch: PEXPIREAT, a channel's expiry).
  * Returns {0, owner project, owner channel} on conflict, {1} created, {2} updated.
  */
 const CLAIM_PASSPHRASE = `
@@ -70,6 +71,7 @@ if owner[1] and (owner[1] ~= ARGV[1] or owner[2] ~= ARGV[2]) then
   return {0, owner[1], owner[2] or ''}
 end
 redis.call('HSET', KEYS[1], 'project', ARGV[1], 'channel', ARGV[2], 'role', ARGV[3])
+if ARGV[4] and ARGV[4] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[4]) end
 if t == 'none' then return {1} end
 return {2}
 `;
@@ -101,7 +103,13 @@ export interface ScriptCommands {
     metaHead: string,
   ): Promise<string>;
   blPstnSnapshot(muteKey: string, metaKey: string, eventsKey: string): Promise<[string[], string[], string]>;
-  blClaimPassphrase(key: string, project: string, channel: string, role: string): Promise<ClaimReply>;
+  blClaimPassphrase(
+    key: string,
+    project: string,
+    channel: string,
+    role: string,
+    expireAt?: string,
+  ): Promise<ClaimReply>;
   blCountMiss(key: string, windowSeconds: string): Promise<number>;
 }
 

@@ -155,7 +155,7 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
     const timeoutMs = settings.commandTimeoutMs ?? DEFAULT_TUNING.commandTimeoutMs;
     this.calls = new RedisCalls(client, settings.logger, timeoutMs, settings.replicaAck, settings.ackClient ?? client);
     this.scripts = scriptsOn(client);
-    this.primitives = new RedisAdmin(this.calls, this.keys, scriptsOn);
+    this.primitives = new RedisAdmin(this.calls, this.keys);
     const retentionSeconds = settings.retentionSeconds ?? CONVERSION_TTL_SECONDS;
     this.conversions = new ConversionSteps(new RedisConversions(this.calls, this.keys, retentionSeconds));
     this.pstnEvents = new RedisPstnEvents(

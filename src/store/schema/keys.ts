@@ -102,6 +102,14 @@ export interface KeySchema {
   adminEvents(project: string): string;
   /** The channel's own record: its passphrase hashes, created at/by, expiry (same slot as its mute keys). */
   channelRecord(project: string, channel: string): string;
+  /** SCAN pattern of the channel records (of one project, or of all); repairs only. */
+  channelRecordPattern(project?: string): string;
+  /** The project and channel a channel record's key names, or undefined for a key of another shape. */
+  channelRecordOf(key: string): { project: string; channel: string } | undefined;
+  /** SCAN pattern of every project's channel index; repairs only. */
+  channelIndexPattern(): string;
+  /** The project a channel index's key names, or undefined. */
+  channelIndexOf(key: string): string | undefined;
   pstnMute(project: string, channel: string): string;
   pstnEvents(project: string, channel: string): string;
   /** uid → JSON `{"at":<ms>,"by":"<sub>","event_id":"<stream id>"}` of the uid's last mute change. */
@@ -145,6 +153,16 @@ export function keySchema(prefix: string = DEFAULT_KEY_PREFIX): KeySchema {
     channelIndex: (project) => `${prefix}proj:{${project}}:channels`,
     adminEvents: (project) => `${prefix}proj:{${project}}:admin-events`,
     channelRecord: (project, channel) => `${channelTag(project, channel)}:channel`,
+    channelRecordPattern: (project) =>
+      `${escapeGlob(prefix)}chan:{${project === undefined ? "*" : `${escapeGlob(project)}/*`}}:channel`,
+    channelRecordOf: (key) => {
+      const inner = between(key, `${prefix}chan:{`, "}:channel");
+      const slash = inner?.indexOf("/") ?? -1;
+      if (inner === undefined || slash < 0) return undefined;
+      return { project: inner.slice(0, slash), channel: inner.slice(slash + 1) };
+    },
+    channelIndexPattern: () => `${escapeGlob(prefix)}proj:{*}:channels`,
+    channelIndexOf: (key) => between(key, `${prefix}proj:{`, "}:channels"),
     pstnMute: (project, channel) => `${channelTag(project, channel)}:pstn-mute`,
     pstnEvents: (project, channel) => `${channelTag(project, channel)}:pstn-events`,
     pstnMuteMeta: (project, channel) => `${channelTag(project, channel)}:pstn-mute-meta`,
@@ -180,6 +198,12 @@ export function checkChannelId(channel: string): string | undefined {
 function hasControl(value: string): boolean {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: that is the point
   return /[\u0000-\u001f\u007f]/.test(value);
+}
+
+/** The text of `key` between `head` and `tail`, or undefined when it does not have that shape. */
+function between(key: string, head: string, tail: string): string | undefined {
+  if (!key.startsWith(head) || !key.endsWith(tail) || key.length < head.length + tail.length) return undefined;
+  return key.slice(head.length, key.length - tail.length);
 }
 
 /** A prefix is used literally inside a SCAN MATCH glob. */
