@@ -28,11 +28,12 @@ import type {
   PassphraseRole,
   RotateOutcome,
   WhiteboardInfo,
+  WhiteboardEvent,
   WhiteboardSettings,
+  ChangedBy,
 } from "../services/ports.js";
 import { Failure } from "../services/failure.js";
 import type { ChannelPrimitives } from "./channel-primitives.js";
-import type { AdminPrimitives } from "./checked-admin.js";
 import { checkWhiteboard, parseMillis } from "./schema/channel-records.js";
 import {
   adminEventFields,
@@ -50,11 +51,17 @@ import { checkProjectId, hashPassphrase } from "./schema/keys.js";
 /** Index reads per `list` call when channels of a page turn out to be gone (expired, half-written). */
 const MAX_LIST_ROUNDS = 4;
 
-/** The store's own whiteboard writes and reads (its AdminPrimitives), which the directory's whiteboard calls use. */
-export type WhiteboardPrimitives = Pick<
-  AdminPrimitives,
-  "writeWhiteboard" | "clearWhiteboard" | "readWhiteboardEvents"
->;
+/**
+ * The store's own whiteboard writes and reads (part of its AdminPrimitives,
+ * spelled out here so this file does not import checked-admin.ts, which
+ * imports it), which the directory's whiteboard calls use.
+ */
+export interface WhiteboardPrimitives {
+  writeWhiteboard(project: string, settings: WhiteboardSettings, changed: ChangedBy | undefined): Promise<void>;
+  clearWhiteboard(project: string): Promise<void>;
+  /** The newest `count` whiteboard events, newest first. */
+  readWhiteboardEvents(project: string, channel: string, count: number): Promise<WhiteboardEvent[]>;
+}
 
 export class ChannelSteps implements ChannelDirectory {
   /** `now`: ms since the epoch, for the `pending` marks the doctor ages. */
