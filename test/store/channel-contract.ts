@@ -92,6 +92,18 @@ export function channelDirectoryContract(current: () => ContractSubject, options
       expect(await store.channels.get(b.project, b.channel)).toBeUndefined();
       expect((await channelKeys(b.project, b.channel)).length).toBe(0);
       expect(await raw.zscore(keys.channelIndex(b.project), b.channel)).toBeUndefined();
+      // One passphrase for both roles: taken (by the host), and nothing written.
+      const same = secret();
+      const twice = {
+        ...b,
+        passphrases: [
+          { role: "host" as const, passphrase: same },
+          { role: "attendee" as const, passphrase: same },
+        ],
+      };
+      expect(await store.channels.create(twice)).toEqual({ kind: "passphrase_taken", role: "attendee" });
+      expect(await store.lookupPassphrase(same)).toBeUndefined();
+      expect((await channelKeys(b.project, b.channel)).length).toBe(0);
       // The id is free again.
       expect(await store.channels.create(b)).toEqual({ kind: "created" });
     });
