@@ -35,7 +35,7 @@ describe("key schema (docs/architecture.md, Redis schema)", () => {
     expect(keys.passphraseByHash(sha)).toBe(keys.passphrase("abc"));
     expect(keys.passphraseHashOf(keys.passphrase("abc"))).toBe(sha);
     expect(keys.passphraseHashOf("bl:pass:{not-a-sha}")).toBeUndefined();
-    expect(keys.passphraseHashOf("other:pass:{" + sha + "}")).toBeUndefined();
+    expect(keys.passphraseHashOf(`other:pass:{${sha}}`)).toBeUndefined();
     expect(keys.channelRecordOf("bl:chan:{proj-1/room 7/b}:channel")).toEqual({
       project: "proj-1",
       channel: "room 7/b",
