@@ -309,6 +309,7 @@ export function channelDirectoryContract(current: () => ContractSubject, options
         createdBy: undefined,
         roles: ["host", "attendee"],
       });
+      expect((await raw.hgetall(keys.channelRecord(ch.project, ch.channel))).pending).toBeUndefined();
       await store.createChannel({ ...ch, hostPassphrase: a });
       expect((await store.channels.get(ch.project, ch.channel))?.roles).toEqual(["host"]);
       expect(await store.lookupPassphrase(h)).toBeUndefined();
