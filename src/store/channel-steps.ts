@@ -114,6 +114,12 @@ export class ChannelSteps implements ChannelDirectory {
     return { channels, next: cursor };
   }
 
+  /**
+   * Two rotations of one role at the same time both succeed and leave both new
+   * passphrases opening the channel (each releases only the passphrases it
+   * read before): never none, and both are listed, so a third rotation or a
+   * remove revokes them.
+   */
   async rotate(project: string, channel: string, role: PassphraseRole, passphrase: string): Promise<RotateOutcome> {
     const fields = await this.primitives.readRecord(project, channel);
     if (parseChannelInfo(project, channel, fields) === undefined) return { kind: "unknown" };

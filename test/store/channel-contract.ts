@@ -142,6 +142,26 @@ export function channelDirectoryContract(current: () => ContractSubject, options
       expect((await store.channels.get(ch.project, ch.channel))?.roles).toEqual(["host", "attendee"]);
     });
 
+    it("two rotations of one role at once: the old passphrase stops, both new ones open and are listed", async () => {
+      setUp();
+      const ch = newChannel({ roles: ["host"] });
+      await store.channels.create(ch);
+      const [x, y] = [secret(), secret()];
+      const outcomes = await Promise.all([
+        store.channels.rotate(ch.project, ch.channel, "host", x),
+        store.channels.rotate(ch.project, ch.channel, "host", y),
+      ]);
+      expect(outcomes).toEqual([{ kind: "rotated" }, { kind: "rotated" }]);
+      expect(await store.lookupPassphrase(ch.passphrases[0]?.passphrase ?? "")).toBeUndefined();
+      const fields = await raw.hgetall(keys.channelRecord(ch.project, ch.channel));
+      for (const p of [x, y]) {
+        expect(await store.lookupPassphrase(p)).toMatchObject({ role: "host" });
+        expect(fields[`pass:${hashPassphrase(p)}`]).toBe("host");
+      }
+      expect(await store.channels.remove(ch.project, ch.channel)).toBe(true);
+      for (const p of [x, y]) expect(await store.lookupPassphrase(p)).toBeUndefined();
+    });
+
     it("remove takes every key of the channel, its passphrase records and its index entry", async () => {
       setUp();
       const ch = newChannel();
