@@ -10,6 +10,8 @@ import { conversionWebhookUrl } from "./server/json/conversion-webhook.js";
 import { type Server, startServer } from "./server/start-server.js";
 import type { ListenOptions } from "./server/http/listener.js";
 import { servedMethods, servedStreams } from "./server/call/served-methods.js";
+import { ChannelAdmin } from "./services/channel/admin.js";
+import { WhiteboardSettingsAdmin } from "./services/channel/whiteboard-settings.js";
 import {
   ConversionFollower,
   DEFAULT_FOLLOWER_SETTINGS,
@@ -62,6 +64,8 @@ export interface LaunchOptions extends ListenOptions {
    * deadlines; default: that of the default deadlines, 15 s).
    */
   readonly idempotencyLockMs?: number;
+  /** The lifetime of a channel created without `expire_time` (CHANNEL_DEFAULT_TTL_HOURS); none by default. */
+  readonly channelDefaultTtlMs?: number;
 }
 
 /** How often the watch hub reads the watched tasks: the most a watcher waits behind a saved change. */
@@ -99,6 +103,8 @@ export async function launch(o: LaunchOptions): Promise<Server> {
     whiteboard: new WhiteboardConversions(o.store, o.backend, guard, settings.firstPollMs, retries, webhooks),
     conversions: new ConversionTasks(o.store, o.backend, hub),
     pstnWatch: new PstnWatches(pstnHub, o.maxWatchChannels ?? 1000),
+    channelAdmin: new ChannelAdmin(o.store, retries, { defaultTtlMs: o.channelDefaultTtlMs }),
+    whiteboardSettings: new WhiteboardSettingsAdmin(o.store),
   };
   const server = await startServer({
     ...o,

@@ -47,6 +47,7 @@ async function main(): Promise<void> {
     ...(tracing === undefined ? {} : { tracer: tracing.calls }),
     ...(config.conversionWebhook === undefined ? {} : { webhooks: webhookSettings(config.conversionWebhook) }),
     idempotencyLockMs: retryLockMs(config.conversionTimeoutMs, config.redisCommandTimeoutMs),
+    ...(config.channelDefaultTtlMs === undefined ? {} : { channelDefaultTtlMs: config.channelDefaultTtlMs }),
   });
   logger.info(
     { url: server.url, metricsPort: server.metricsPort, demo: config.demo, store: config.redis?.mode ?? "memory" },

@@ -3,13 +3,14 @@
  * child process against the test Redis. What it writes must be what a real
  * boardline server (same Redis, same key prefix, same JWT secret) reads.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Boardline, startBoardline } from "./harness/boardline.js";
 import { ensureBuilt, ROOT } from "./harness/build-dist.js";
 import { eventually } from "./harness/eventually.js";
 import { redisUrl, uniquePrefix } from "./harness/redis-url.js";
+import { rawRedis } from "./harness/redis-state.js";
 import { spawnTied } from "./harness/tied-spawn.js";
 
 const CLI = join(ROOT, "dist", "src", "cli", "main.js");
@@ -125,8 +126,9 @@ describe("records the CLI writes are what the server reads", () => {
     expect(out).toMatchObject({ project, channel, roles: ["host", "attendee"] });
     host = String(out.host_passphrase);
     attendee = String(out.attendee_passphrase);
-    expect(host).toMatch(/^[a-z2-9]{4}(-[a-z2-9]{4}){5}$/);
-    expect(attendee).toMatch(/^[a-z2-9]{4}(-[a-z2-9]{4}){5}$/);
+    // The domain's generator (CreateChannel's): 28 characters in groups of four, 140 bits.
+    expect(host).toMatch(/^[a-z2-9]{4}(-[a-z2-9]{4}){6}$/);
+    expect(attendee).toMatch(/^[a-z2-9]{4}(-[a-z2-9]{4}){6}$/);
     expect(attendee).not.toBe(host);
 
     expect(await mute(token, host)).toEqual({ status: 200, body: { uid: "pstn-42", mute: true } });
@@ -235,12 +237,143 @@ describe("records the CLI writes are what the server reads", () => {
     expect(out).toContain("host passphrase set");
     expect(out).not.toContain(given);
     expect((await mute(token, given)).status).toBe(200);
-    // A passphrase cannot open two channels: exit 1, one line naming the owner.
+    // A passphrase cannot open two channels: exit 1, one line that names no channel (CreateChannel's answer).
     const clash = await cli(["channel", "create", project, "third"], { env: { BOARDLINE_HOST_PASSPHRASE: given } });
     expect(clash.code).toBe(1);
     expect(oneLine(clash.stderr)).toBe(
-      `boardline: host passphrase is already used by channel second of project ${project}`,
+      "boardline: --host-passphrase: the chosen passphrase cannot be used: choose another (or leave it out to get a generated one)",
     );
+    // An existing channel is refused (it used to get its passphrases replaced): `channel rotate` does that.
+    const again = await cli(["channel", "create", project, "second", "--generate"]);
+    expect(again.code).toBe(1);
+    expect(oneLine(again.stderr)).toBe("boardline: the project already has a channel second");
+    // A weak chosen passphrase is a usage error naming the flag.
+    const weak = await cli(["channel", "create", project, "fourth", "--host-passphrase", "hunter2"]);
+    expect(weak.code).toBe(2);
+    expect(oneLine(weak.stderr)).toBe(
+      "boardline: error: --host-passphrase: must be at least 16 characters (see --help)",
+    );
+  });
+
+  test("channel rotate: a generated passphrase printed once; the old one stops working", async () => {
+    const old = `rotate old ${randomBytes(6).toString("hex")}`;
+    await ok(["channel", "create", project, "rotating"], { env: { BOARDLINE_HOST_PASSPHRASE: old } });
+    expect((await mute(token, old)).status).toBe(200);
+    const out = JSON.parse(await ok(["channel", "rotate", project, "rotating", "--role", "host", "--json"])) as {
+      passphrase: string;
+    };
+    expect(out).toMatchObject({ project, channel: "rotating", role: "host" });
+    expect(out.passphrase).toMatch(/^[a-z2-9]{4}(-[a-z2-9]{4}){6}$/);
+    expect((await mute(token, out.passphrase)).status).toBe(200);
+    await eventually(async () => (await mute(token, old)).status === 403, 10_000, "the old passphrase to stop");
+    // A chosen one is not echoed; a host-only channel has no attendee passphrase to rotate.
+    const chosen = `rotate new ${randomBytes(6).toString("hex")}`;
+    const human = await ok(["channel", "rotate", project, "rotating", "--role", "host", "--passphrase", chosen]);
+    expect(human).not.toContain(chosen);
+    const none = await cli(["channel", "rotate", project, "rotating", "--role", "attendee"]);
+    expect(none.code).toBe(1);
+    expect(oneLine(none.stderr)).toBe("boardline: the channel has no attendee passphrase to rotate");
+    const unknown = await cli(["channel", "rotate", project, "no-such", "--role", "host"]);
+    expect(oneLine(unknown.stderr)).toBe(
+      `boardline: channel no-such of project ${project} not found (nothing rotated)`,
+    );
+  });
+
+  test("channel show and list: through GetChannel and ListChannels, never a passphrase", async () => {
+    const shown = JSON.parse(await ok(["channel", "show", project, "rotating", "--json"])) as Record<string, unknown>;
+    expect(shown).toMatchObject({
+      project,
+      channel: "rotating",
+      created_by: "cli",
+      expire_time: null,
+      roles: ["host"],
+      participants_with_mute_state: 1,
+      newest_whiteboard_event_id: "0-0",
+    });
+    expect(Number.isNaN(Date.parse(String(shown.created_at)))).toBe(false);
+    expect(await ok(["channel", "show", project, "rotating"])).toMatch(/created\s+\S+Z by cli/);
+    const page = JSON.parse(await ok(["channel", "list", project, "--page-size", "1", "--json"])) as {
+      channels: Array<{ channel: string }>;
+      next_page_token: string;
+    };
+    expect(page.channels.map((c) => c.channel)).toEqual(["rotating"]);
+    expect(page.next_page_token).not.toBe("");
+    const rest = JSON.parse(
+      await ok([
+        "channel",
+        "list",
+        project,
+        "--page-size",
+        "1",
+        "--page-token",
+        page.next_page_token,
+        "--all",
+        "--json",
+      ]),
+    ) as typeof page;
+    expect(rest).toEqual({
+      project,
+      channels: [expect.objectContaining({ channel: "second" }), expect.objectContaining({ channel: "weekly sync" })],
+      next_page_token: "",
+    });
+    expect(await ok(["channel", "list", project, "--page-size", "1"])).toContain("more: --page-token ");
+  });
+
+  test("channel create honours --expire-time, else CHANNEL_DEFAULT_TTL_HOURS", async () => {
+    const at = new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, "Z");
+    const explicit = JSON.parse(
+      await ok(["channel", "create", project, "timed", "--generate", "--expire-time", at, "--json"]),
+    ) as Record<string, unknown>;
+    expect(Date.parse(String(explicit.expire_time))).toBe(Date.parse(at));
+    const before = Date.now();
+    const byDefault = JSON.parse(
+      await ok(["channel", "create", project, "default-ttl", "--generate", "--json"], {
+        env: { CHANNEL_DEFAULT_TTL_HOURS: "2" },
+      }),
+    ) as Record<string, unknown>;
+    const expires = Date.parse(String(byDefault.expire_time));
+    expect(expires).toBeGreaterThanOrEqual(before + 2 * 3_600_000 - 1000);
+    expect(expires).toBeLessThanOrEqual(Date.now() + 2 * 3_600_000 + 1000);
+    const bad = await cli(["channel", "create", project, "x", "--generate"], {
+      env: { CHANNEL_DEFAULT_TTL_HOURS: "0" },
+    });
+    expect(bad.code).toBe(1);
+    expect(oneLine(bad.stderr)).toMatch(/^boardline: invalid configuration: CHANNEL_DEFAULT_TTL_HOURS /);
+    for (const id of ["timed", "default-ttl"]) await ok(["channel", "delete", project, id]);
+  });
+
+  test("channel reindex lists a channel another writer wrote; doctor finds nothing left to repair", async () => {
+    const passphrase = `direct writer ${randomBytes(6).toString("hex")}`;
+    const sha = createHash("sha256").update(passphrase).digest("hex");
+    const redis = rawRedis({ redisUrl: redisUrl() });
+    try {
+      await redis.hset(`${prefix}pass:{${sha}}`, { project, channel: "direct", role: "host" });
+    } finally {
+      redis.disconnect();
+    }
+    expect((await mute(token, passphrase)).status).toBe(200);
+    const unlisted = await cli(["channel", "show", project, "direct"]);
+    expect(oneLine(unlisted.stderr)).toBe(
+      `boardline: channel direct of project ${project} not found (nothing to show)`,
+    );
+    const report = JSON.parse(await ok(["channel", "reindex", "--batch", "100", "--pause-ms", "0", "--json"])) as {
+      indexed: number;
+    };
+    expect(report).toMatchObject({ complete: true });
+    expect(report.indexed).toBeGreaterThanOrEqual(1);
+    expect(JSON.parse(await ok(["channel", "show", project, "direct", "--json"]))).toMatchObject({
+      channel: "direct",
+      created_at: null,
+      roles: ["host"],
+    });
+    const doctor = JSON.parse(await ok(["channel", "doctor", "--project", project, "--json"])) as Record<
+      string,
+      unknown
+    >;
+    expect(doctor).toMatchObject({ project, findings: [] });
+    expect(await ok(["channel", "doctor", "--project", project])).toContain("nothing to repair");
+    await ok(["channel", "delete", project, "direct"]);
+    expect((await mute(token, passphrase)).status).toBe(403);
   });
 
   test("whiteboard set with the secret key on stdin: fileconvert works", async () => {
@@ -268,11 +401,13 @@ describe("records the CLI writes are what the server reads", () => {
     const plain = await ok(["conversion", "show", task_uuid]);
     expect(plain).toMatch(/status\s+Waiting, 0 %/);
     expect(plain).toMatch(/pages\s+not known yet/);
+    // GetWhiteboardSettings' answer: the kind of credential, set when and by whom (the access key no longer).
     expect(JSON.parse(await ok(["whiteboard", "show", project, "--json"]))).toEqual({
       project,
       region: "in-mum",
       credentials: "access_key",
-      access_key: bl.world.accessKey,
+      updated_at: expect.stringMatching(/Z$/),
+      updated_by: "cli",
     });
   });
 
@@ -341,9 +476,9 @@ describe("records the CLI writes are what the server reads", () => {
   });
 
   test("channel delete: the passphrases stop working", async () => {
-    const out = JSON.parse(await ok(["channel", "delete", project, channel, "--json"])) as { deleted_keys: number };
-    // Two passphrase records, the mute hash, its meta hash and the event stream.
-    expect(out.deleted_keys).toBe(5);
+    // DeleteChannel answers no key count: passphrases, mute state and meta, both event streams go.
+    const out = JSON.parse(await ok(["channel", "delete", project, channel, "--json"]));
+    expect(out).toEqual({ project, channel, deleted: true });
     expect((await mute(token, host)).status).toBe(403);
     expect(JSON.parse(await ok(["mute", "show", project, channel, "--json"]))).toMatchObject({ mute: {}, events: [] });
 
@@ -367,6 +502,11 @@ describe("usage errors exit 2 with a clear message", () => {
     [["channel", "create", "p"], "missing required argument 'channel'"],
     [["channel", "create", "p", "c"], "--host-passphrase is required (or --generate"],
     [["channel", "create", "p{x}", "c", "--generate"], "project must not contain"],
+    [["channel", "create", "p", "c", "--generate", "--expire-time", "tomorrow"], "expected an ISO 8601 time"],
+    [["channel", "rotate", "p", "c"], "required option '--role <role>' not specified"],
+    [["channel", "rotate", "p", "c", "--role", "owner"], "Allowed choices are host, attendee"],
+    [["channel", "list", "p", "--page-size", "1001"], "expected a whole number from 1 to 1000"],
+    [["channel", "reindex", "--batch", "0"], "expected a whole number from 1 to 100000"],
     [
       ["whiteboard", "set", "p", "--region", "mars", "--sdk-token", "t"],
       "Allowed choices are us-sv, sg, in-mum, eu, cn-hz",

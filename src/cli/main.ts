@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * The operator CLI (`npx boardline …`; docs/architecture.md, "Operator CLI"):
- * writes the documented Redis records through the same store the server uses,
- * and mints test tokens. This is its entry: it runs the command line and maps
+ * manages channels and whiteboard settings through the same domain functions
+ * as the API, reads records through the same store the server uses, and
+ * mints test tokens. This is its entry: it runs the command line and maps
  * the outcome to the exit code: 0 success, 1 failure (one line on stderr),
  * 2 usage error.
  */

@@ -13,7 +13,10 @@ import { addWhiteboardCommands } from "./whiteboard-commands.js";
 /** The program; it throws (exitOverride) instead of exiting, so the caller picks the exit code. */
 export function buildProgram(): Command {
   const program = new Command("boardline")
-    .description("boardline operator CLI: writes the Redis records the boardline server reads, and mints test tokens.")
+    .description(
+      "boardline operator CLI: manages channels and whiteboard settings (through the same functions as the API),\n" +
+        "reads mute state and conversion records, and mints test tokens.",
+    )
     .version(version(), "-V, --version", "print the version")
     .exitOverride()
     .configureOutput({ outputError: (str, write) => write(`boardline: ${str.trimEnd()} (see --help)\n`) })
@@ -24,6 +27,7 @@ export function buildProgram(): Command {
         "  REDIS_CLUSTER_NODES    host:port,… of a Redis Cluster (credentials and TLS from REDIS_URL)\n" +
         "  REDIS_SENTINELS        host:port,… of Redis Sentinels, with REDIS_SENTINEL_NAME\n" +
         "  REDIS_KEY_PREFIX       key prefix (default bl:)\n" +
+        "  CHANNEL_DEFAULT_TTL_HOURS   lifetime of a channel created without --expire-time (unset: none)\n" +
         "  JWT_SECRET             HS256 secret for token mint (at least 32 bytes)\n" +
         "  JWT_PROJECT_CLAIM, JWT_ISSUER, JWT_AUDIENCE   claims token mint sets, as the server checks them\n" +
         "There is no in-memory mode: every command but token mint needs Redis.\n" +

@@ -1,15 +1,24 @@
 /**
  * `boardline whiteboard set|show|clear`: a project's whiteboard (file
- * conversion) settings, i.e. its Netless region and credentials. Secrets are
- * never printed.
+ * conversion) settings, i.e. its Netless region and credentials, through
+ * ChannelAdminService's domain (admin-session.ts): the same functions as
+ * SetWhiteboardSettings, GetWhiteboardSettings and ClearWhiteboardSettings,
+ * so each change is stamped and audited (by `cli`). Secrets are never printed.
  */
+import { create } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { type Command, Option } from "commander";
+import {
+  GetWhiteboardSettingsResponseSchema,
+  SetWhiteboardSettingsRequestSchema,
+  WhiteboardCredentialKind,
+} from "../../gen/channel/v1/channel_admin_pb.js";
 import { REGIONS, type Region, type WhiteboardCredentials } from "../services/ports.js";
 import { checkProjectId } from "../store/schema/keys.js";
+import { request, unlessNotFound, withAdmin } from "./admin-session.js";
 import { checkId, usage } from "./arguments.js";
 import { CliFailure } from "./cli-failure.js";
-import { jsonOption, print, readStdin } from "./terminal.js";
-import { withStore } from "./redis-session.js";
+import { formatTime, jsonOption, print, readStdin } from "./terminal.js";
 
 interface SetOptions {
   region: Region;
@@ -61,7 +70,14 @@ function addSet(whiteboard: Command): void {
 async function setWhiteboard(project: string, o: SetOptions, cmd: Command): Promise<void> {
   checkId(cmd, checkProjectId(project));
   const credentials = await readCredentials(o, cmd);
-  await withStore((store) => store.setWhiteboard(project, { region: o.region, credentials }));
+  const req = request(cmd, SetWhiteboardSettingsRequestSchema, {
+    region: o.region,
+    credential:
+      "sdkToken" in credentials
+        ? { case: "sdkToken", value: credentials.sdkToken }
+        : { case: "accessKeyPair", value: { accessKey: credentials.accessKey, secretKey: credentials.secretKey } },
+  });
+  await withAdmin(cmd, project, (a) => a.whiteboard.setSettings(a.caller, req));
   print(
     o.json === true,
     { project, region: o.region, ...credentialsKind(credentials) },
@@ -114,14 +130,19 @@ function addShow(whiteboard: Command): void {
     .action(showWhiteboard);
 }
 
-async function showWhiteboard(project: string, o: { json?: boolean }): Promise<void> {
-  const settings = await withStore((store) => store.getWhiteboard(project));
+async function showWhiteboard(project: string, o: { json?: boolean }, cmd: Command): Promise<void> {
+  checkId(cmd, checkProjectId(project));
+  const got = await withAdmin(cmd, project, (a) => unlessNotFound(() => a.whiteboard.getSettings(a.caller)));
+  const settings = got === undefined ? undefined : create(GetWhiteboardSettingsResponseSchema, got).settings;
   if (settings === undefined) throw new CliFailure(`project ${project} has no usable whiteboard settings`);
-  const c = settings.credentials;
+  const kind = settings.credential === WhiteboardCredentialKind.SDK_TOKEN ? "sdk_token" : "access_key";
+  const at = settings.updateTime === undefined ? null : formatTime(timestampMs(settings.updateTime));
+  const by = settings.updatedBy === "" ? null : settings.updatedBy;
   print(
     o.json === true,
-    { project, region: settings.region, ...credentialsKind(c) },
-    `whiteboard of project ${project}: region ${settings.region}, ${"accessKey" in c ? `access key ${c.accessKey}` : "SDK token"}`,
+    { project, region: settings.region, credentials: kind, updated_at: at, updated_by: by },
+    `whiteboard of project ${project}: region ${settings.region}, ${kind === "sdk_token" ? "SDK token" : "access key pair"}` +
+      (at === null ? "" : `, set ${at}${by === null ? "" : ` by ${by}`}`),
   );
 }
 
@@ -134,7 +155,8 @@ function addClear(whiteboard: Command): void {
     .action(clearWhiteboard);
 }
 
-async function clearWhiteboard(project: string, o: { json?: boolean }): Promise<void> {
-  await withStore((store) => store.clearWhiteboard(project));
+async function clearWhiteboard(project: string, o: { json?: boolean }, cmd: Command): Promise<void> {
+  checkId(cmd, checkProjectId(project));
+  await withAdmin(cmd, project, (a) => a.whiteboard.clearSettings(a.caller));
   print(o.json === true, { project, cleared: true }, `whiteboard settings of project ${project} removed`);
 }

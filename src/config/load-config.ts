@@ -49,6 +49,8 @@ export interface Config {
   readonly conversionRetentionDays: number;
   /** How long the answer of a ConvertFile with an Idempotency-Key is kept (IDEMPOTENCY_TTL_HOURS). */
   readonly idempotencyTtlHours: number;
+  /** The lifetime of a channel created without `expire_time` (CHANNEL_DEFAULT_TTL_HOURS); undefined: none. */
+  readonly channelDefaultTtlMs: number | undefined;
   /** Conversion webhooks (CONVERSION_WEBHOOK_BASE, CONVERSION_WEBHOOK_SECRET); undefined: off. */
   readonly conversionWebhook: WebhookConfig | undefined;
   readonly maxWatches: number;
@@ -113,6 +115,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     conversionRetentionDays: readInteger(env, "CONVERSION_RETENTION_DAYS"),
     idempotencyTtlHours: readInteger(env, "IDEMPOTENCY_TTL_HOURS"),
+    channelDefaultTtlMs: loadChannelDefaultTtlMs(env),
     conversionWebhook: loadWebhookSettings(env, demo, conversionApi),
     maxWatches: readInteger(env, "MAX_WATCHES"),
     maxWatchChannels: readInteger(env, "MAX_WATCH_CHANNELS"),
@@ -160,4 +163,11 @@ function readFile(variable: "TLS_CERT" | "TLS_KEY", path: string): Buffer {
   } catch (e) {
     throw new ConfigError(variable, `cannot be read (${(e as NodeJS.ErrnoException).code ?? "error"})`);
   }
+}
+
+/** CHANNEL_DEFAULT_TTL_HOURS in ms, or undefined when unset (channels then live until deleted); the CLI reads it too. */
+export function loadChannelDefaultTtlMs(env: Env = process.env): number | undefined {
+  return isSet(env, "CHANNEL_DEFAULT_TTL_HOURS")
+    ? readInteger(env, "CHANNEL_DEFAULT_TTL_HOURS") * 3_600_000
+    : undefined;
 }

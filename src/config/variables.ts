@@ -193,6 +193,15 @@ export const VARIABLES = {
     meaning:
       "how long the answer of a ConvertFile sent with an `Idempotency-Key` is kept: a retry with the same key and request within it gets that answer again, without a second conversion",
   },
+  CHANNEL_DEFAULT_TTL_HOURS: {
+    kind: "integer",
+    default: 0,
+    defaultNote: "— (channels live until deleted)",
+    min: 1,
+    max: 8760,
+    meaning:
+      "the lifetime of a channel CreateChannel makes without `expire_time` (and of `boardline channel create`'s): it stops working this many hours after its creation and its keys are removed. Unset: such channels live until deleted — the meeting backend is expected to delete a meeting's channel at its end, or to send `expire_time`",
+  },
   CORS_ORIGINS: {
     kind: "list",
     defaultNote: "— (none)",

@@ -1,10 +1,20 @@
 /**
  * Demo mode (`npm start` with no configuration): seeds a project whose
  * whiteboard talks to the bundled conversion simulator, a channel with a host
- * and an attendee passphrase, and prints a ready-to-paste curl per route.
+ * and an attendee passphrase — through ChannelAdminService's domain, as the
+ * CLI and the RPCs do — and prints a ready-to-paste curl per route.
  */
 import { randomBytes } from "node:crypto";
-import type { AdminStore } from "../services/ports.js";
+import { create } from "@bufbuild/protobuf";
+import {
+  CreateChannelRequestSchema,
+  SetWhiteboardSettingsRequestSchema,
+} from "../../gen/channel/v1/channel_admin_pb.js";
+import { ChannelAdmin } from "../services/channel/admin.js";
+import { generatePassphrase } from "../services/channel/passphrases.js";
+import { WhiteboardSettingsAdmin } from "../services/channel/whiteboard-settings.js";
+import { retryLockMs, SafeRetries } from "../services/idempotency/safe-retries.js";
+import { ALL_SCOPES, type Store } from "../services/ports.js";
 
 export interface DemoSeed {
   readonly project: string;
@@ -20,24 +30,33 @@ export function demoSeed(): DemoSeed {
   return {
     project: "demo-project",
     channel: "demo-channel",
-    hostPassphrase: `host-${word()}`,
-    attendeePassphrase: `guest-${word()}`,
+    // The domain's generator: what CreateChannel makes when passphrases are left out.
+    hostPassphrase: generatePassphrase(),
+    attendeePassphrase: generatePassphrase(),
     accessKey: `demo-ak-${word()}`,
     secretKey: randomBytes(24).toString("base64url"),
   };
 }
 
-export async function seedDemo(store: AdminStore, seed: DemoSeed): Promise<void> {
-  await store.createChannel({
-    project: seed.project,
-    channel: seed.channel,
-    hostPassphrase: seed.hostPassphrase,
-    attendeePassphrase: seed.attendeePassphrase,
-  });
-  await store.setWhiteboard(seed.project, {
-    region: "us-sv",
-    credentials: { accessKey: seed.accessKey, secretKey: seed.secretKey },
-  });
+/** Seeds through CreateChannel and SetWhiteboardSettings' functions, as the operator (`sub` "demo"). */
+export async function seedDemo(store: Store, seed: DemoSeed): Promise<void> {
+  const caller = { project: seed.project, subject: "demo", scopes: new Set(ALL_SCOPES) };
+  const channels = new ChannelAdmin(store, new SafeRetries(store.idempotency, retryLockMs(0, 1000)));
+  await channels.createChannel(
+    caller,
+    create(CreateChannelRequestSchema, {
+      channelId: seed.channel,
+      hostPassphrase: seed.hostPassphrase,
+      attendeePassphrase: seed.attendeePassphrase,
+    }),
+  );
+  await new WhiteboardSettingsAdmin(store).setSettings(
+    caller,
+    create(SetWhiteboardSettingsRequestSchema, {
+      region: "us-sv",
+      credential: { case: "accessKeyPair", value: { accessKey: seed.accessKey, secretKey: seed.secretKey } },
+    }),
+  );
 }
 
 /**

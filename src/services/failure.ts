@@ -13,6 +13,7 @@ export type FailureKind =
   | "not_found" // 404
   | "rate_limited" // 429
   | "failed_precondition" // 409: not possible in the resource's current state (e.g. cancelling a legacy conversion)
+  | "already_exists" // 409 (gRPC ALREADY_EXISTS): what the request would create exists (CreateChannel)
   | "out_of_range" // 410: a watch resumed from events that are gone (trimmed away)
   | "idempotency_key_busy" // 409 (gRPC ABORTED): a call with this Idempotency-Key is in progress, or its outcome is unknown
   | "idempotency_key_reused" // 422 (gRPC FAILED_PRECONDITION): this Idempotency-Key came with another request

@@ -5,7 +5,7 @@
  * `unavailable` for a backend that cannot be reached, `deadline_exceeded` for a
  * time-out, `internal` for anything that should never happen.
  */
-import type { PassphraseRole } from "./channel/ports.js";
+import type { ChannelDirectory, PassphraseRole } from "./channel/ports.js";
 import type { ConversionStore, WhiteboardEvent, WhiteboardSettings } from "./conversion/ports.js";
 import type { IdempotencyStore } from "./idempotency/ports.js";
 
@@ -41,6 +41,16 @@ export interface Caller {
 
 /** The scope of the telephone gateway: read and watch every channel of its project by channel id. */
 export const PSTN_GATEWAY_SCOPE = "pstn.gateway";
+
+/**
+ * The scope of the product's own backend: manage the project's channels, their
+ * passphrases and its whiteboard settings (ChannelAdminService). Nothing else:
+ * it does not add the gateway's reads.
+ */
+export const CHANNELS_ADMIN_SCOPE = "channels.admin";
+
+/** Every scope there is: what the operator CLI's in-process caller holds. */
+export const ALL_SCOPES: readonly string[] = [PSTN_GATEWAY_SCOPE, CHANNELS_ADMIN_SCOPE];
 
 export interface Authenticator {
   /**
@@ -93,6 +103,8 @@ export interface Store {
   readonly conversions: ConversionStore;
   /** The records of calls sent with an Idempotency-Key (safe retries of ConvertFile). */
   readonly idempotency: IdempotencyStore;
+  /** Channels managed through the API: created, listed by index (never by SCAN), rotated, removed, audited. */
+  readonly channels: ChannelDirectory;
   /**
    * Counts one wrong passphrase for a caller key; the counting window starts
    * at the first miss and lasts `windowSeconds`.
@@ -105,6 +117,54 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/** One problem `channelDoctor` found, and what it did about it. */
+export interface ChannelDoctorFinding {
+  readonly problem:
+    | "index_without_record"
+    | "record_without_index"
+    | "interrupted_create"
+    | "interrupted_rotate"
+    | "interrupted_delete"
+    | "stale_passphrase"
+    | "unindexed_passphrase";
+  readonly project: string;
+  readonly channel: string;
+  /** What was done, e.g. `removed from the index`, `undone`, `indexed`. */
+  readonly repair: string;
+}
+
+export interface ChannelDoctorReport {
+  readonly channelsChecked: number;
+  readonly passphrasesChecked: number;
+  readonly findings: readonly ChannelDoctorFinding[];
+}
+
+export interface ReindexOptions {
+  /** Keys per SCAN step (COUNT); default 500. */
+  readonly batch?: number;
+  /** Pause between steps, so a serving Redis is not hogged; default 10 ms. */
+  readonly pauseMs?: number;
+  /** The cursor a stopped pass reported; default "0" (from the start). */
+  readonly from?: string;
+  /** Stop after this many steps (and report the cursor to resume from); default: run to the end. */
+  readonly maxSteps?: number;
+}
+
+export interface ReindexReport {
+  /** Passphrase records read. */
+  readonly scanned: number;
+  /** Passphrase records that were not indexed and now are. */
+  readonly indexed: number;
+  /** Where to resume (`from`); "0" once the pass is complete. */
+  readonly cursor: string;
+}
+
+/** Who changed a record when (the admin API's caller); absent for the CLI's writes. */
+export interface ChangedBy {
+  readonly by: string;
+  readonly at: number;
+}
+
 /** Operator and test functions over the same documented records (the CLI uses these). */
 export interface AdminStore extends Store {
   createChannel(input: {
@@ -114,14 +174,30 @@ export interface AdminStore extends Store {
     attendeePassphrase?: string;
   }): Promise<void>;
   /**
-   * Deletes the channel's passphrase records (found by scanning, so no extra index
-   * key is needed), its mute and meta hashes, its mute event stream and its whiteboard-events stream. Returns how many keys went.
+   * Deletes the channel's passphrase records, its mute and meta hashes, its
+   * mute event stream and its whiteboard-events stream, and its index entries.
+   * The passphrases of an indexed channel are found by its record; those of a
+   * channel no index knows yet (written by another writer) by scanning.
+   * Returns how many keys went (index entries not counted).
    */
   deleteChannel(project: string, channel: string): Promise<number>;
-  setWhiteboard(project: string, settings: WhiteboardSettings): Promise<void>;
+  /** With `changed`, the record carries `updated_at`/`updated_by` (whiteboardInfo shows them); without, neither. */
+  setWhiteboard(project: string, settings: WhiteboardSettings, changed?: ChangedBy): Promise<void>;
   clearWhiteboard(project: string): Promise<void>;
   getMuteState(project: string, channel: string): Promise<Record<string, boolean>>;
   getMuteEvents(project: string, channel: string, count?: number): Promise<MuteEvent[]>;
   /** The newest `count` (default 20) whiteboard events of the channel, newest first. */
   getWhiteboardEvents(project: string, channel: string, count?: number): Promise<WhiteboardEvent[]>;
+  /**
+   * Finds and repairs what interrupted channel writes left (docs/architecture.md,
+   * "Channels through the API"), in one project or all. Writes younger than
+   * `graceMs` (default 60 s) are taken to be under way and left alone. SCANs.
+   */
+  channelDoctor(project?: string, options?: { graceMs?: number }): Promise<ChannelDoctorReport>;
+  /**
+   * One throttled, resumable SCAN pass over the passphrase records that
+   * indexes the channels other writers (or the CLI before the indexes) wrote.
+   * Safe while serving.
+   */
+  reindexChannels(options?: ReindexOptions): Promise<ReindexReport>;
 }

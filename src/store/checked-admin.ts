@@ -4,9 +4,22 @@
  * admin write or read. The CLI thus gets the same answer from either store, and
  * a store's raw operations only ever see checked input.
  */
-import type { AdminStore, MuteEvent, Store, WhiteboardEvent, WhiteboardSettings } from "../services/ports.js";
+import type {
+  AdminStore,
+  ChangedBy,
+  ChannelDoctorReport,
+  MuteEvent,
+  ReindexOptions,
+  ReindexReport,
+  Store,
+  WhiteboardEvent,
+  WhiteboardSettings,
+} from "../services/ports.js";
+import { replaceChannelPassphrases } from "./channel-legacy.js";
+import { ChannelRepair } from "./channel-repair.js";
+import type { ChannelSteps } from "./channel-steps.js";
+import type { KeySchema } from "./schema/keys.js";
 import {
-  type ChannelPassphrase,
   type CreateChannelInput,
   channelPassphrases,
   checkProject,
@@ -17,13 +30,14 @@ import {
 /** What each store does for the admin functions, given checked input. */
 export interface AdminPrimitives {
   /**
-   * Afterwards exactly these passphrases open the channel (older ones of this
-   * channel are removed). A passphrase that already opens another channel is
-   * refused (`passphraseConflict`), leaving nothing behind.
+   * Keys of the passphrase records of one channel, found by SCAN: for the
+   * channels no index knows yet (written by another writer, or by the CLI
+   * before the indexes).
    */
-  writeChannel(project: string, channel: string, passphrases: readonly ChannelPassphrase[]): Promise<void>;
+  findPassphraseKeys(project: string, channel: string): Promise<string[]>;
+  /** Deletes a channel no index knows yet: its passphrases (by SCAN), mute and meta hashes, streams. */
   deleteChannel(project: string, channel: string): Promise<number>;
-  writeWhiteboard(project: string, settings: WhiteboardSettings): Promise<void>;
+  writeWhiteboard(project: string, settings: WhiteboardSettings, changed: ChangedBy | undefined): Promise<void>;
   clearWhiteboard(project: string): Promise<void>;
   getMuteState(project: string, channel: string): Promise<Record<string, boolean>>;
   /** The newest `count` events, newest first; malformed entries skipped. */
@@ -38,25 +52,41 @@ export type AdminOperations = Omit<AdminStore, keyof Store>;
 /** Base of both stores: the checked admin functions over the store's `primitives`. */
 export abstract class CheckedAdmin implements AdminOperations {
   protected abstract readonly primitives: AdminPrimitives;
+  abstract readonly channels: ChannelSteps;
+  abstract readonly keys: KeySchema;
 
   /**
    * Creates the channel or changes its passphrases: afterwards exactly the given
-   * passphrases open it. A passphrase that already opens another channel is
-   * refused (`invalid`, naming that channel).
+   * passphrases open it, and the channel is indexed (channel-legacy.ts). A
+   * passphrase that already opens another channel is refused (`invalid`,
+   * naming that channel).
    */
   async createChannel(input: CreateChannelInput): Promise<void> {
     const passphrases = channelPassphrases(input);
-    await this.primitives.writeChannel(input.project, input.channel, passphrases);
+    const { project, channel } = input;
+    const unindexed = async () =>
+      (await this.primitives.findPassphraseKeys(project, channel)).flatMap((k) => this.keys.passphraseHashOf(k) ?? []);
+    await replaceChannelPassphrases(this.channels, project, channel, passphrases, unindexed, this.channels.now());
   }
 
-  deleteChannel(project: string, channel: string): Promise<number> {
-    return this.primitives.deleteChannel(project, channel);
+  /** An indexed channel goes through the directory (no SCAN); one no index knows yet, by SCAN. */
+  async deleteChannel(project: string, channel: string): Promise<number> {
+    return (await this.channels.removeCounting(project, channel)) ?? this.primitives.deleteChannel(project, channel);
   }
 
-  async setWhiteboard(project: string, settings: WhiteboardSettings): Promise<void> {
+  async setWhiteboard(project: string, settings: WhiteboardSettings, changed?: ChangedBy): Promise<void> {
     checkProject(project);
     checkSettings(settings);
-    await this.primitives.writeWhiteboard(project, settings);
+    await this.primitives.writeWhiteboard(project, settings, changed);
+  }
+
+  channelDoctor(project?: string, options: { graceMs?: number } = {}): Promise<ChannelDoctorReport> {
+    if (project !== undefined) checkProject(project);
+    return new ChannelRepair(this.channels, this.keys).doctor(project, options.graceMs);
+  }
+
+  reindexChannels(options?: ReindexOptions): Promise<ReindexReport> {
+    return new ChannelRepair(this.channels, this.keys).reindex(options);
   }
 
   clearWhiteboard(project: string): Promise<void> {

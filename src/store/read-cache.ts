@@ -8,6 +8,7 @@
  * their own (see TtlCache), so wrong guesses cannot push real channels out.
  */
 import type {
+  ChannelDirectory,
   ConversionStore,
   IdempotencyStore,
   MuteChange,
@@ -54,6 +55,15 @@ export class ReadCachedStore implements Store {
   /** Not cached: each claim must see the record as it is now. */
   get idempotency(): IdempotencyStore {
     return this.inner.idempotency;
+  }
+
+  /**
+   * Not cached: the admin API reads what is there now. A rotated or removed
+   * passphrase still opens its channel through this cache's passphrase
+   * records for up to the cache's bound (PASSPHRASE_CACHE_MS).
+   */
+  get channels(): ChannelDirectory {
+    return this.inner.channels;
   }
 
   async lookupPassphrase(passphrase: string): Promise<PassphraseRecord | undefined> {

@@ -11,6 +11,7 @@ import { create } from "@bufbuild/protobuf";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, test } from "vitest";
 import { FieldRulesSchema } from "../../gen/buf/validate/validate_pb.js";
+import { ChannelAdminService } from "../../gen/channel/v1/channel_admin_pb.js";
 import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import { VARIABLES } from "../../src/config/variables.js";
@@ -39,8 +40,8 @@ describe("the committed document", () => {
 });
 
 describe("what it says", () => {
-  test("every annotated method of both services, at the route the gateway serves", () => {
-    const methods = [...PstnService.methods, ...WhiteboardService.methods];
+  test("every annotated method of the three services, at the route the gateway serves", () => {
+    const methods = [...PstnService.methods, ...WhiteboardService.methods, ...ChannelAdminService.methods];
     const expected = methods.flatMap((m) => {
       const rule = httpRuleOf(m);
       if (rule === undefined) return [];
@@ -54,7 +55,7 @@ describe("what it says", () => {
     );
     expect(documented.sort()).toEqual(expected.sort());
     expect(expected).toContain("POST /v1/channel/pstn/mute PstnService_Mute");
-    expect(expected.length).toBe(7);
+    expect(expected.length).toBe(15);
   });
 
   test("request schemas carry the protovalidate rules, under the proto field names", () => {
@@ -126,6 +127,7 @@ describe("what it says", () => {
     const conflict = doc.components.responses.Error409;
     expect(Object.keys(conflict.content["application/json"].examples)).toEqual([
       "FAILED_PRECONDITION",
+      "ALREADY_EXISTS",
       "IDEMPOTENCY_KEY_IN_USE",
     ]);
     expect(conflict.headers).toHaveProperty("Retry-After");
@@ -138,7 +140,7 @@ describe("what it says", () => {
     expect(Object.keys(get)).not.toContain("415"); // no body, no Content-Type to refuse
   });
 
-  test("ConvertFile documents the Idempotency-Key header; no other operation does", () => {
+  test("ConvertFile and CreateChannel document the Idempotency-Key header; no other operation does", () => {
     const convert = doc.paths["/v1/whiteboard/fileconvert"].post;
     expect(convert.parameters).toEqual([
       expect.objectContaining({ name: "Idempotency-Key", in: "header", required: false }),
@@ -152,7 +154,8 @@ describe("what it says", () => {
       Object.values(item as Record<string, { parameters?: unknown[] }>),
     );
     const withHeader = others.filter((op) => (op.parameters ?? []).some((p) => (p as { in: string }).in === "header"));
-    expect(withHeader).toEqual([convert]);
+    expect(withHeader).toHaveLength(2);
+    expect(withHeader).toEqual(expect.arrayContaining([convert, doc.paths["/v1/channels"].post]));
   });
 
   test("the bearer JWT scheme applies to every operation", () => {

@@ -7,12 +7,19 @@ import { describe, expect, it } from "vitest";
 import type { WhiteboardSettings } from "../../src/services/ports.js";
 import { DEFAULT_EVENT_COUNT } from "../../src/store/schema/admin-checks.js";
 import { CheckedAdmin, type AdminPrimitives } from "../../src/store/checked-admin.js";
+import { MemoryStore } from "../../src/store/memory/store.js";
 
-/** A front over raw operations that only record how they were called. */
+/**
+ * A front over raw operations that only record how they were called; its
+ * channels (which createChannel writes through) are an in-memory store's.
+ */
 class RecordingFront extends CheckedAdmin {
   readonly calls: Array<[string, ...unknown[]]> = [];
+  readonly memory = new MemoryStore();
+  readonly channels = this.memory.channels;
+  readonly keys = this.memory.keys;
   protected readonly primitives: AdminPrimitives = {
-    writeChannel: async (...args) => this.record("writeChannel", args, undefined),
+    findPassphraseKeys: async (...args) => this.record("findPassphraseKeys", args, []),
     deleteChannel: async (...args) => this.record("deleteChannel", args, 0),
     writeWhiteboard: async (...args) => this.record("writeWhiteboard", args, undefined),
     clearWhiteboard: async (...args) => this.record("clearWhiteboard", args, undefined),
@@ -52,6 +59,7 @@ describe("admin front", () => {
       detail: "count must be an integer from 1 to 10000",
     });
     expect(front.calls).toEqual([]);
+    expect(await front.channels.get("p", "c")).toBeUndefined();
   });
 
   it("passes checked input on to the raw operations", async () => {
@@ -60,17 +68,12 @@ describe("admin front", () => {
     await front.setWhiteboard("p", sdk);
     await front.getMuteEvents("p", "c");
     await front.getMuteEvents("p", "c", 5);
+    expect(await front.memory.lookupPassphrase("h")).toEqual({ project: "p", channel: "c", role: "host" });
+    expect(await front.memory.lookupPassphrase("a")).toEqual({ project: "p", channel: "c", role: "attendee" });
     expect(front.calls).toEqual([
-      [
-        "writeChannel",
-        "p",
-        "c",
-        [
-          { passphrase: "h", record: { project: "p", channel: "c", role: "host" } },
-          { passphrase: "a", record: { project: "p", channel: "c", role: "attendee" } },
-        ],
-      ],
-      ["writeWhiteboard", "p", sdk],
+      // A channel no index knew yet: its older passphrases are looked for by SCAN.
+      ["findPassphraseKeys", "p", "c"],
+      ["writeWhiteboard", "p", sdk, undefined],
       ["readMuteEvents", "p", "c", DEFAULT_EVENT_COUNT],
       ["readMuteEvents", "p", "c", 5],
     ]);

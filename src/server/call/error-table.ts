@@ -4,8 +4,8 @@
  * over Connect, gRPC or gRPC-Web — is shaped here: the gRPC code, the HTTP
  * status, the documented numeric `error.code`, and the message. Nothing else
  * in the code base picks a status or a code. Two rows may share an HTTP
- * status (409: a legacy task cannot be cancelled, FAILED_PRECONDITION; an
- * Idempotency-Key in use, ABORTED): the kind tells them apart. The OpenAPI
+ * status (409: a legacy task cannot be cancelled, FAILED_PRECONDITION; a
+ * channel that exists, ALREADY_EXISTS; an Idempotency-Key in use, ABORTED): the kind tells them apart. The OpenAPI
  * document lists the rows by status (error-docs.ts).
  */
 import { create } from "@bufbuild/protobuf";
@@ -84,6 +84,14 @@ export const table: Readonly<Record<FailureKind, Row>> = {
     reason: "FAILED_PRECONDITION",
     message: "the request cannot be carried out in the resource's current state",
     when: "The resource's current state does not allow it (the operation's description says when).",
+  },
+  already_exists: {
+    grpc: Code.AlreadyExists,
+    http: 409,
+    code: 409,
+    reason: "ALREADY_EXISTS",
+    message: "it already exists",
+    when: "CreateChannel: the project already has a channel with this id.",
   },
   out_of_range: {
     grpc: Code.OutOfRange,

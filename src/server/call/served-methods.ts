@@ -12,8 +12,11 @@ import type {
   MessageInitShape,
   MessageShape,
 } from "@bufbuild/protobuf";
+import { ChannelAdminService } from "../../../gen/channel/v1/channel_admin_pb.js";
 import { PstnService } from "../../../gen/channel/v1/pstn_pb.js";
 import { WhiteboardService } from "../../../gen/whiteboard/v1/whiteboard_pb.js";
+import type { ChannelAdmin } from "../../services/channel/admin.js";
+import type { WhiteboardSettingsAdmin } from "../../services/channel/whiteboard-settings.js";
 import type { ConversionTasks } from "../../services/conversion/tasks.js";
 import type { PstnControl } from "../../services/pstn/mute.js";
 import type { PstnStateReader } from "../../services/pstn/read-state.js";
@@ -26,7 +29,10 @@ import type { Cancellation } from "./cancellation.js";
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
 
 /** The methods that honour an Idempotency-Key (their bindings below pass it on); every other one ignores it. */
-export const IDEMPOTENT_METHODS: readonly DescMethodUnary[] = [WhiteboardService.method.convertFile];
+export const IDEMPOTENT_METHODS: readonly DescMethodUnary[] = [
+  WhiteboardService.method.convertFile,
+  ChannelAdminService.method.createChannel,
+];
 
 /** What a transport hands the domain call besides the request: the call's metadata it may use. */
 export interface CallMetadata {
@@ -84,6 +90,8 @@ export interface Domain {
   readonly whiteboard: WhiteboardConversions;
   readonly conversions: ConversionTasks;
   readonly pstnWatch: PstnWatches;
+  readonly channelAdmin: ChannelAdmin;
+  readonly whiteboardSettings: WhiteboardSettingsAdmin;
 }
 
 function served<I extends DescMessage, O extends DescMessage>(
@@ -105,6 +113,24 @@ export function servedMethods(domain: Domain): ServedMethod[] {
     served(WhiteboardService.method.cancelConversion, (caller, req, cancellation) =>
       domain.conversions.cancelConversion(caller, req, cancellation.signal),
     ),
+    ...channelAdminMethods(domain),
+  ];
+}
+
+/** ChannelAdminService (scope `channels.admin`; the domain checks it). */
+function channelAdminMethods({ channelAdmin, whiteboardSettings }: Domain): ServedMethod[] {
+  const m = ChannelAdminService.method;
+  return [
+    served(m.createChannel, (caller, req, _cancellation, metadata) =>
+      channelAdmin.createChannel(caller, req, metadata.idempotencyKey),
+    ),
+    served(m.getChannel, (caller, req) => channelAdmin.getChannel(caller, req)),
+    served(m.listChannels, (caller, req) => channelAdmin.listChannels(caller, req)),
+    served(m.rotatePassphrase, (caller, req) => channelAdmin.rotatePassphrase(caller, req)),
+    served(m.deleteChannel, (caller, req) => channelAdmin.deleteChannel(caller, req)),
+    served(m.setWhiteboardSettings, (caller, req) => whiteboardSettings.setSettings(caller, req)),
+    served(m.getWhiteboardSettings, (caller) => whiteboardSettings.getSettings(caller)),
+    served(m.clearWhiteboardSettings, (caller) => whiteboardSettings.clearSettings(caller)),
   ];
 }
 

@@ -7,6 +7,8 @@
  * two steps from leaving a passphrase that opens a channel nobody can list.
  */
 
+import type { WhiteboardSettings } from "../conversion/ports.js";
+
 /** Who a passphrase lets in: the host controls the channel, an attendee joins it. */
 export type PassphraseRole = "host" | "attendee";
 
@@ -105,4 +107,19 @@ export interface ChannelDirectory {
   audit(project: string, event: AdminEvent): Promise<void>;
   /** The project's whiteboard settings without their secrets, or undefined when none are set. */
   whiteboardInfo(project: string): Promise<WhiteboardInfo | undefined>;
+  /**
+   * Sets (replaces) the project's whiteboard settings, recording who set them
+   * when (what `whiteboardInfo` answers as `updatedBy`/`updatedAt`). The
+   * settings are checked by the domain's request rules; the store checks them
+   * again as for any admin write.
+   */
+  setWhiteboard(project: string, settings: WhiteboardSettings, by: string, at: number): Promise<void>;
+  /** Removes the project's whiteboard settings; nothing to remove is fine. */
+  clearWhiteboard(project: string): Promise<void>;
+  /**
+   * The id of the newest entry of the channel's whiteboard-events stream
+   * ("0-0": none) — GetChannel's other stream; the mute stream's comes with
+   * `getPstnSnapshot`.
+   */
+  newestWhiteboardEventId(project: string, channel: string): Promise<string>;
 }

@@ -115,9 +115,13 @@ function answerFound<A>(found: Exclude<IdempotencyClaim, { kind: "claimed" }>, c
   });
 }
 
-/** The backend refused the request outright: nothing was made (ConversionBackend.createTask). */
+/**
+ * The backend refused the request outright: nothing was made
+ * (ConversionBackend.createTask; for CreateChannel the store is the backend,
+ * and a channel that exists or a passphrase taken leave nothing behind).
+ */
 function isRefusal(e: unknown): boolean {
-  return (
-    e instanceof Failure && (e.kind === "invalid" || (e.kind === "unavailable" && e.retryAfterSeconds !== undefined))
-  );
+  if (!(e instanceof Failure)) return false;
+  if (e.kind === "unavailable") return e.retryAfterSeconds !== undefined;
+  return e.kind === "invalid" || e.kind === "already_exists" || e.kind === "failed_precondition";
 }

@@ -2,13 +2,12 @@
  * The in-memory store's raw admin writes and reads, over its key space. The
  * admin front (src/store/checked-admin.ts) checks the input before calling these.
  */
-import type { MuteEvent, WhiteboardEvent, WhiteboardSettings } from "../../services/ports.js";
-import { type ChannelPassphrase, passphraseConflict } from "../schema/admin-checks.js";
+import type { ChangedBy, MuteEvent, WhiteboardEvent, WhiteboardSettings } from "../../services/ports.js";
 import type { AdminPrimitives } from "../checked-admin.js";
 import type { KeySchema } from "../schema/keys.js";
 import type { MemoryKeyspace, StreamEntry } from "./keyspace.js";
 import { parseWhiteboardEvent } from "../schema/conversion-records.js";
-import { parseMuteEvent, parseMuteState, passphraseFields, whiteboardFields } from "../schema/channel-records.js";
+import { parseMuteEvent, parseMuteState, whiteboardFields } from "../schema/channel-records.js";
 
 export class MemoryAdmin implements AdminPrimitives {
   /** `guard` throws `Failure("unavailable")` while the store is unavailable or closed. */
@@ -17,32 +16,6 @@ export class MemoryAdmin implements AdminPrimitives {
     private readonly keys: KeySchema,
     private readonly guard: () => void,
   ) {}
-
-  async writeChannel(project: string, channel: string, passphrases: readonly ChannelPassphrase[]): Promise<void> {
-    this.guard();
-    const keep = new Set<string>();
-    for (const { passphrase, record } of passphrases) {
-      const key = this.keys.passphrase(passphrase);
-      const existing = this.data.hashFields(key);
-      if (
-        existing.project !== undefined &&
-        (existing.project !== record.project || existing.channel !== record.channel)
-      ) {
-        throw passphraseConflict(record.role, { project: existing.project, channel: existing.channel ?? "" });
-      }
-      keep.add(key);
-    }
-    for (const { passphrase, record } of passphrases) {
-      this.data.set(this.keys.passphrase(passphrase), {
-        type: "hash",
-        fields: new Map(Object.entries(passphraseFields(record))),
-      });
-    }
-    // The channel ends up opened by exactly the given passphrases (rotation).
-    for (const key of this.channelPassphraseKeys(project, channel)) {
-      if (!keep.has(key)) this.data.delete(key);
-    }
-  }
 
   async deleteChannel(project: string, channel: string): Promise<number> {
     this.guard();
@@ -60,10 +33,10 @@ export class MemoryAdmin implements AdminPrimitives {
     return deleted;
   }
 
-  async writeWhiteboard(project: string, settings: WhiteboardSettings): Promise<void> {
+  async writeWhiteboard(project: string, settings: WhiteboardSettings, changed: ChangedBy | undefined): Promise<void> {
     this.guard();
     const hash = this.data.writableHash(this.keys.whiteboard(project));
-    const { set, remove } = whiteboardFields(settings);
+    const { set, remove } = whiteboardFields(settings, changed);
     for (const field of remove) hash.delete(field);
     for (const [field, value] of Object.entries(set)) hash.set(field, value);
   }
@@ -94,6 +67,11 @@ export class MemoryAdmin implements AdminPrimitives {
   private newestEntries(key: string, count: number): StreamEntry[] {
     const stream = this.data.get(key);
     return stream?.type === "stream" ? stream.entries.slice(-count).reverse() : [];
+  }
+
+  async findPassphraseKeys(project: string, channel: string): Promise<string[]> {
+    this.guard();
+    return this.channelPassphraseKeys(project, channel);
   }
 
   /** Keys of the passphrase records of one channel (what the Redis store finds by SCAN). */

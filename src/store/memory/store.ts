@@ -15,6 +15,7 @@ import { Failure } from "../../services/failure.js";
 import type { AdminStore, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
 import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
 import { CheckedAdmin } from "../checked-admin.js";
+import { ChannelSteps } from "../channel-steps.js";
 import { ConversionSteps } from "../conversion-steps.js";
 import {
   CONVERSION_TTL_SECONDS,
@@ -24,6 +25,7 @@ import {
   MUTE_EVENTS_MAXLEN,
 } from "../schema/keys.js";
 import { MemoryAdmin } from "./admin.js";
+import { MemoryChannels } from "./channels.js";
 import { MemoryConversions } from "./conversions.js";
 import { MemoryIdempotency } from "./idempotency.js";
 import { MemoryKeyspace } from "./keyspace.js";
@@ -55,6 +57,7 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
   readonly conversions: ConversionSteps;
   readonly pstnEvents: MemoryPstnEvents;
   readonly idempotency: MemoryIdempotency;
+  readonly channels: ChannelSteps;
   private unavailable = false;
   private closed = false;
 
@@ -70,6 +73,11 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
     this.pstnEvents = new MemoryPstnEvents(this.data, this.keys, () => this.guard());
     const idempotencyTtlSeconds = options.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS;
     this.idempotency = new MemoryIdempotency(this.data, this.keys, () => this.guard(), idempotencyTtlSeconds);
+    this.channels = new ChannelSteps(
+      new MemoryChannels(this.data, this.keys, () => this.guard()),
+      this.primitives,
+      this.data.now,
+    );
   }
 
   /** While on, every call throws `Failure("unavailable")`, as a Redis outage would. */
@@ -99,6 +107,10 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
     this.data.writableHash(muteKey).set(change.uid, muteFlag(change.mute));
     const id = this.data.append(eventsKey, stream, muteEventFields(change), MUTE_EVENTS_MAXLEN);
     this.data.writableHash(metaKey).set(change.uid, muteMetaValue(change, id));
+    // As the script does: a channel created with an expiry takes its mute keys with it.
+    const expiresAt = this.data.get(this.keys.channelRecord(change.project, change.channel))?.expiresAt;
+    if (expiresAt !== undefined)
+      for (const key of [muteKey, eventsKey, metaKey]) this.data.expireIn(key, expiresAt - this.data.now());
     this.pstnEvents.notifications.publish(change, id);
   }
 

@@ -1,13 +1,13 @@
 /**
- * The Redis store's raw admin writes and reads. The admin front
+ * The Redis store's raw admin writes and reads (channels: src/store/channel-legacy.ts
+ * over the directory's primitives, src/store/redis/channels.ts). The admin front
  * (src/store/checked-admin.ts) checks the input before calling these. Every key is
  * addressed on its own (or with keys of the same hash tag), so all of this
  * works on a Cluster too. The writes the CLI reports as done are acknowledged
  * writes (`calls.write`: with REDIS_MIN_REPLICAS, on that many replicas too).
  */
 import { Cluster } from "ioredis";
-import type { MuteEvent, WhiteboardEvent, WhiteboardSettings } from "../../services/ports.js";
-import { type ChannelPassphrase, passphraseConflict } from "../schema/admin-checks.js";
+import type { ChangedBy, MuteEvent, WhiteboardEvent, WhiteboardSettings } from "../../services/ports.js";
 import type { AdminPrimitives } from "../checked-admin.js";
 import type { KeySchema } from "../schema/keys.js";
 import { parseWhiteboardEvent } from "../schema/conversion-records.js";
@@ -19,8 +19,6 @@ import {
   whiteboardFields,
 } from "../schema/channel-records.js";
 import { execAll, orIfWrongType, type RedisCalls } from "./calls.js";
-import type { RedisClient } from "./connection.js";
-import type { ScriptCommands } from "./scripts.js";
 
 /** Passphrase records are found by SCAN; this many keys per round trip. */
 const SCAN_COUNT = 1000;
@@ -29,38 +27,10 @@ export class RedisAdmin implements AdminPrimitives {
   constructor(
     private readonly calls: RedisCalls,
     private readonly keys: KeySchema,
-    /** The store's scripts on a connection (a Cluster node's own, for a write with WAIT). */
-    private readonly scriptsOn: (client: RedisClient) => ScriptCommands,
   ) {}
 
-  async writeChannel(project: string, channel: string, passphrases: readonly ChannelPassphrase[]): Promise<void> {
-    const wanted = passphrases.map((w) => ({ ...w, key: this.keys.passphrase(w.passphrase) }));
-    // Look before writing, so a conflict normally leaves nothing behind…
-    for (const { key, record } of wanted) {
-      const [owner, ownerChannel] = await this.calls.call("createChannel", (c) => c.hmget(key, "project", "channel"));
-      if (owner != null && (owner !== record.project || ownerChannel !== record.channel)) {
-        throw passphraseConflict(record.role, { project: owner, channel: ownerChannel ?? "" });
-      }
-    }
-    // …and claim atomically, in case another writer got there in between.
-    const created: string[] = [];
-    for (const { key, record } of wanted) {
-      const reply = await this.calls.write("createChannel", key, (c) =>
-        this.scriptsOn(c).blClaimPassphrase(key, record.project, record.channel, record.role),
-      );
-      if (reply[0] === 0) {
-        await Promise.all(created.map((k) => this.calls.call("createChannel", (c) => c.unlink(k))));
-        throw passphraseConflict(record.role, { project: reply[1], channel: reply[2] });
-      }
-      if (reply[0] === 1) created.push(key);
-    }
-    const keep = new Set(wanted.map((w) => w.key));
-    const stale = (await this.channelPassphraseKeys(project, channel)).filter((k) => !keep.has(k));
-    await Promise.all(stale.map((k) => this.calls.write("createChannel", k, (c) => c.unlink(k))));
-  }
-
   async deleteChannel(project: string, channel: string): Promise<number> {
-    const passKeys = await this.channelPassphraseKeys(project, channel);
+    const passKeys = await this.findPassphraseKeys(project, channel);
     // One key per command: in a Cluster the passphrase records live in many slots.
     const muteKey = this.keys.pstnMute(project, channel);
     const counts = await Promise.all([
@@ -78,9 +48,9 @@ export class RedisAdmin implements AdminPrimitives {
     return counts.reduce((sum, n) => sum + n, 0);
   }
 
-  async writeWhiteboard(project: string, settings: WhiteboardSettings): Promise<void> {
+  async writeWhiteboard(project: string, settings: WhiteboardSettings, changed: ChangedBy | undefined): Promise<void> {
     const key = this.keys.whiteboard(project);
-    const { set, remove } = whiteboardFields(settings);
+    const { set, remove } = whiteboardFields(settings, changed);
     await this.calls.write("setWhiteboard", key, (c) =>
       execAll(
         c
@@ -123,8 +93,8 @@ export class RedisAdmin implements AdminPrimitives {
     return entries.map(([id, pairs]) => ({ id, fields: pairsToFields(pairs) }));
   }
 
-  /** Keys of the passphrase records of one channel (SCAN on every master). */
-  private async channelPassphraseKeys(project: string, channel: string): Promise<string[]> {
+  /** Keys of the passphrase records of one channel (SCAN on every master): unindexed channels only. */
+  async findPassphraseKeys(project: string, channel: string): Promise<string[]> {
     const client = this.calls.client;
     const masters = client instanceof Cluster ? client.nodes("master") : [client];
     const found: string[] = [];

@@ -20,6 +20,7 @@ import { Failure } from "../../services/failure.js";
 import type { AdminStore, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
 import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
 import { CheckedAdmin } from "../checked-admin.js";
+import { ChannelSteps } from "../channel-steps.js";
 import { ConversionSteps } from "../conversion-steps.js";
 import {
   CONVERSION_TTL_SECONDS,
@@ -37,6 +38,7 @@ import {
   parseWhiteboard,
 } from "../schema/channel-records.js";
 import { RedisAdmin } from "./admin.js";
+import { RedisChannels } from "./channels.js";
 import { pingMasters, perConnection } from "./cluster-connections.js";
 import { RedisCalls, withDeadline } from "./calls.js";
 import { RedisConversions } from "./conversions.js";
@@ -133,6 +135,7 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
   readonly conversions: ConversionSteps;
   readonly pstnEvents: RedisPstnEvents;
   readonly idempotency: RedisIdempotency;
+  readonly channels: ChannelSteps;
 
   constructor(
     client: RedisClient,
@@ -152,7 +155,7 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
     const timeoutMs = settings.commandTimeoutMs ?? DEFAULT_TUNING.commandTimeoutMs;
     this.calls = new RedisCalls(client, settings.logger, timeoutMs, settings.replicaAck, settings.ackClient ?? client);
     this.scripts = scriptsOn(client);
-    this.primitives = new RedisAdmin(this.calls, this.keys, scriptsOn);
+    this.primitives = new RedisAdmin(this.calls, this.keys);
     const retentionSeconds = settings.retentionSeconds ?? CONVERSION_TTL_SECONDS;
     this.conversions = new ConversionSteps(new RedisConversions(this.calls, this.keys, retentionSeconds));
     this.pstnEvents = new RedisPstnEvents(
@@ -163,6 +166,7 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
     );
     const idempotencyTtlSeconds = settings.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS;
     this.idempotency = new RedisIdempotency(this.calls, this.keys, idempotencyTtlSeconds);
+    this.channels = new ChannelSteps(new RedisChannels(this.calls, this.keys, scriptsOn), this.primitives);
   }
 
   /**
@@ -193,6 +197,7 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
         this.keys.pstnEvents(project, channel),
         this.keys.pstnMuteMeta(project, channel),
         this.keys.pstnNotify(project, channel),
+        this.keys.channelRecord(project, channel),
         change.uid,
         muteFlag(change.mute),
         change.by,

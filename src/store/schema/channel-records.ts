@@ -7,6 +7,7 @@
  * half-used.
  */
 import {
+  type ChangedBy,
   type MuteChange,
   type MuteEvent,
   type PassphraseRecord,
@@ -48,12 +49,23 @@ export function parseWhiteboard(fields: Fields): WhiteboardSettings | undefined 
   return undefined;
 }
 
-/** Fields to set, and fields of the other credential kind to remove. */
-export function whiteboardFields(settings: WhiteboardSettings): { set: Fields; remove: string[] } {
+/**
+ * Fields to set, and fields to remove: those of the other credential kind,
+ * and `updated_at`/`updated_by` when nobody in particular made the change
+ * (the CLI), so a record never names the author of an older change.
+ */
+export function whiteboardFields(settings: WhiteboardSettings, changed?: ChangedBy): { set: Fields; remove: string[] } {
   const base = { enabled: "1", region: settings.region };
+  const stamp = changed === undefined ? {} : { updated_at: String(changed.at), updated_by: changed.by };
+  const unstamp = changed === undefined ? ["updated_at", "updated_by"] : [];
   const c = settings.credentials;
-  if ("sdkToken" in c) return { set: { ...base, sdk_token: c.sdkToken }, remove: ["access_key", "secret_key"] };
-  return { set: { ...base, access_key: c.accessKey, secret_key: c.secretKey }, remove: ["sdk_token"] };
+  if ("sdkToken" in c) {
+    return { set: { ...base, sdk_token: c.sdkToken, ...stamp }, remove: ["access_key", "secret_key", ...unstamp] };
+  }
+  return {
+    set: { ...base, access_key: c.accessKey, secret_key: c.secretKey, ...stamp },
+    remove: ["sdk_token", ...unstamp],
+  };
 }
 
 /** Why these settings cannot be stored, or undefined. */

@@ -5,6 +5,9 @@
  *
  *   <prefix>pass:{<sha256 hex of passphrase>}              hash
  *   <prefix>proj:{<project>}:whiteboard                    hash
+ *   <prefix>proj:{<project>}:channels                      sorted set (channel ids, score 0)
+ *   <prefix>proj:{<project>}:admin-events                  stream
+ *   <prefix>chan:{<project>/<channel>}:channel             hash (the channel's own record)
  *   <prefix>chan:{<project>/<channel>}:pstn-mute           hash
  *   <prefix>chan:{<project>/<channel>}:pstn-events         stream
  *   <prefix>chan:{<project>/<channel>}:pstn-mute-meta      hash
@@ -35,6 +38,16 @@
  * CLI); keys are still built verbatim for records other services wrote, to
  * stay compatible.
  *
+ * Channels managed through the API (docs/architecture.md, "Channels through
+ * the API") are indexed twice, so nothing on an API path has to SCAN: the
+ * project's `channels` sorted set lists their ids (score 0, paged by
+ * ZRANGEBYLEX in byte order), and each channel's own `channel` hash names the
+ * sha256 of every passphrase that opens it (field `pass:<sha>` → role), with
+ * `created_at`, `created_by`, `expire_at` and, while a write is under way,
+ * `pending`. The hash shares the channel's tag (same slot as its mute keys,
+ * so the mute script can give them the channel's expiry); the sorted set and
+ * the admin stream share the project's tag with its whiteboard record.
+ *
  * Passphrases (and the caller keys of the wrong-passphrase counters, and the
  * subjects and Idempotency-Keys of idempotency records) are given to the
  * schema in clear and hashed here, so no key can carry one in clear.
@@ -61,6 +74,9 @@ export const CONVERSION_CHANGES_MAXLEN = 100;
  */
 export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
 
+/** Cap of each project's admin-events stream (XADD MAXLEN ~). */
+export const ADMIN_EVENTS_MAXLEN = 10_000;
+
 /** Cap of each channel's whiteboard-events stream (XADD MAXLEN ~). */
 export const WHITEBOARD_EVENTS_MAXLEN = 10_000;
 
@@ -73,9 +89,27 @@ export interface KeySchema {
   readonly prefix: string;
   /** Key of a passphrase's record; the passphrase in clear, the key carries its sha256 hex. */
   passphrase(passphrase: string): string;
+  /** Key of a passphrase's record by the sha256 hex of the passphrase (what a channel record lists). */
+  passphraseByHash(sha: string): string;
   /** SCAN pattern matching every passphrase record under this prefix. */
   passphrasePattern(): string;
+  /** The sha256 hex a passphrase record's key carries, or undefined for a key of another shape. */
+  passphraseHashOf(key: string): string | undefined;
   whiteboard(project: string): string;
+  /** The project's index of channels: a sorted set of channel ids, all scored 0 (lexicographic paging). */
+  channelIndex(project: string): string;
+  /** The project's audit trail of admin changes. */
+  adminEvents(project: string): string;
+  /** The channel's own record: its passphrase hashes, created at/by, expiry (same slot as its mute keys). */
+  channelRecord(project: string, channel: string): string;
+  /** SCAN pattern of the channel records (of one project, or of all); repairs only. */
+  channelRecordPattern(project?: string): string;
+  /** The project and channel a channel record's key names, or undefined for a key of another shape. */
+  channelRecordOf(key: string): { project: string; channel: string } | undefined;
+  /** SCAN pattern of every project's channel index; repairs only. */
+  channelIndexPattern(): string;
+  /** The project a channel index's key names, or undefined. */
+  channelIndexOf(key: string): string | undefined;
   pstnMute(project: string, channel: string): string;
   pstnEvents(project: string, channel: string): string;
   /** uid → JSON `{"at":<ms>,"by":"<sub>","event_id":"<stream id>"}` of the uid's last mute change. */
@@ -107,8 +141,28 @@ export function keySchema(prefix: string = DEFAULT_KEY_PREFIX): KeySchema {
   return {
     prefix,
     passphrase: (passphrase) => `${prefix}pass:{${hashPassphrase(passphrase)}}`,
+    passphraseByHash: (sha) => `${prefix}pass:{${sha}}`,
     passphrasePattern: () => `${escapeGlob(prefix)}pass:*`,
+    passphraseHashOf: (key) => {
+      const head = `${prefix}pass:{`;
+      if (!key.startsWith(head) || !key.endsWith("}")) return undefined;
+      const sha = key.slice(head.length, -1);
+      return /^[0-9a-f]{64}$/.test(sha) ? sha : undefined;
+    },
     whiteboard: (project) => `${prefix}proj:{${project}}:whiteboard`,
+    channelIndex: (project) => `${prefix}proj:{${project}}:channels`,
+    adminEvents: (project) => `${prefix}proj:{${project}}:admin-events`,
+    channelRecord: (project, channel) => `${channelTag(project, channel)}:channel`,
+    channelRecordPattern: (project) =>
+      `${escapeGlob(prefix)}chan:{${project === undefined ? "*" : `${escapeGlob(project)}/*`}}:channel`,
+    channelRecordOf: (key) => {
+      const inner = between(key, `${prefix}chan:{`, "}:channel");
+      const slash = inner?.indexOf("/") ?? -1;
+      if (inner === undefined || slash < 0) return undefined;
+      return { project: inner.slice(0, slash), channel: inner.slice(slash + 1) };
+    },
+    channelIndexPattern: () => `${escapeGlob(prefix)}proj:{*}:channels`,
+    channelIndexOf: (key) => between(key, `${prefix}proj:{`, "}:channels"),
     pstnMute: (project, channel) => `${channelTag(project, channel)}:pstn-mute`,
     pstnEvents: (project, channel) => `${channelTag(project, channel)}:pstn-events`,
     pstnMuteMeta: (project, channel) => `${channelTag(project, channel)}:pstn-mute-meta`,
@@ -144,6 +198,12 @@ export function checkChannelId(channel: string): string | undefined {
 function hasControl(value: string): boolean {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: that is the point
   return /[\u0000-\u001f\u007f]/.test(value);
+}
+
+/** The text of `key` between `head` and `tail`, or undefined when it does not have that shape. */
+function between(key: string, head: string, tail: string): string | undefined {
+  if (!key.startsWith(head) || !key.endsWith(tail) || key.length < head.length + tail.length) return undefined;
+  return key.slice(head.length, key.length - tail.length);
 }
 
 /** A prefix is used literally inside a SCAN MATCH glob. */

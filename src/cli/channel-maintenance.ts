@@ -1,0 +1,105 @@
+/**
+ * `boardline channel doctor|reindex`: operator maintenance of the channel
+ * index over the store's own functions (not RPCs; they SCAN). `doctor`
+ * repairs what interrupted channel writes left; `reindex` indexes the
+ * channels written before the index or by other writers, in throttled,
+ * resumable steps, safe while serving.
+ */
+import { type Command, InvalidArgumentError } from "commander";
+import { checkProjectId } from "../store/schema/keys.js";
+import { checkId } from "./arguments.js";
+import { jsonOption, print, table } from "./terminal.js";
+import { withStore } from "./redis-session.js";
+
+/** SCAN steps per call of `reindexChannels`: after each call the cursor to resume from is printed. */
+const STEPS_PER_REPORT = 50;
+
+export function addChannelMaintenance(channel: Command): void {
+  channel
+    .command("doctor")
+    .description("find and repair what interrupted channel writes left (index entries, records, passphrases)")
+    .option("--project <project>", "only this project (default: every project)")
+    .addOption(jsonOption())
+    .addHelpText(
+      "after",
+      "\nSCANs the key space; writes younger than a minute are taken to be under way and left alone.\n" +
+        "Exits 0 whether or not it found anything: every finding is printed with its repair.",
+    )
+    .action(doctor);
+  channel
+    .command("reindex")
+    .description("index the channels written before the channel index or by other writers (resumable)")
+    .option("--batch <n>", "keys per SCAN step", wholeNumber(1, 100_000), 500)
+    .option("--pause-ms <n>", "pause between steps, so a serving Redis is not hogged", wholeNumber(0, 60_000), 10)
+    .option("--from <cursor>", "resume from the cursor a stopped pass printed")
+    .addOption(jsonOption())
+    .addHelpText(
+      "after",
+      "\nRun it once after upgrading: channels written before the index then appear in Get, List, Rotate and\n" +
+        "Delete. Safe while serving. It prints the cursor to resume from on stderr as it goes; stopped\n" +
+        "(Ctrl-C), run it again with --from <that cursor>.",
+    )
+    .action(reindex);
+}
+
+async function doctor(o: { project?: string; json?: boolean }, cmd: Command): Promise<void> {
+  if (o.project !== undefined) checkId(cmd, checkProjectId(o.project));
+  const report = await withStore((store) => store.channelDoctor(o.project));
+  const findings = report.findings.map((f) => ({
+    problem: f.problem,
+    project: f.project,
+    channel: f.channel,
+    repair: f.repair,
+  }));
+  print(
+    o.json === true,
+    {
+      ...(o.project === undefined ? {} : { project: o.project }),
+      channels_checked: report.channelsChecked,
+      passphrases_checked: report.passphrasesChecked,
+      findings,
+    },
+    [
+      `checked ${report.channelsChecked} channel${report.channelsChecked === 1 ? "" : "s"} and ${report.passphrasesChecked} passphrase${report.passphrasesChecked === 1 ? "" : "s"}: ${findings.length === 0 ? "nothing to repair" : `${findings.length} repaired`}`,
+      ...table(findings.map((f) => [f.problem, `${f.project}/${f.channel}`, f.repair])),
+    ].join("\n"),
+  );
+}
+
+async function reindex(o: { batch: number; pauseMs: number; from?: string; json?: boolean }): Promise<void> {
+  const total = await withStore(async (store) => {
+    let scanned = 0;
+    let indexed = 0;
+    let cursor = o.from ?? "0";
+    do {
+      const step = await store.reindexChannels({
+        batch: o.batch,
+        pauseMs: o.pauseMs,
+        from: cursor,
+        maxSteps: STEPS_PER_REPORT,
+      });
+      scanned += step.scanned;
+      indexed += step.indexed;
+      cursor = step.cursor;
+      if (cursor !== "0")
+        process.stderr.write(
+          `boardline: ${scanned} passphrases read, ${indexed} indexed; resume with --from ${cursor}\n`,
+        );
+    } while (cursor !== "0");
+    return { scanned, indexed };
+  });
+  print(
+    o.json === true,
+    { scanned: total.scanned, indexed: total.indexed, complete: true },
+    `reindex complete: ${total.scanned} passphrase records read, ${total.indexed} indexed`,
+  );
+}
+
+function wholeNumber(min: number, max: number): (raw: string) => number {
+  return (raw) => {
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);
+    }
+    return Number(raw);
+  };
+}
