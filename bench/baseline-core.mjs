@@ -29,7 +29,7 @@ export class MuteError extends Error {
 
 /**
  * The one Redis write of a mute, as boardline makes it: its atomic mute script
- * (EVALSHA: HSET + XADD MAXLEN ~ 10000 + the meta HSET + the SPUBLISH), on `redis`.
+ * (EVALSHA: HSET + XADD MAXLEN ~ 10000 + the meta HSET + the SPUBLISH + the channel record's PTTL), on `redis`.
  * bench/floor.mjs (floor+redis) makes the same write.
  * @param {import("ioredis").Redis} redis
  * @param {ReturnType<typeof keySchema>} keys
@@ -43,6 +43,7 @@ export function muteWriter(redis, keys) {
       keys.pstnEvents(project, channel),
       keys.pstnMuteMeta(project, channel),
       keys.pstnNotify(project, channel),
+      keys.channelRecord(project, channel),
       change.uid,
       change.mute ? "1" : "0",
       change.by,

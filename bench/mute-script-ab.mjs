@@ -73,6 +73,7 @@ const variants = {
         keys.pstnEvents("p", "after"),
         keys.pstnMuteMeta("p", "after"),
         keys.pstnNotify("p", "after"),
+        keys.channelRecord("p", "after"),
       ];
       return [k.length, ...k, ...argv(change), muteMetaHead(change)];
     },

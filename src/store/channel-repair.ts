@@ -8,7 +8,8 @@
  * under way, left alone):
  * - an index member without a channel hash (an expired channel, or a create
  *   that died first): removed from the index, then the hash is read again and
- *   the member put back if a create wrote it meanwhile;
+ *   the member put back if a create wrote it meanwhile; else the channel's
+ *   data keys that outlived it (its whiteboard-events stream) go;
  * - a hash marked `create`: the create is undone (records, data, hash, index)
  *   — its caller was never told "created", and a retry can then create it;
  * - a hash marked `delete`: the delete is finished;
@@ -128,6 +129,8 @@ export class ChannelRepair {
       await this.p.index(project, channel);
       return [];
     }
+    // An expired channel: what outlived its record (its whiteboard events) goes too.
+    await this.p.removeChannelData(project, channel, false);
     return [{ problem: "index_without_record", project, channel, repair: "removed from the index" }];
   }
 

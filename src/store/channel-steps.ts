@@ -64,17 +64,17 @@ export interface WhiteboardPrimitives {
 }
 
 export class ChannelSteps implements ChannelDirectory {
-  /** `now`: ms since the epoch, for the `pending` marks the doctor ages. */
+  /** `now`: the store's clock (ms since the epoch), for the `pending` marks the doctor ages. */
   constructor(
     readonly primitives: ChannelPrimitives,
-    private readonly whiteboards: WhiteboardPrimitives,
-    private readonly now: () => number = Date.now,
+    readonly whiteboards: WhiteboardPrimitives,
+    readonly now: () => number = Date.now,
   ) {}
 
   async create(input: NewChannel): Promise<CreateOutcome> {
     const { project, channel, expireAt } = input;
     const passphrases = input.passphrases.map((p) => ({ role: p.role, sha: hashPassphrase(p.passphrase) }));
-    const fields = newChannelFields({ ...input, passphrases });
+    const fields = newChannelFields({ ...input, passphrases, pendingSince: this.now() });
     if (!(await this.primitives.writeRecord(project, channel, "create", fields, expireAt))) return { kind: "exists" };
     await this.primitives.index(project, channel);
     for (const { role, sha } of passphrases) {

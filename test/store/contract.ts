@@ -14,6 +14,8 @@ import { hashPassphrase, type KeySchema } from "../../src/store/schema/keys.js";
 import { createRedisStore, type RedisConnectionOptions } from "../../src/store/redis/store.js";
 import type { ReplicaAck } from "../../src/store/redis/replica-ack.js";
 import { freePort } from "../harness/redis-server.js";
+import { channelDirectoryContract } from "./channel-contract.js";
+import { channelRepairContract } from "./channel-repair-contract.js";
 import { conversionFollowContract } from "./conversion-contract.js";
 import { conversionWebhookContract } from "./conversion-webhook-contract.js";
 import { idempotencyContract } from "./idempotency-contract.js";
@@ -46,6 +48,8 @@ export interface RawAccess {
   zadd(key: string, score: number, member: string): Promise<void>;
   /** undefined when the member (or the key) is missing. */
   zscore(key: string, member: string): Promise<number | undefined>;
+  /** Every key that starts with `prefix` (on every master of a Cluster), sorted. */
+  keysUnder(prefix: string): Promise<string[]>;
 }
 
 export interface ContractSubject {
@@ -113,6 +117,24 @@ export const EVERY_METHOD: ReadonlyArray<[string, (store: AdminStore) => Promise
   ["getMuteEvents", (s) => s.getMuteEvents("p", "c")],
   ["getConversion", (s) => s.conversions.getConversion("00000000-0000-4000-8000-000000000000")],
   ["getWhiteboardEvents", (s) => s.getWhiteboardEvents("p", "c")],
+  [
+    "channels.create",
+    (s) =>
+      s.channels.create({
+        project: "p",
+        channel: "c",
+        passphrases: [{ role: "host", passphrase: "h" }],
+        createdBy: "sub",
+        createdAt: 1,
+        expireAt: undefined,
+      }),
+  ],
+  ["channels.get", (s) => s.channels.get("p", "c")],
+  ["channels.list", (s) => s.channels.list("p", 10, undefined)],
+  ["channels.rotate", (s) => s.channels.rotate("p", "c", "host", "new")],
+  ["channels.remove", (s) => s.channels.remove("p", "c")],
+  ["channels.audit", (s) => s.channels.audit("p", { at: 1, by: "sub", action: "channel.create" })],
+  ["channels.whiteboardInfo", (s) => s.channels.whiteboardInfo("p")],
 ];
 
 /** Far beyond every due time the conversion-follow tests use, so tasks recorded here are never claimed there. */
@@ -552,6 +574,8 @@ export function storeContract(name: string, options: ContractOptions): void {
     conversionWebhookContract(() => subject);
     pstnEventsContract(() => subject);
     idempotencyContract(() => subject);
+    channelDirectoryContract(() => subject, options);
+    channelRepairContract(() => subject);
 
     describe("availability", () => {
       it("ping resolves while the backend is there", async () => {
@@ -687,6 +711,25 @@ function redisRaw(client: Redis | Cluster): RawAccess {
     async zscore(key, member) {
       const score = await client.zscore(key, member);
       return score === null ? undefined : Number(score);
+    },
+    async keysUnder(prefix) {
+      const nodes = "nodes" in client && typeof client.nodes === "function" ? client.nodes("master") : [client];
+      const found: string[] = [];
+      for (const node of nodes as Redis[]) {
+        let cursor = "0";
+        do {
+          const [next, keys] = await node.scan(
+            cursor,
+            "MATCH",
+            `${prefix.replace(/[*?[\]\\]/g, "\\$&")}*`,
+            "COUNT",
+            1000,
+          );
+          cursor = next;
+          found.push(...keys);
+        } while (cursor !== "0");
+      }
+      return [...new Set(found)].sort();
     },
   };
 }

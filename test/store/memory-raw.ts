@@ -47,5 +47,6 @@ export function memoryRaw(data: MemoryKeyspace): RawAccess {
       const entry = data.get(key);
       return entry?.type === "zset" ? entry.scores.get(member) : undefined;
     },
+    keysUnder: async (prefix) => [...data.keys()].filter((k) => k.startsWith(prefix) && data.get(k)).sort(),
   };
 }

@@ -12,9 +12,10 @@ import type { RedisClient } from "./connection.js";
  * channel for the watch hubs (docs/architecture.md, "Watching mute events";
  * SPUBLISH to a channel nobody subscribes to costs next to nothing; `pcall`, so
  * a Redis older than 7.0, which has no SPUBLISH and cannot be watched, still
- * mutes). KEYS: mute hash, event stream, meta hash, notify channel (one hash
- * tag, so one slot: Cluster refuses a shard channel of another slot in a
- * script). ARGV: uid, mute (1|0), by, at (ms), maxlen, the meta value up to
+ * mutes). KEYS: mute hash, event stream, meta hash, notify channel, channel
+ * record (one hash tag, so one slot: Cluster refuses a shard channel of
+ * another slot in a script). A channel created with an expiry (its record
+ * has a TTL) gives the three keys its TTL, so they go with it. ARGV: uid, mute (1|0), by, at (ms), maxlen, the meta value up to
  * the event id (src/store/schema/channel-records.ts, `muteMetaHead`). Redis does not roll a script back
  * when a later command fails, so the key types are checked before anything is
  * written: all writes or none. Answers the new stream entry's id.
@@ -32,6 +33,10 @@ local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*',
   'uid', ARGV[1], 'mute', ARGV[2], 'by', ARGV[3], 'at', ARGV[4])
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[6] .. id .. '"}')
 redis.pcall('SPUBLISH', KEYS[4], id)
+local ttl = redis.call('PTTL', KEYS[5])
+if ttl > 0 then
+  for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
 return id
 `;
 
@@ -95,6 +100,7 @@ export interface ScriptCommands {
     eventsKey: string,
     metaKey: string,
     notifyChannel: string,
+    channelRecord: string,
     uid: string,
     mute: string,
     by: string,
@@ -116,7 +122,7 @@ export interface ScriptCommands {
 export type ClaimReply = [0, string, string] | [1] | [2];
 
 export function defineScripts(client: RedisClient): ScriptCommands {
-  client.defineCommand("blSetMute", { numberOfKeys: 4, lua: SET_MUTE });
+  client.defineCommand("blSetMute", { numberOfKeys: 5, lua: SET_MUTE });
   client.defineCommand("blPstnSnapshot", { numberOfKeys: 3, lua: PSTN_SNAPSHOT });
   client.defineCommand("blClaimPassphrase", { numberOfKeys: 1, lua: CLAIM_PASSPHRASE });
   client.defineCommand("blCountMiss", { numberOfKeys: 1, lua: COUNT_MISS });

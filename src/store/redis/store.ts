@@ -197,6 +197,7 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
         this.keys.pstnEvents(project, channel),
         this.keys.pstnMuteMeta(project, channel),
         this.keys.pstnNotify(project, channel),
+        this.keys.channelRecord(project, channel),
         change.uid,
         muteFlag(change.mute),
         change.by,

@@ -53,12 +53,12 @@ export function listedPassphrases(fields: Fields): Array<{ sha: string; role: Pa
 }
 
 /**
- * The channel as the admin API shows it, or undefined when there is no record
- * or its creation has not finished (a channel is there once `create` says so).
+ * The channel as the admin API shows it, or undefined when there is no record.
+ * A channel whose creation has not finished is shown too: a passphrase of it
+ * may open it already, and no passphrase may open a channel List does not show.
  */
 export function parseChannelInfo(project: string, channel: string, fields: Fields): ChannelInfo | undefined {
   if (Object.keys(fields).length === 0) return undefined;
-  if (parsePending(fields[PENDING_FIELD])?.operation === "create") return undefined;
   const roles = new Set(listedPassphrases(fields).map((p) => p.role));
   const createdBy = fields.created_by;
   return {
@@ -77,10 +77,12 @@ export function newChannelFields(input: {
   readonly createdBy: string;
   readonly expireAt: number | undefined;
   readonly passphrases: ReadonlyArray<{ readonly sha: string; readonly role: PassphraseRole }>;
+  /** The writer's clock, which the doctor ages the mark by (`createdAt` is the caller's). */
+  readonly pendingSince: number;
 }): Record<string, string> {
   const fields: Record<string, string> = {
     created_at: String(input.createdAt),
-    [PENDING_FIELD]: pendingValue("create", input.createdAt),
+    [PENDING_FIELD]: pendingValue("create", input.pendingSince),
   };
   if (input.createdBy !== "") fields.created_by = input.createdBy;
   if (input.expireAt !== undefined) fields.expire_at = String(input.expireAt);
