@@ -10,7 +10,7 @@
 import type { ChannelSteps } from "./channel-steps.js";
 import { type ChannelPassphrase, passphraseConflict } from "./schema/admin-checks.js";
 import { parseMillis, parsePassphrase } from "./schema/channel-records.js";
-import { listedPassphrases, passField } from "./schema/channel-index-records.js";
+import { listedPassphrases, PENDING_FIELD, passField, pendingValue } from "./schema/channel-index-records.js";
 import { hashPassphrase } from "./schema/keys.js";
 
 /**
@@ -37,7 +37,11 @@ export async function replaceChannelPassphrases(
   }
   const before = await p.readRecord(project, channel);
   const fresh = Object.keys(before).length === 0;
-  const fields = Object.fromEntries(want.map((w) => [passField(w.sha), w.role]));
+  // Marked like a rotation, so the doctor leaves the hashes alone while their records are being claimed.
+  const fields = {
+    ...Object.fromEntries(want.map((w) => [passField(w.sha), w.role])),
+    [PENDING_FIELD]: pendingValue("rotate", now),
+  };
   if (!fresh || !(await p.writeRecord(project, channel, "create", { created_at: String(now), ...fields }, undefined))) {
     await p.writeRecord(project, channel, "update", fields, undefined);
   }
@@ -51,7 +55,7 @@ export async function replaceChannelPassphrases(
       await Promise.all(created.map((s) => p.releasePassphrase(s, project, channel)));
       const listedBefore = new Set(listedPassphrases(before).map((l) => l.sha));
       const added = want.filter((w) => !listedBefore.has(w.sha)).map((w) => passField(w.sha));
-      await p.dropRecordFields(project, channel, added);
+      await p.dropRecordFields(project, channel, [...added, PENDING_FIELD]);
       throw passphraseConflict(role, claim.owner);
     }
     if (claim.created) created.push(sha);
@@ -60,5 +64,5 @@ export async function replaceChannelPassphrases(
   const old = [...listedPassphrases(before).map((l) => l.sha), ...(fresh ? await unindexedShas() : [])];
   const stale = [...new Set(old)].filter((s) => !keep.has(s));
   await Promise.all(stale.map((s) => p.releasePassphrase(s, project, channel)));
-  await p.dropRecordFields(project, channel, stale.map(passField));
+  await p.dropRecordFields(project, channel, [...stale.map(passField), PENDING_FIELD]);
 }

@@ -74,6 +74,9 @@ export class ChannelSteps implements ChannelDirectory {
   async create(input: NewChannel): Promise<CreateOutcome> {
     const { project, channel, expireAt } = input;
     const passphrases = input.passphrases.map((p) => ({ role: p.role, sha: hashPassphrase(p.passphrase) }));
+    // One record has one role: a passphrase given for two roles would open the channel as only one.
+    const twice = passphrases.find((p, i) => passphrases.findIndex((q) => q.sha === p.sha) !== i);
+    if (twice !== undefined) return { kind: "passphrase_taken", role: twice.role };
     const fields = newChannelFields({ ...input, passphrases, pendingSince: this.now() });
     if (!(await this.primitives.writeRecord(project, channel, "create", fields, expireAt))) return { kind: "exists" };
     await this.primitives.index(project, channel);
@@ -111,6 +114,12 @@ export class ChannelSteps implements ChannelDirectory {
     return { channels, next: cursor };
   }
 
+  /**
+   * Two rotations of one role at the same time both succeed and leave both new
+   * passphrases opening the channel (each releases only the passphrases it
+   * read before): never none, and both are listed, so a third rotation or a
+   * remove revokes them.
+   */
   async rotate(project: string, channel: string, role: PassphraseRole, passphrase: string): Promise<RotateOutcome> {
     const fields = await this.primitives.readRecord(project, channel);
     if (parseChannelInfo(project, channel, fields) === undefined) return { kind: "unknown" };

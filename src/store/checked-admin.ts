@@ -66,7 +66,7 @@ export abstract class CheckedAdmin implements AdminOperations {
     const { project, channel } = input;
     const unindexed = async () =>
       (await this.primitives.findPassphraseKeys(project, channel)).flatMap((k) => this.keys.passphraseHashOf(k) ?? []);
-    await replaceChannelPassphrases(this.channels, project, channel, passphrases, unindexed, Date.now());
+    await replaceChannelPassphrases(this.channels, project, channel, passphrases, unindexed, this.channels.now());
   }
 
   /** An indexed channel goes through the directory (no SCAN); one no index knows yet, by SCAN. */

@@ -92,6 +92,18 @@ export function channelDirectoryContract(current: () => ContractSubject, options
       expect(await store.channels.get(b.project, b.channel)).toBeUndefined();
       expect((await channelKeys(b.project, b.channel)).length).toBe(0);
       expect(await raw.zscore(keys.channelIndex(b.project), b.channel)).toBeUndefined();
+      // One passphrase for both roles: taken (by the host), and nothing written.
+      const same = secret();
+      const twice = {
+        ...b,
+        passphrases: [
+          { role: "host" as const, passphrase: same },
+          { role: "attendee" as const, passphrase: same },
+        ],
+      };
+      expect(await store.channels.create(twice)).toEqual({ kind: "passphrase_taken", role: "attendee" });
+      expect(await store.lookupPassphrase(same)).toBeUndefined();
+      expect((await channelKeys(b.project, b.channel)).length).toBe(0);
       // The id is free again.
       expect(await store.channels.create(b)).toEqual({ kind: "created" });
     });
@@ -128,6 +140,26 @@ export function channelDirectoryContract(current: () => ContractSubject, options
       expect(await store.lookupPassphrase(other)).toMatchObject({ channel: hostOnly.channel });
       expect(await store.lookupPassphrase(attendee ?? "")).toMatchObject({ role: "attendee" });
       expect((await store.channels.get(ch.project, ch.channel))?.roles).toEqual(["host", "attendee"]);
+    });
+
+    it("two rotations of one role at once: the old passphrase stops, both new ones open and are listed", async () => {
+      setUp();
+      const ch = newChannel({ roles: ["host"] });
+      await store.channels.create(ch);
+      const [x, y] = [secret(), secret()];
+      const outcomes = await Promise.all([
+        store.channels.rotate(ch.project, ch.channel, "host", x),
+        store.channels.rotate(ch.project, ch.channel, "host", y),
+      ]);
+      expect(outcomes).toEqual([{ kind: "rotated" }, { kind: "rotated" }]);
+      expect(await store.lookupPassphrase(ch.passphrases[0]?.passphrase ?? "")).toBeUndefined();
+      const fields = await raw.hgetall(keys.channelRecord(ch.project, ch.channel));
+      for (const p of [x, y]) {
+        expect(await store.lookupPassphrase(p)).toMatchObject({ role: "host" });
+        expect(fields[`pass:${hashPassphrase(p)}`]).toBe("host");
+      }
+      expect(await store.channels.remove(ch.project, ch.channel)).toBe(true);
+      for (const p of [x, y]) expect(await store.lookupPassphrase(p)).toBeUndefined();
     });
 
     it("remove takes every key of the channel, its passphrase records and its index entry", async () => {
@@ -297,6 +329,7 @@ export function channelDirectoryContract(current: () => ContractSubject, options
         createdBy: undefined,
         roles: ["host", "attendee"],
       });
+      expect((await raw.hgetall(keys.channelRecord(ch.project, ch.channel))).pending).toBeUndefined();
       await store.createChannel({ ...ch, hostPassphrase: a });
       expect((await store.channels.get(ch.project, ch.channel))?.roles).toEqual(["host"]);
       expect(await store.lookupPassphrase(h)).toBeUndefined();

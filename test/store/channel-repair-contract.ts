@@ -77,6 +77,7 @@ export function channelRepairContract(current: () => ContractSubject): void {
         { problem: "interrupted_create", project: ch.project, channel: ch.channel, repair: "undone" },
       ]);
       for (const p of all) expect(await store.lookupPassphrase(p)).toBeUndefined();
+      await noUnlistedChannel(ch.project, all);
       expect(await keysOf(ch.project, ch.channel)).toEqual([]);
       expect(await store.channels.create(ch)).toEqual({ kind: "created" });
       expect((await store.channelDoctor(ch.project, { graceMs: 0 })).findings).toEqual([]);

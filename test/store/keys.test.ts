@@ -26,6 +26,28 @@ describe("key schema (docs/architecture.md, Redis schema)", () => {
     expect(keys.idempotency("proj-1", "alice", "k-1")).toBe(`bl:idem:{proj-1}:${hashPassphrase('["alice","k-1"]')}`);
   });
 
+  it("builds the channel directory's keys, and reads project and channel back from them (repairs)", () => {
+    const keys = keySchema();
+    const sha = hashPassphrase("abc");
+    expect(keys.channelIndex("proj-1")).toBe("bl:proj:{proj-1}:channels");
+    expect(keys.adminEvents("proj-1")).toBe("bl:proj:{proj-1}:admin-events");
+    expect(keys.channelRecord("proj-1", "room 7/b")).toBe("bl:chan:{proj-1/room 7/b}:channel");
+    expect(keys.passphraseByHash(sha)).toBe(keys.passphrase("abc"));
+    expect(keys.passphraseHashOf(keys.passphrase("abc"))).toBe(sha);
+    expect(keys.passphraseHashOf("bl:pass:{not-a-sha}")).toBeUndefined();
+    expect(keys.passphraseHashOf(`other:pass:{${sha}}`)).toBeUndefined();
+    expect(keys.channelRecordOf("bl:chan:{proj-1/room 7/b}:channel")).toEqual({
+      project: "proj-1",
+      channel: "room 7/b",
+    });
+    expect(keys.channelRecordOf("bl:chan:{proj-1/room 7}:pstn-mute")).toBeUndefined();
+    expect(keys.channelIndexOf("bl:proj:{proj-1}:channels")).toBe("proj-1");
+    expect(keys.channelIndexOf("bl:proj:{proj-1}:whiteboard")).toBeUndefined();
+    expect(keys.channelRecordPattern()).toBe("bl:chan:{*}:channel");
+    expect(keys.channelRecordPattern("p*1")).toBe("bl:chan:{p\\*1/*}:channel");
+    expect(keys.channelIndexPattern()).toBe("bl:proj:{*}:channels");
+  });
+
   it("uses a custom prefix, escaped in the SCAN pattern", () => {
     const keys = keySchema("t:[x]*:");
     expect(keys.passphrase("ab")).toBe(

@@ -113,3 +113,25 @@ test("a flood of distinct wrong passphrases does not push a real channel out", a
   expect(await cached.lookupPassphrase("the real one")).toMatchObject({ channel: "c" });
   expect(asked).not.toHaveBeenCalled();
 });
+
+test("the channel directory is the inner store's, uncached; a rotated passphrase still opens for at most the TTL", async () => {
+  const { inner, cached, advance } = setup();
+  expect(cached.channels).toBe(inner.channels);
+  const channel = {
+    project: "p",
+    channel: "rotated",
+    passphrases: [{ role: "host" as const, passphrase: "before" }],
+    createdBy: "alice",
+    createdAt: 1,
+    expireAt: undefined,
+  };
+  expect(await cached.channels.create(channel)).toEqual({ kind: "created" });
+  expect(await cached.lookupPassphrase("before")).toBeDefined();
+  expect(await cached.channels.rotate("p", "rotated", "host", "after")).toEqual({ kind: "rotated" });
+  expect((await cached.channels.get("p", "rotated"))?.roles).toEqual(["host"]);
+  advance(999);
+  expect(await cached.lookupPassphrase("before")).toBeDefined();
+  advance(1);
+  expect(await cached.lookupPassphrase("before")).toBeUndefined();
+  expect(await cached.lookupPassphrase("after")).toMatchObject({ channel: "rotated", role: "host" });
+});
