@@ -6,6 +6,8 @@
 #   BENCH_SECONDS=30 npm run bench     (longer cells)
 #   BENCH_ONLY=conversions npm run bench   (only issue 12's parts, beside boardline's own mute cells)
 #   BENCH_ONLY=pstn npm run bench      (only issue 13's PSTN watchers, bench/pstn-watchers.mjs)
+#   BENCH_ONLY=channels npm run bench  (only issue 20's channel admin part, bench/channel-admin.mjs;
+#                                       also `npm run bench:channels`)
 #
 # Other knobs: BENCH_WARMUP (s, default 1), BENCH_CONCURRENCY (default "1 16 64"),
 # BENCH_SKIP_BUILD=1 (use dist/ as it is), BENCH_KEEP=1 (keep the work directory
@@ -66,8 +68,8 @@ die() {
   log "FAILED: $*"
   exit 1
 }
-[[ -z $BENCH_ONLY || $BENCH_ONLY == conversions || $BENCH_ONLY == pstn ]] ||
-  die "BENCH_ONLY must be empty, \"conversions\" or \"pstn\" (got \"$BENCH_ONLY\")"
+[[ -z $BENCH_ONLY || $BENCH_ONLY == conversions || $BENCH_ONLY == pstn || $BENCH_ONLY == channels ]] ||
+  die "BENCH_ONLY must be empty, \"conversions\", \"pstn\" or \"channels\" (got \"$BENCH_ONLY\")"
 
 # --- tools -------------------------------------------------------------------
 if ! command -v wrk >/dev/null || ! command -v h2load >/dev/null; then
@@ -197,6 +199,17 @@ if [[ -z $BENCH_ONLY || $BENCH_ONLY == pstn ]]; then
   run_load "${LOAD_PIN[@]}" env BENCH_WORK="$WORK" BENCH_SERVER_CPU="${SERVER_PIN[2]:-}" BENCH_SECONDS="$BENCH_SECONDS" \
     BENCH_WARMUP="$BENCH_WARMUP" node bench/pstn-watchers.mjs >&2 || die "the PSTN watchers part failed"
   [[ $BENCH_ONLY != pstn ]] || exit 0
+fi
+
+# --- issue 20: the channel admin calls beside mute, ListChannels over 100 000 channels ----------
+# (BENCH_ONLY=channels runs only this part.) bench/channel-admin.mjs starts its own redis-server and
+# boardline, pins them and itself as this script pins servers and load, writes its own section of
+# bench/RESULTS.md (formatted) and stops everything it started; ~1.5 min. Its knobs are at its top.
+if [[ -z $BENCH_ONLY || $BENCH_ONLY == channels ]]; then
+  log "channel admin: bench/channel-admin.mjs"
+  run_load env BENCH_SECONDS="$BENCH_SECONDS" BENCH_WARMUP="$BENCH_WARMUP" node bench/channel-admin.mjs >&2 ||
+    die "the channel admin part failed"
+  [[ $BENCH_ONLY != channels ]] || exit 0
 fi
 
 read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT FH_PORT FG_PORT RH_PORT RG_PORT < <(node -e '

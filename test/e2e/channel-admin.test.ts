@@ -1,14 +1,20 @@
 /**
- * ChannelAdminService end to end, on the in-memory store and a single Redis,
- * over JSON, Connect, gRPC-Web, gRPC (connect-es: the fast path) and
+ * ChannelAdminService end to end, on the in-memory store, a single Redis and
+ * a 3-master Redis Cluster (test/harness/redis-topologies.ts), over JSON, Connect, gRPC-Web, gRPC (connect-es: the fast path) and
  * @grpc/grpc-js: the life of a channel (create, get, list, rotate, delete)
  * and of whiteboard settings, rights (channels.admin only), tenancy (another
  * project's channel answers like an unknown one), the race of 50 creates of
- * one id, safe retries, and bad input (611, nothing changed).
+ * one id, safe retries, bad input (611, nothing changed), and expiry: a
+ * channel stops opening at its expire_time and, on Redis, every key of it
+ * (its record, passphrases, mute hash, meta and event stream) is gone.
  */
+import { createHash } from "node:crypto";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { postJson } from "../harness/http.js";
+import { type RedisClusterHandle, startRedisCluster } from "../harness/redis-topologies.js";
+import { sleep } from "../harness/sleep.js";
 import { ROUTES } from "../harness/routes.js";
 import { ADMIN_PROTOCOLS, type AdminMethod, adminToken, callAdmin } from "./helpers-channel-admin.js";
 
@@ -24,21 +30,48 @@ const ALL_METHODS: ReadonlyArray<[AdminMethod, Record<string, unknown>]> = [
   ["clearWhiteboardSettings", {}],
 ];
 
-describe.each(["memory", "redis"] as const)("%s store", (storeKind) => {
+describe.each(["memory", "redis", "cluster"] as const)("%s store", (storeKind) => {
   let bl: Boardline;
+  let cluster: RedisClusterHandle | undefined;
   let admin: string;
   let otherAdmin: string;
   let counter = 0;
   const id = (what: string) => `${what}-${process.pid}-${++counter}`;
 
   beforeAll(async () => {
-    bl = await startBoardline({ store: storeKind });
+    if (storeKind === "cluster") {
+      cluster = await startRedisCluster(3);
+      bl = await startBoardline({ store: "redis", connection: { mode: "cluster", nodes: cluster.seeds } });
+    } else {
+      bl = await startBoardline({ store: storeKind });
+    }
     admin = await adminToken(bl, bl.world.project);
     otherAdmin = await adminToken(bl, bl.world.otherProject);
-  });
+  }, 60_000);
   afterAll(async () => {
     await bl?.close();
+    await cluster?.stop();
   });
+
+  /** Every key under the server's prefix, on every master (SCAN: a test may). */
+  const keysOfServer = async (): Promise<string[]> => {
+    const urls = cluster === undefined ? [bl.redisUrl] : cluster.nodes.map((n) => n.url);
+    const keys: string[] = [];
+    for (const url of urls) {
+      const node = new Redis(url, { maxRetriesPerRequest: 1 });
+      try {
+        let cursor = "0";
+        do {
+          const [next, found] = await node.scan(cursor, "MATCH", `${bl.prefix}*`, "COUNT", 1000);
+          cursor = next;
+          keys.push(...found);
+        } while (cursor !== "0");
+      } finally {
+        node.disconnect();
+      }
+    }
+    return keys;
+  };
 
   const mute = async (passphrase: string, token?: string) =>
     (await postJson(bl, ROUTES.mute, { uid: "pstn-1", passphrase, mute: true }, { token: token ?? (await bl.token()) }))
@@ -237,19 +270,52 @@ describe.each(["memory", "redis"] as const)("%s store", (storeKind) => {
     expect(other).toMatchObject({ ok: false, code: 422 });
   });
 
-  test("expiry: a channel created to expire in 2 s stops opening then", async () => {
-    const expire = new Date(Date.now() + 2000).toISOString();
+  test("expiry: a channel created to expire in 2 s stops opening then, and its keys are gone", async () => {
+    const channel = id("expiring");
+    const expireAt = Date.now() + 2000;
     const created = await callAdmin(
       bl,
       "json",
       "createChannel",
-      { channel_id: id("expiring"), expire_time: expire },
+      { channel_id: channel, expire_time: new Date(expireAt).toISOString() },
       admin,
     );
     expect(created.ok).toBe(true);
     const host = created.ok ? String(created.body["host_passphrase"]) : "";
+    const attendee = created.ok ? String(created.body["attendee_passphrase"]) : "";
+    // A mute first, so the channel has a mute hash, its meta and an event stream to lose.
     expect(await mute(host)).toBe(200);
-    await new Promise((r) => setTimeout(r, 2600));
-    expect(await mute(host)).toBe(403);
+    const mine = (keys: string[]) =>
+      keys.filter(
+        (k) =>
+          k.includes(`{${bl.world.project}/${channel}}`) ||
+          [host, attendee].some((p) => k === `${bl.prefix}pass:{${createHash("sha256").update(p).digest("hex")}}`),
+      );
+    if (storeKind !== "memory") expect(mine(await keysOfServer()).length).toBeGreaterThanOrEqual(6);
+
+    // Asked every 50 ms (each call another subject: a refusal counts as a wrong guess).
+    const seen: Array<{ start: number; status: number }> = [];
+    const token = (n: number) => adminToken(bl, bl.world.project, [], `expiry-${n}`);
+    for (let n = 0; Date.now() < expireAt + 1000; n++) {
+      const start = Date.now();
+      seen.push({ start, status: await mute(host, await token(n)) });
+      await sleep(50);
+    }
+    expect(seen.filter((c) => c.status !== 200 && c.status !== 403)).toEqual([]);
+    expect(seen.filter((c) => c.start < expireAt - 100 && c.status !== 200)).toEqual([]);
+    // This harness reads Redis on every call (no PASSPHRASE_CACHE_MS cache): the bound is 0, plus 100 ms of slack.
+    const late = seen.filter((c) => c.start > expireAt + 100);
+    expect(late.length).toBeGreaterThan(0);
+    expect(late.filter((c) => c.status !== 403)).toEqual([]);
+    const lastAccepted = Math.max(...seen.filter((c) => c.status === 200).map((c) => c.start)) - expireAt;
+    console.log(`${storeKind}: an expired channel was last opened ${lastAccepted} ms after its expire_time`);
+
+    expect(await callAdmin(bl, "json", "getChannel", { channel_id: channel }, admin)).toMatchObject({
+      ok: false,
+      code: 404,
+    });
+    const listed = await callAdmin(bl, "json", "listChannels", { page_size: 1000 }, admin);
+    expect(listed.ok && JSON.stringify(listed.body)).not.toContain(channel);
+    if (storeKind !== "memory") expect(mine(await keysOfServer())).toEqual([]);
   });
 });
