@@ -64,6 +64,12 @@ export interface PassphraseRecord {
   readonly project: string;
   readonly channel: string;
   readonly role: PassphraseRole;
+  /**
+   * When the channel expires (ms since the epoch; absent: never). The record
+   * carries it so a reader that holds the record (a read cache) stops using it
+   * then, and a mute gives the channel's mute keys that expiry.
+   */
+  readonly expireAt?: number;
 }
 
 export interface MuteChange {
@@ -75,6 +81,8 @@ export interface MuteChange {
   readonly by: string;
   /** Milliseconds since the epoch. */
   readonly at: number;
+  /** The channel's expiry (its passphrase record's `expireAt`): the mute keys expire then too. */
+  readonly expireAt?: number;
 }
 
 /** What the services read and write. Redis in production, in memory for the demo. */
@@ -165,7 +173,7 @@ export interface ChangedBy {
   readonly at: number;
 }
 
-/** Operator and test functions over the same documented records (the CLI uses these). */
+/** Operator and test functions over the same documented records (the CLI's maintenance commands use these). */
 export interface AdminStore extends Store {
   createChannel(input: {
     project: string;

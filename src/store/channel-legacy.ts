@@ -1,5 +1,6 @@
 /**
- * The operator's `createChannel` (CLI, demo, tests) over the channel
+ * `AdminStore.createChannel` (tests, and other callers of the store; the CLI and
+ * the demo go through the API's domain service instead) over the channel
  * directory's primitives, so a channel it writes is indexed like one the API
  * creates — same order of steps (channel-steps.ts): the hashes join the
  * channel record and the index first, then the records are claimed, then the

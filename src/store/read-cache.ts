@@ -66,11 +66,16 @@ export class ReadCachedStore implements Store {
     return this.inner.channels;
   }
 
+  /**
+   * A record of a channel with an expiry is kept no longer than that expiry, so
+   * an expired channel stops opening at once on every instance, not within the
+   * cache's bound after it.
+   */
   async lookupPassphrase(passphrase: string): Promise<PassphraseRecord | undefined> {
     const hit = this.passphrases.get(passphrase);
     if (hit !== undefined) return hit.value;
     const record = await this.inner.lookupPassphrase(passphrase);
-    this.passphrases.set(passphrase, record);
+    this.passphrases.set(passphrase, record, record?.expireAt);
     return record;
   }
 

@@ -243,15 +243,14 @@ test("a channel created with expire_time = now + 2 s stops opening on every inst
 }, 60_000);
 
 /**
- * Known bug, kept as an expected failure until the store fixes it: an instance
- * may still accept the old passphrase for up to PASSPHRASE_CACHE_MS after the
- * expiry (allowed), but that mute's script finds no channel record to take an
- * expiry from (src/store/redis/scripts.ts, SET_MUTE: PTTL of KEYS[5] is -2) and
- * writes the mute hash, its meta and the event stream again with none, so they
- * stay for ever. Remove `.fails` once the mute gives them the channel's
- * expire_at itself (e.g. carried in the passphrase record, PEXPIREAT).
+ * Once failed: a mute let through by an instance's read cache after the
+ * expiry found no channel record to take an expiry from and wrote the mute
+ * hash, its meta and the event stream again with none, so they stayed for
+ * ever. Now the passphrase record carries the channel's expiry: the read cache
+ * keeps it no longer than that, and the mute script gives the keys that expiry
+ * (src/store/redis/scripts.ts, SET_MUTE).
  */
-test.fails("…and its mute hash, meta and event stream are gone too (a mute accepted from a cache after the expiry writes them again, with no expiry)", async () => {
+test("…and its mute hash, meta and event stream are gone too (a mute accepted from a cache after the expiry writes them again, with no expiry)", async () => {
   expect(expired).toBeDefined();
   const raw = new Cluster([...cluster.seeds]);
   try {

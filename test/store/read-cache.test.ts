@@ -135,3 +135,27 @@ test("the channel directory is the inner store's, uncached; a rotated passphrase
   expect(await cached.lookupPassphrase("before")).toBeUndefined();
   expect(await cached.lookupPassphrase("after")).toMatchObject({ channel: "rotated", role: "host" });
 });
+
+test("a passphrase of a channel with an expiry is served no later than that expiry, whatever the TTL", async () => {
+  const { inner, cached, advance } = setup();
+  const expireAt = 1_000_000 + 300;
+  const created = await inner.channels.create({
+    project: "p",
+    channel: "c",
+    passphrases: [{ role: "host", passphrase: "expiring passphrase" }],
+    createdBy: "test",
+    createdAt: 1_000_000,
+    expireAt,
+  });
+  expect(created).toEqual({ kind: "created" });
+  expect(await cached.lookupPassphrase("expiring passphrase")).toEqual({
+    project: "p",
+    channel: "c",
+    role: "host",
+    expireAt,
+  });
+  advance(299);
+  expect(await cached.lookupPassphrase("expiring passphrase")).toBeDefined();
+  advance(1); // the channel's expiry, well within the 1 s TTL
+  expect(await cached.lookupPassphrase("expiring passphrase")).toBeUndefined();
+});

@@ -35,6 +35,7 @@ export class PstnControl {
       mute,
       by: caller.subject,
       at: this.now(),
+      ...(record.expireAt === undefined ? {} : { expireAt: record.expireAt }),
     });
     return { uid: req.uid, mute };
   }

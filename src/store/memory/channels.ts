@@ -83,7 +83,8 @@ export class MemoryChannels implements ChannelPrimitives {
     }
     const created = this.data.get(key) === undefined;
     const hash = this.data.writableHash(key);
-    for (const [field, value] of Object.entries(passphraseFields(record))) hash.set(field, value);
+    const fields = passphraseFields(expireAt === undefined ? record : { ...record, expireAt });
+    for (const [field, value] of Object.entries(fields)) hash.set(field, value);
     if (expireAt !== undefined) this.data.expireIn(key, expireAt - this.data.now());
     return { claimed: true, created };
   }

@@ -108,7 +108,8 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
     const id = this.data.append(eventsKey, stream, muteEventFields(change), MUTE_EVENTS_MAXLEN);
     this.data.writableHash(metaKey).set(change.uid, muteMetaValue(change, id));
     // As the script does: a channel created with an expiry takes its mute keys with it.
-    const expiresAt = this.data.get(this.keys.channelRecord(change.project, change.channel))?.expiresAt;
+    const expiresAt =
+      change.expireAt ?? this.data.get(this.keys.channelRecord(change.project, change.channel))?.expiresAt;
     if (expiresAt !== undefined)
       for (const key of [muteKey, eventsKey, metaKey]) this.data.expireIn(key, expiresAt - this.data.now());
     this.pstnEvents.notifications.publish(change, id);

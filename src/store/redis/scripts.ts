@@ -14,8 +14,11 @@ import type { RedisClient } from "./connection.js";
  * a Redis older than 7.0, which has no SPUBLISH and cannot be watched, still
  * mutes). KEYS: mute hash, event stream, meta hash, notify channel, channel
  * record (one hash tag, so one slot: Cluster refuses a shard channel of
- * another slot in a script). A channel created with an expiry (its record
- * has a TTL) gives the three keys its TTL, so they go with it. ARGV: uid, mute (1|0), by, at (ms), maxlen, the meta value up to
+ * another slot in a script). A channel created with an expiry gives the three
+ * keys that expiry, so they go with it: ARGV[7], the expiry its passphrase
+ * record carries (a past one deletes them at once — a mute let through by a
+ * read cache just as the channel expired leaves nothing behind), or else the
+ * channel record's TTL (records written before passphrase records carried it). ARGV: uid, mute (1|0), by, at (ms), maxlen, the meta value up to
  * the event id (src/store/schema/channel-records.ts, `muteMetaHead`). Redis does not roll a script back
  * when a later command fails, so the key types are checked before anything is
  * written: all writes or none. Answers the new stream entry's id.
@@ -33,9 +36,13 @@ local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*',
   'uid', ARGV[1], 'mute', ARGV[2], 'by', ARGV[3], 'at', ARGV[4])
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[6] .. id .. '"}')
 redis.pcall('SPUBLISH', KEYS[4], id)
-local ttl = redis.call('PTTL', KEYS[5])
-if ttl > 0 then
-  for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ttl) end
+if ARGV[7] and ARGV[7] ~= '' then
+  for i = 1, 3 do redis.call('PEXPIREAT', KEYS[i], ARGV[7]) end
+else
+  local ttl = redis.call('PTTL', KEYS[5])
+  if ttl > 0 then
+    for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ttl) end
+  end
 end
 return id
 `;
@@ -76,7 +83,12 @@ if owner[1] and (owner[1] ~= ARGV[1] or owner[2] ~= ARGV[2]) then
   return {0, owner[1], owner[2] or ''}
 end
 redis.call('HSET', KEYS[1], 'project', ARGV[1], 'channel', ARGV[2], 'role', ARGV[3])
-if ARGV[4] and ARGV[4] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[4]) end
+if ARGV[4] and ARGV[4] ~= '' then
+  redis.call('HSET', KEYS[1], 'expire_at', ARGV[4])
+  redis.call('PEXPIREAT', KEYS[1], ARGV[4])
+else
+  redis.call('HDEL', KEYS[1], 'expire_at')
+end
 if t == 'none' then return {1} end
 return {2}
 `;
@@ -107,6 +119,8 @@ export interface ScriptCommands {
     at: string,
     maxlen: string,
     metaHead: string,
+    /** The channel's expiry (ms since the epoch), or "". */
+    expireAt: string,
   ): Promise<string>;
   blPstnSnapshot(muteKey: string, metaKey: string, eventsKey: string): Promise<[string[], string[], string]>;
   blClaimPassphrase(

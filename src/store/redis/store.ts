@@ -204,6 +204,7 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
         String(change.at),
         String(MUTE_EVENTS_MAXLEN),
         muteMetaHead(change),
+        change.expireAt === undefined ? "" : String(change.expireAt),
       ),
     );
   }

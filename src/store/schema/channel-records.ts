@@ -23,11 +23,13 @@ export function parsePassphrase(fields: Fields): PassphraseRecord | undefined {
   const { project, channel, role } = fields;
   if (!project || !channel) return undefined;
   if (role !== "host" && role !== "attendee") return undefined;
-  return { project, channel, role };
+  const expireAt = parseMillis(fields.expire_at);
+  return expireAt === undefined ? { project, channel, role } : { project, channel, role, expireAt };
 }
 
 export function passphraseFields(record: PassphraseRecord): Fields {
-  return { project: record.project, channel: record.channel, role: record.role };
+  const fields = { project: record.project, channel: record.channel, role: record.role };
+  return record.expireAt === undefined ? fields : { ...fields, expire_at: String(record.expireAt) };
 }
 
 export function isRegion(value: unknown): value is Region {
