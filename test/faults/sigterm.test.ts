@@ -12,6 +12,7 @@ import { mintToken } from "../../src/auth/jwt.js";
 import { type ConversionSimulator, startConversionSimulator } from "../../src/demo/simulator/index.js";
 import { silentLogger } from "../../src/log.js";
 import { createRedisStore, type RedisStore } from "../../src/store/redis/store.js";
+import { eventually } from "../harness/eventually.js";
 import { JSON_HEADERS, parseBody, postJson } from "../harness/http.js";
 import { h2, h2connect } from "../harness/http-clients.js";
 import { type MainProcess, startMainProcess } from "../harness/main-process.js";
@@ -131,7 +132,12 @@ test("with SHUTDOWN_DELAY_MS, SIGTERM first says not ready while everything is s
     ttlSeconds: 60,
   });
   const mute = () => postJson(started, ROUTES.mute, { uid: "u1", passphrase: "host pass", mute: true }, { token });
-  expect((await fetch(`${started.url}/readyz`)).status).toBe(200);
+  // Ready once its Redis connection is (right after start it may still be connecting).
+  await eventually(
+    async () => (await fetch(`${started.url}/readyz`)).status === 200,
+    5_000,
+    "the instance to be ready",
+  );
   const sentAt = performance.now();
   proc.kill("SIGTERM");
   const exited = once(proc, "exit");
