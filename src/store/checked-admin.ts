@@ -15,9 +15,9 @@ import type {
   WhiteboardEvent,
   WhiteboardSettings,
 } from "../services/ports.js";
-import { replaceChannelPassphrases } from "./channel-legacy.js";
-import { ChannelRepair } from "./channel-repair.js";
-import type { ChannelSteps } from "./channel-steps.js";
+import { replaceChannelPassphrases } from "./channels/legacy.js";
+import { ChannelRepair } from "./channels/repair.js";
+import type { ChannelSteps } from "./channels/steps.js";
 import type { KeySchema } from "./schema/keys.js";
 import {
   type CreateChannelInput,
@@ -57,7 +57,7 @@ export abstract class CheckedAdmin implements AdminOperations {
 
   /**
    * Creates the channel or changes its passphrases: afterwards exactly the given
-   * passphrases open it, and the channel is indexed (channel-legacy.ts). A
+   * passphrases open it, and the channel is indexed (src/store/channels/legacy.ts). A
    * passphrase that already opens another channel is refused (`invalid`,
    * naming that channel).
    */

@@ -10,7 +10,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { AdminStore, NewChannel, PassphraseRole } from "../../src/services/ports.js";
-import type { ChannelSteps } from "../../src/store/channel-steps.js";
+import type { ChannelSteps } from "../../src/store/channels/steps.js";
 import { hashPassphrase, type KeySchema } from "../../src/store/schema/keys.js";
 import type { ContractOptions, ContractSubject, RawAccess } from "./contract.js";
 

@@ -10,8 +10,8 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { AdminStore } from "../../src/services/ports.js";
-import type { ChannelPrimitives } from "../../src/store/channel-primitives.js";
-import { ChannelSteps } from "../../src/store/channel-steps.js";
+import type { ChannelPrimitives } from "../../src/store/channels/primitives.js";
+import { ChannelSteps } from "../../src/store/channels/steps.js";
 import type { KeySchema } from "../../src/store/schema/keys.js";
 import { newChannel, secret } from "./channel-contract.js";
 import type { ContractSubject, RawAccess } from "./contract.js";

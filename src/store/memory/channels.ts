@@ -2,10 +2,10 @@
  * The in-memory store's raw channel-directory operations, over its key space
  * under the documented keys and fields. Each runs to its end without yielding,
  * so it is as atomic as the Redis command or script it stands for; the order
- * of the steps lives in src/store/channel-steps.ts.
+ * of the steps lives in src/store/channels/steps.ts.
  */
 import type { PassphraseRecord } from "../../services/ports.js";
-import type { ChannelPrimitives, ClaimResult } from "../channel-primitives.js";
+import type { ChannelPrimitives, ClaimResult } from "../channels/primitives.js";
 import { type Fields, passphraseFields } from "../schema/channel-records.js";
 import { ADMIN_EVENTS_MAXLEN, type KeySchema } from "../schema/keys.js";
 import type { MemoryKeyspace } from "./keyspace.js";

@@ -1,15 +1,15 @@
 /**
  * The Redis store's raw channel-directory operations: one command or script
  * each, on keys of one slot, so all of them work on a Cluster (the order of
- * the steps lives in src/store/channel-steps.ts). The writes a caller is told
+ * the steps lives in src/store/channels/steps.ts). The writes a caller is told
  * about are acknowledged writes (`calls.write`: with REDIS_MIN_REPLICAS, on
  * that many replicas too). Nothing here SCANs except `scan`, which only the
- * repairs (src/store/channel-repair.ts) use.
+ * repairs (src/store/channels/repair.ts) use.
  */
 import { Cluster } from "ioredis";
 import { Failure } from "../../services/failure.js";
 import type { PassphraseRecord } from "../../services/ports.js";
-import type { ChannelPrimitives, ClaimResult } from "../channel-primitives.js";
+import type { ChannelPrimitives, ClaimResult } from "../channels/primitives.js";
 import type { Fields } from "../schema/channel-records.js";
 import { ADMIN_EVENTS_MAXLEN, type KeySchema } from "../schema/keys.js";
 import { orIfWrongType, type RedisCalls } from "./calls.js";

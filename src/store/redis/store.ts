@@ -20,7 +20,7 @@ import { Failure } from "../../services/failure.js";
 import type { AdminStore, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
 import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
 import { CheckedAdmin } from "../checked-admin.js";
-import { ChannelSteps } from "../channel-steps.js";
+import { ChannelSteps } from "../channels/steps.js";
 import { ConversionSteps } from "../conversion-steps.js";
 import {
   CONVERSION_TTL_SECONDS,

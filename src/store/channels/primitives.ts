@@ -1,12 +1,12 @@
 /**
- * What each store does for the channel directory (src/store/channel-steps.ts)
- * and its repairs (src/store/channel-repair.ts): one step each, on keys of one
+ * What each store does for the channel directory (src/store/channels/steps.ts)
+ * and its repairs (src/store/channels/repair.ts): one step each, on keys of one
  * slot. The order of the steps, which keeps a crash between two of them from
  * leaving a passphrase that opens a channel nobody can list, lives in those
  * files, once for both stores.
  */
-import type { PassphraseRecord } from "../services/ports.js";
-import type { Fields } from "./schema/channel-records.js";
+import type { PassphraseRecord } from "../../services/ports.js";
+import type { Fields } from "../schema/channel-records.js";
 
 export type ClaimResult =
   /** The record is ours: `created` when it did not exist before. */

@@ -3,7 +3,7 @@
  * and `channel reindex`), for both stores over their primitives. They SCAN,
  * so no API path calls them.
  *
- * What the doctor does with each thing an interrupted write (channel-steps.ts)
+ * What the doctor does with each thing an interrupted write (src/store/channels/steps.ts)
  * can leave, once its `pending` mark is older than the grace (younger: a write
  * under way, left alone):
  * - an index member without a channel hash (an expired channel, or a create
@@ -29,12 +29,12 @@ import type {
   PassphraseRecord,
   ReindexOptions,
   ReindexReport,
-} from "../services/ports.js";
-import type { ChannelPrimitives } from "./channel-primitives.js";
-import type { ChannelSteps } from "./channel-steps.js";
-import { type Fields, parsePassphrase } from "./schema/channel-records.js";
-import { listedPassphrases, PENDING_FIELD, parsePending, passField } from "./schema/channel-index-records.js";
-import type { KeySchema } from "./schema/keys.js";
+} from "../../services/ports.js";
+import type { ChannelPrimitives } from "./primitives.js";
+import type { ChannelSteps } from "./steps.js";
+import { type Fields, parsePassphrase } from "../schema/channel-records.js";
+import { listedPassphrases, PENDING_FIELD, parsePending, passField } from "../schema/channel-index-records.js";
+import type { KeySchema } from "../schema/keys.js";
 
 /** Longer than any write's steps take (each bounded by the command timeout). */
 export const DOCTOR_GRACE_MS = 60_000;

@@ -1,6 +1,6 @@
 /**
  * The channel directory of both stores (`Store.channels`), in one place: the
- * order of its steps over each store's raw operations (channel-primitives.ts)
+ * order of its steps over each store's raw operations (src/store/channels/primitives.ts)
  * is what keeps the indexes honest on a Cluster, where the project's index,
  * the channel's hash and each passphrase record live in different slots:
  *
@@ -16,7 +16,7 @@
  * So a passphrase record is only ever written while its channel hash lists it
  * and the index holds the channel, and goes before either: a crash leaves at
  * worst a listed channel that does not open, or a half-written channel whose
- * `pending` tells the doctor (channel-repair.ts) what to finish or undo.
+ * `pending` tells the doctor (src/store/channels/repair.ts) what to finish or undo.
  */
 import type {
   AdminEvent,
@@ -31,10 +31,10 @@ import type {
   WhiteboardEvent,
   WhiteboardSettings,
   ChangedBy,
-} from "../services/ports.js";
-import { Failure } from "../services/failure.js";
-import type { ChannelPrimitives } from "./channel-primitives.js";
-import { checkWhiteboard, parseMillis } from "./schema/channel-records.js";
+} from "../../services/ports.js";
+import { Failure } from "../../services/failure.js";
+import type { ChannelPrimitives } from "./primitives.js";
+import { checkWhiteboard, parseMillis } from "../schema/channel-records.js";
 import {
   adminEventFields,
   listedPassphrases,
@@ -45,8 +45,8 @@ import {
   passField,
   pendingValue,
   parseWhiteboardInfo,
-} from "./schema/channel-index-records.js";
-import { checkProjectId, hashPassphrase } from "./schema/keys.js";
+} from "../schema/channel-index-records.js";
+import { checkProjectId, hashPassphrase } from "../schema/keys.js";
 
 /** Index reads per `list` call when channels of a page turn out to be gone (expired, half-written). */
 const MAX_LIST_ROUNDS = 4;

@@ -2,17 +2,17 @@
  * `AdminStore.createChannel` (tests, and other callers of the store; the CLI and
  * the demo go through the API's domain service instead) over the channel
  * directory's primitives, so a channel it writes is indexed like one the API
- * creates — same order of steps (channel-steps.ts): the hashes join the
+ * creates — same order of steps (src/store/channels/steps.ts): the hashes join the
  * channel record and the index first, then the records are claimed, then the
  * passphrases that no longer open the channel go, records before hashes.
  * Unlike the API's `create`, it also changes an existing channel: afterwards
  * exactly the given passphrases open it.
  */
-import type { ChannelSteps } from "./channel-steps.js";
-import { type ChannelPassphrase, passphraseConflict } from "./schema/admin-checks.js";
-import { parseMillis, parsePassphrase } from "./schema/channel-records.js";
-import { listedPassphrases, PENDING_FIELD, passField, pendingValue } from "./schema/channel-index-records.js";
-import { hashPassphrase } from "./schema/keys.js";
+import type { ChannelSteps } from "./steps.js";
+import { type ChannelPassphrase, passphraseConflict } from "../schema/admin-checks.js";
+import { parseMillis, parsePassphrase } from "../schema/channel-records.js";
+import { listedPassphrases, PENDING_FIELD, passField, pendingValue } from "../schema/channel-index-records.js";
+import { hashPassphrase } from "../schema/keys.js";
 
 /**
  * `unindexedShas`: the passphrase hashes of the channel found by SCAN, asked
