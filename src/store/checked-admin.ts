@@ -17,6 +17,7 @@ import type {
 } from "../services/ports.js";
 import { replaceChannelPassphrases } from "./channels/legacy.js";
 import { ChannelRepair } from "./channels/repair.js";
+import { unindexedPassphrases } from "./channels/scan.js";
 import type { ChannelSteps } from "./channels/steps.js";
 import type { KeySchema } from "./schema/keys.js";
 import {
@@ -30,13 +31,11 @@ import {
 /** What each store does for the admin functions, given checked input. */
 export interface AdminPrimitives {
   /**
-   * Keys of the passphrase records of one channel, found by SCAN: for the
-   * channels no index knows yet (written by another writer, or by the CLI
-   * before the indexes).
+   * Deletes a channel no index knows yet (written by another writer, or by the
+   * CLI before the indexes): the given passphrase records (found by SCAN), its
+   * mute and meta hashes, its streams. Returns how many keys went.
    */
-  findPassphraseKeys(project: string, channel: string): Promise<string[]>;
-  /** Deletes a channel no index knows yet: its passphrases (by SCAN), mute and meta hashes, streams. */
-  deleteChannel(project: string, channel: string): Promise<number>;
+  deleteChannel(project: string, channel: string, passphraseKeys: readonly string[]): Promise<number>;
   writeWhiteboard(project: string, settings: WhiteboardSettings, changed: ChangedBy | undefined): Promise<void>;
   clearWhiteboard(project: string): Promise<void>;
   getMuteState(project: string, channel: string): Promise<Record<string, boolean>>;
@@ -64,14 +63,20 @@ export abstract class CheckedAdmin implements AdminOperations {
   async createChannel(input: CreateChannelInput): Promise<void> {
     const passphrases = channelPassphrases(input);
     const { project, channel } = input;
-    const unindexed = async () =>
-      (await this.primitives.findPassphraseKeys(project, channel)).flatMap((k) => this.keys.passphraseHashOf(k) ?? []);
+    const unindexed = () => unindexedPassphrases(this.channels.primitives, this.keys, project, channel);
     await replaceChannelPassphrases(this.channels, project, channel, passphrases, unindexed, this.channels.now());
   }
 
   /** An indexed channel goes through the directory (no SCAN); one no index knows yet, by SCAN. */
   async deleteChannel(project: string, channel: string): Promise<number> {
-    return (await this.channels.removeCounting(project, channel)) ?? this.primitives.deleteChannel(project, channel);
+    const removed = await this.channels.removeCounting(project, channel);
+    if (removed !== undefined) return removed;
+    const shas = await unindexedPassphrases(this.channels.primitives, this.keys, project, channel);
+    return this.primitives.deleteChannel(
+      project,
+      channel,
+      shas.map((sha) => this.keys.passphraseByHash(sha)),
+    );
   }
 
   async setWhiteboard(project: string, settings: WhiteboardSettings, changed?: ChangedBy): Promise<void> {

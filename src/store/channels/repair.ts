@@ -31,6 +31,7 @@ import type {
   ReindexReport,
 } from "../../services/ports.js";
 import type { ChannelPrimitives } from "./primitives.js";
+import { passphraseRecords, SCAN_BATCH, scanKeys } from "./scan.js";
 import type { ChannelSteps } from "./steps.js";
 import { type Fields, parsePassphrase } from "../schema/channel-records.js";
 import { listedPassphrases, PENDING_FIELD, parsePending, passField } from "../schema/channel-index-records.js";
@@ -38,7 +39,6 @@ import type { KeySchema } from "../schema/keys.js";
 
 /** Longer than any write's steps take (each bounded by the command timeout). */
 export const DOCTOR_GRACE_MS = 60_000;
-const SCAN_BATCH = 500;
 
 type Finding = ChannelDoctorFinding;
 
@@ -62,14 +62,14 @@ export class ChannelRepair {
         findings.push(...(await this.checkIndexed(name, id, graceMs)));
       }
     }
-    for await (const key of this.scanAll(this.keys.channelRecordPattern(project))) {
+    for await (const key of scanKeys(this.p, this.keys.channelRecordPattern(project))) {
       const ref = this.keys.channelRecordOf(key);
       if (ref === undefined || seen.has(JSON.stringify([ref.project, ref.channel]))) continue;
       seen.add(JSON.stringify([ref.project, ref.channel]));
       findings.push(...(await this.checkUnindexed(ref.project, ref.channel, graceMs)));
     }
     let passphrasesChecked = 0;
-    for await (const { sha, record } of this.passphraseRecords()) {
+    for await (const { sha, record } of passphraseRecords(this.p, this.keys)) {
       if (project !== undefined && record.project !== project) continue;
       passphrasesChecked++;
       const fields = await this.p.readRecord(record.project, record.channel);
@@ -198,7 +198,7 @@ export class ChannelRepair {
 
   private async indexedProjects(): Promise<string[]> {
     const projects: string[] = [];
-    for await (const key of this.scanAll(this.keys.channelIndexPattern())) {
+    for await (const key of scanKeys(this.p, this.keys.channelIndexPattern())) {
       const project = this.keys.channelIndexOf(key);
       if (project !== undefined) projects.push(project);
     }
@@ -212,23 +212,6 @@ export class ChannelRepair {
       yield* ids;
       if (ids.length < SCAN_BATCH) return;
       after = ids.at(-1);
-    }
-  }
-
-  private async *scanAll(pattern: string): AsyncGenerator<string> {
-    let cursor = "0";
-    do {
-      const page = await this.p.scan(pattern, cursor, SCAN_BATCH);
-      yield* page.keys;
-      cursor = page.cursor;
-    } while (cursor !== "0");
-  }
-
-  private async *passphraseRecords(): AsyncGenerator<{ sha: string; record: PassphraseRecord }> {
-    for await (const key of this.scanAll(this.keys.passphrasePattern())) {
-      const sha = this.keys.passphraseHashOf(key);
-      const record = sha === undefined ? undefined : parsePassphrase(await this.p.readPassphrase(sha));
-      if (sha !== undefined && record !== undefined) yield { sha, record };
     }
   }
 }

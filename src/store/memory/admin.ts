@@ -17,11 +17,11 @@ export class MemoryAdmin implements AdminPrimitives {
     private readonly guard: () => void,
   ) {}
 
-  async deleteChannel(project: string, channel: string): Promise<number> {
+  async deleteChannel(project: string, channel: string, passphraseKeys: readonly string[]): Promise<number> {
     this.guard();
     let deleted = 0;
     const keys = [
-      ...this.channelPassphraseKeys(project, channel),
+      ...passphraseKeys,
       this.keys.pstnMute(project, channel),
       this.keys.pstnEvents(project, channel),
       this.keys.pstnMuteMeta(project, channel),
@@ -67,22 +67,5 @@ export class MemoryAdmin implements AdminPrimitives {
   private newestEntries(key: string, count: number): StreamEntry[] {
     const stream = this.data.get(key);
     return stream?.type === "stream" ? stream.entries.slice(-count).reverse() : [];
-  }
-
-  async findPassphraseKeys(project: string, channel: string): Promise<string[]> {
-    this.guard();
-    return this.channelPassphraseKeys(project, channel);
-  }
-
-  /** Keys of the passphrase records of one channel (what the Redis store finds by SCAN). */
-  private channelPassphraseKeys(project: string, channel: string): string[] {
-    const prefix = `${this.keys.prefix}pass:`; // what the Redis store's SCAN pattern matches
-    const keys: string[] = [];
-    for (const key of this.data.keys()) {
-      if (!key.startsWith(prefix)) continue;
-      const record = this.data.hashFields(key);
-      if (record.project === project && record.channel === channel) keys.push(key);
-    }
-    return keys;
   }
 }

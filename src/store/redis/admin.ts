@@ -6,7 +6,6 @@
  * works on a Cluster too. The writes the CLI reports as done are acknowledged
  * writes (`calls.write`: with REDIS_MIN_REPLICAS, on that many replicas too).
  */
-import { Cluster } from "ioredis";
 import type { ChangedBy, MuteEvent, WhiteboardEvent, WhiteboardSettings } from "../../services/ports.js";
 import type { AdminPrimitives } from "../checked-admin.js";
 import type { KeySchema } from "../schema/keys.js";
@@ -20,17 +19,13 @@ import {
 } from "../schema/channel-records.js";
 import { execAll, orIfWrongType, type RedisCalls } from "./calls.js";
 
-/** Passphrase records are found by SCAN; this many keys per round trip. */
-const SCAN_COUNT = 1000;
-
 export class RedisAdmin implements AdminPrimitives {
   constructor(
     private readonly calls: RedisCalls,
     private readonly keys: KeySchema,
   ) {}
 
-  async deleteChannel(project: string, channel: string): Promise<number> {
-    const passKeys = await this.findPassphraseKeys(project, channel);
+  async deleteChannel(project: string, channel: string, passKeys: readonly string[]): Promise<number> {
     // One key per command: in a Cluster the passphrase records live in many slots.
     const muteKey = this.keys.pstnMute(project, channel);
     const counts = await Promise.all([
@@ -91,32 +86,5 @@ export class RedisAdmin implements AdminPrimitives {
       c.xrevrange(key, "+", "-", "COUNT", count).catch(orIfWrongType<[string, string[]][]>([])),
     );
     return entries.map(([id, pairs]) => ({ id, fields: pairsToFields(pairs) }));
-  }
-
-  /** Keys of the passphrase records of one channel (SCAN on every master): unindexed channels only. */
-  async findPassphraseKeys(project: string, channel: string): Promise<string[]> {
-    const client = this.calls.client;
-    const masters = client instanceof Cluster ? client.nodes("master") : [client];
-    const found: string[] = [];
-    for (const node of masters) {
-      let cursor = "0";
-      do {
-        const [next, keys] = await this.calls.call("scan", () =>
-          node.scan(cursor, "MATCH", this.keys.passphrasePattern(), "COUNT", SCAN_COUNT),
-        );
-        cursor = next;
-        if (keys.length === 0) continue;
-        // The keys came from this node, so one pipeline to it can read them all.
-        const pipeline = node.pipeline();
-        for (const key of keys) pipeline.hmget(key, "project", "channel");
-        const owners = await this.calls.call("scan", async () => (await pipeline.exec()) ?? []);
-        owners.forEach(([error, value], i) => {
-          const [p, c] = Array.isArray(value) ? value : [];
-          const key = keys[i];
-          if (!error && key !== undefined && p === project && c === channel) found.push(key);
-        });
-      } while (cursor !== "0");
-    }
-    return found;
   }
 }
