@@ -45,7 +45,12 @@ export interface Config {
   readonly conversionApi: "projector" | "legacy";
   readonly conversionTimeoutMs: number;
   /** How the conversion follower polls (CONVERSION_POLL_*, CONVERSION_FOLLOW_MS). */
-  readonly conversionFollow: { readonly firstPollMs: number; readonly maxPollMs: number; readonly followMs: number };
+  readonly conversionFollow: {
+    readonly firstPollMs: number;
+    readonly maxPollMs: number;
+    readonly followMs: number;
+    readonly maxInFlight: number;
+  };
   readonly conversionRetentionDays: number;
   /** How long the answer of a ConvertFile with an Idempotency-Key is kept (IDEMPOTENCY_TTL_HOURS). */
   readonly idempotencyTtlHours: number;
@@ -112,6 +117,7 @@ export function loadConfig(env: Env = process.env): Config {
       firstPollMs: readInteger(env, "CONVERSION_POLL_FIRST_MS"),
       maxPollMs: readInteger(env, "CONVERSION_POLL_MAX_MS"),
       followMs: readInteger(env, "CONVERSION_FOLLOW_MS"),
+      maxInFlight: readInteger(env, "CONVERSION_MAX_POLLS"),
     },
     conversionRetentionDays: readInteger(env, "CONVERSION_RETENTION_DAYS"),
     idempotencyTtlHours: readInteger(env, "IDEMPOTENCY_TTL_HOURS"),

@@ -141,6 +141,14 @@ export const VARIABLES = {
     max: 600_000,
     meaning: "queries of one task come at half its age apart, at most this far apart",
   },
+  CONVERSION_MAX_POLLS: {
+    kind: "integer",
+    default: 256,
+    min: 1,
+    max: 100_000,
+    meaning:
+      "conversion polls one instance has under way at once at most: it claims due tasks as fast as the backend answers, up to this many at a time, so the tasks it can keep on time grow with the backend's speed (about this many ÷ the backend's answer time × `CONVERSION_POLL_MAX_MS`)",
+  },
   CONVERSION_FOLLOW_MS: {
     kind: "integer",
     default: 600_000,

@@ -38,6 +38,8 @@ export interface ConversionPrimitives {
   /** Puts the task into `conv-due` with score `at` (or moves it there). */
   setDue(uuid: string, at: number): Promise<void>;
   removeDue(uuid: string): Promise<void>;
+  /** Scores the `uuids` still in `conv-due` `at` (ZADD XX); never adds one. */
+  postponeDue(uuids: readonly string[], at: number): Promise<void>;
   /** Members of `conv-due` scored ≤ `now`, lowest score first, skipping `offset`, at most `count`. */
   dueUuids(now: number, offset: number, count: number): Promise<string[]>;
   /** In one step: "gone" unless the record is a hash; else SET lease NX PX. */
@@ -101,9 +103,15 @@ export class ConversionSteps {
         looked += batch.length;
         const attempts = await Promise.all(batch.map((uuid) => this.raw.tryLease(uuid, owner, leaseMs)));
         const gone = batch.filter((_, i) => attempts[i] === "gone");
-        await Promise.all(gone.map((uuid) => this.raw.removeDue(uuid)));
-        removed += gone.length;
-        claimed.push(...batch.filter((_, i) => attempts[i] === "leased"));
+        const leased = batch.filter((_, i) => attempts[i] === "leased");
+        // A leased task is due again when its lease runs out (a takeover, should we die): until
+        // then no other follower's look reads past it, however many tasks are in flight.
+        await Promise.all([
+          ...gone.map((uuid) => this.raw.removeDue(uuid)),
+          this.raw.postponeDue(leased, now + leaseMs),
+        ]);
+        removed += gone.length + leased.length;
+        claimed.push(...leased);
       }
       if (due.length < page) break;
       offset += looked - removed;

@@ -170,8 +170,8 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       const ttl = await raw.ttl(keys.conversionLease(uuid));
       expect(ttl).toBeGreaterThan(50);
       expect(ttl).toBeLessThanOrEqual(60);
-      // Still due (until a save moves it), but leased: nobody else gets it.
-      expect(await raw.zscore(keys.conversionsDue(), uuid)).toBe(w + 1000);
+      // Still in conv-due, due again when the lease runs out (a takeover), and leased: nobody else gets it.
+      expect(await raw.zscore(keys.conversionsDue(), uuid)).toBe(w + 1000 + LEASE_MS);
       expect(await store.conversions.claimDueConversions(w + 1000, 10, "follower-a", LEASE_MS)).toEqual([]);
     });
 
@@ -182,7 +182,9 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       expect(await store.conversions.claimDueConversions(w, 10, "follower-a", 200)).toEqual([uuid]);
       expect(await store.conversions.claimDueConversions(w, 10, "follower-b", 200)).toEqual([]);
       await new Promise((r) => setTimeout(r, 300));
-      expect(await store.conversions.claimDueConversions(w, 10, "follower-b", LEASE_MS)).toEqual([uuid]);
+      // Due again when the lease runs out, not before.
+      expect(await store.conversions.claimDueConversions(w + 199, 10, "follower-b", LEASE_MS)).toEqual([]);
+      expect(await store.conversions.claimDueConversions(w + 200, 10, "follower-b", LEASE_MS)).toEqual([uuid]);
       expect(await store.conversions.renewConversionLease(uuid, "follower-a", LEASE_MS)).toBe(false);
     });
 
@@ -201,6 +203,15 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       expect(await store.conversions.claimDueConversions(w + 10, 2, "follower-b", LEASE_MS)).toEqual([uuids[0]]);
       expect(await store.conversions.claimDueConversions(w + 10, 2, "follower-c", LEASE_MS)).toEqual([]);
       expect(await store.conversions.claimDueConversions(w + 10, 0, "follower-c", LEASE_MS)).toEqual([]);
+    });
+
+    it("finds due tasks behind leased ones still due (a follower died between its lease and moving the task)", async () => {
+      setUp();
+      const w = dueWindow();
+      const held = await Promise.all(Array.from({ length: 60 }, (_, i) => recorded(w + i)));
+      for (const uuid of held) await raw.setString(keys.conversionLease(uuid), "follower-a");
+      const free = await recorded(w + 99);
+      expect(await store.conversions.claimDueConversions(w + 100, 1, "follower-b", LEASE_MS)).toEqual([free]);
     });
 
     it("finds due tasks behind many leased ones", async () => {
@@ -228,20 +239,19 @@ export function conversionFollowContract(current: () => ContractSubject): void {
     it("writes nothing for a follower that does not hold the lease", async () => {
       setUp();
       const w = dueWindow();
+      const held = await recorded(w, "follower-b");
       const free = await recorded(w);
       const before = await raw.hgetall(keys.conversion(free));
       expect(await store.conversions.saveConversionState(free, "follower-a", converting(10), w, w + 5000)).toBe(
         "not-owner",
       );
-      const held = await recorded(w, "follower-b");
       expect(await store.conversions.saveConversionState(held, "follower-a", finished, w, undefined)).toBe("not-owner");
 
       expect(await raw.hgetall(keys.conversion(free))).toEqual(before);
       expect((await raw.hgetall(keys.conversion(held))).status).toBe("Waiting");
-      for (const uuid of [free, held]) {
-        expect(await raw.xlen(keys.conversionChanges(uuid))).toBe(0);
-        expect(await raw.zscore(keys.conversionsDue(), uuid)).toBe(w);
-      }
+      for (const uuid of [free, held]) expect(await raw.xlen(keys.conversionChanges(uuid))).toBe(0);
+      expect(await raw.zscore(keys.conversionsDue(), free)).toBe(w);
+      expect(await raw.zscore(keys.conversionsDue(), held)).toBe(w + LEASE_MS); // where its claim put it
       expect(await raw.get(keys.conversionLease(held))).toBe("follower-b");
       expect(await store.getWhiteboardEvents("proj-f", "room 1", 10_000)).not.toContainEqual(
         expect.objectContaining({ taskUuid: held }),
@@ -409,7 +419,7 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       const uuid = await recorded(w, "follower-a");
       const before = await raw.hgetall(keys.conversion(uuid));
       await store.conversions.rescheduleConversion(uuid, "follower-b", w + 50);
-      expect(await raw.zscore(keys.conversionsDue(), uuid)).toBe(w);
+      expect(await raw.zscore(keys.conversionsDue(), uuid)).toBe(w + LEASE_MS); // where the claim put it
       expect(await raw.get(keys.conversionLease(uuid))).toBe("follower-a");
 
       await store.conversions.rescheduleConversion(uuid, "follower-a", w + 9000);

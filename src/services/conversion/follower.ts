@@ -13,6 +13,14 @@
  * within `leaseMs` + `tickMs`. A task not ended after `followMs` is saved as
  * Fail, reason "timeout".
  *
+ * The claim rate follows the due backlog: a look claims up to `batch` tasks
+ * and polls them without waiting for one another; a look that found a full
+ * batch is followed by another at once, and each poll's end makes room for
+ * the next claim, up to `maxInFlight` polls under way. So an instance polls
+ * as fast as the backend answers, not `batch` per `tickMs`; the tick only
+ * finds the tasks that came due while nothing was backlogged. Instances that
+ * share the due index each claim as they have room, so they share its load.
+ *
  * Backend trouble while polling (unavailable, time-outs, unreadable answers)
  * is not the task's failure: the poll is retried later. Only the backend
  * saying so (or not knowing the task any more) ends a task.
@@ -38,6 +46,8 @@ export interface FollowerSettings {
   readonly tickMs: number;
   /** How many due tasks one look claims at most. */
   readonly batch: number;
+  /** Polls under way at once at most (CONVERSION_MAX_POLLS): the claim rate follows the backlog up to this. */
+  readonly maxInFlight: number;
 }
 
 export const DEFAULT_FOLLOWER_SETTINGS: FollowerSettings = {
@@ -47,6 +57,7 @@ export const DEFAULT_FOLLOWER_SETTINGS: FollowerSettings = {
   leaseMs: 15_000,
   tickMs: 500,
   batch: 50,
+  maxInFlight: 256,
 };
 
 export interface FollowerOptions {
@@ -66,9 +77,12 @@ export function isTerminal(status: string): boolean {
 
 export class ConversionFollower {
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  /** A wake came during a look: look again right after it. */
+  /** The claim under way: one at a time, so two looks never race for one batch. */
+  private claiming: Promise<void> | undefined;
+  /** Look again as soon as there is room: a wake came, or the last look found a full batch. */
   private again = false;
+  /** The polls under way, claimed by any look. */
+  private readonly polls = new Set<Promise<void>>();
   private readonly now: () => number;
 
   constructor(private readonly o: FollowerOptions) {
@@ -88,44 +102,64 @@ export class ConversionFollower {
    */
   wake(): void {
     if (this.timer === undefined) return;
-    if (this.running === undefined) this.look();
-    else this.again = true;
+    this.again = true;
+    this.look();
   }
 
-  /** Stops looking and waits for the polls under way. */
+  /** Stops looking and waits for the claim and the polls under way. */
   async stop(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
     this.again = false;
-    await this.running;
+    await this.claiming;
+    await Promise.all(this.polls);
   }
 
-  /** One look unless one is under way; then another when a wake came meanwhile. */
+  /** One claim for as many tasks as there is room for, unless one is under way; its polls run on their own. */
   private look(): void {
-    this.running ??= this.tick().finally(() => {
-      this.running = undefined;
-      if (this.again && this.timer !== undefined) {
-        this.again = false;
-        this.look();
-      }
-    });
-  }
-
-  /** One look: claims the due tasks and polls each. Never throws. */
-  async tick(): Promise<void> {
-    let due: string[];
-    try {
-      due = await this.o.store.conversions.claimDueConversions(
-        this.now(),
-        this.o.settings.batch,
-        this.o.owner,
-        this.o.settings.leaseMs,
-      );
-    } catch (e) {
-      this.o.onTrouble("*", e);
+    if (this.timer === undefined || this.claiming !== undefined) return;
+    const room = this.room();
+    if (room === 0) {
+      this.again = true; // the next poll to end looks again
       return;
     }
-    await Promise.all(due.map((uuid) => this.poll(uuid)));
+    this.again = false;
+    this.claiming = this.claim(room)
+      .then(() => undefined)
+      .finally(() => {
+        this.claiming = undefined;
+        if (this.again) this.look();
+      });
+  }
+
+  /** One look, for the tests' own clock: claims the due tasks and waits for their polls. Never throws. */
+  async tick(): Promise<void> {
+    await Promise.all(await this.claim(this.room()));
+  }
+
+  private room(): number {
+    return Math.max(0, Math.min(this.o.settings.batch, this.o.settings.maxInFlight - this.polls.size));
+  }
+
+  /** Claims up to `room` due tasks and starts polling each; a full batch asks for another look. */
+  private async claim(room: number): Promise<Promise<void>[]> {
+    if (room === 0) return [];
+    let due: string[];
+    try {
+      due = await this.o.store.conversions.claimDueConversions(this.now(), room, this.o.owner, this.o.settings.leaseMs);
+    } catch (e) {
+      this.o.onTrouble("*", e);
+      return [];
+    }
+    if (due.length === room) this.again = true;
+    return due.map((uuid) => {
+      const poll = this.poll(uuid).finally(() => {
+        this.polls.delete(poll);
+        if (this.again) this.look();
+      });
+      this.polls.add(poll);
+      return poll;
+    });
   }
 
   private async poll(uuid: string): Promise<void> {

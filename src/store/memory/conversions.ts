@@ -45,6 +45,13 @@ export class MemoryConversions implements ConversionPrimitives {
     if (scores.size === 0) this.data.delete(key); // Redis keeps no empty sorted set
   }
 
+  async postponeDue(uuids: readonly string[], at: number): Promise<void> {
+    this.guard();
+    const scores = this.data.get(this.keys.conversionsDue());
+    if (scores?.type !== "zset") return;
+    for (const uuid of uuids) if (scores.scores.has(uuid)) scores.scores.set(uuid, at);
+  }
+
   async dueUuids(now: number, offset: number, count: number): Promise<string[]> {
     this.guard();
     const entry = this.data.get(this.keys.conversionsDue());

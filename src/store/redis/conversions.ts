@@ -59,6 +59,13 @@ export class RedisConversions implements ConversionPrimitives {
     await this.calls.call("removeConversionDue", (c) => c.zrem(this.keys.conversionsDue(), uuid));
   }
 
+  async postponeDue(uuids: readonly string[], at: number): Promise<void> {
+    if (uuids.length === 0) return;
+    const key = this.keys.conversionsDue();
+    const pairs = uuids.flatMap((uuid) => [String(at), uuid]);
+    await this.calls.call("claimDueConversions", (c) => c.zadd(key, "XX", ...pairs));
+  }
+
   dueUuids(now: number, offset: number, count: number): Promise<string[]> {
     return this.calls.call("claimDueConversions", (c) =>
       c.zrangebyscore(this.keys.conversionsDue(), "-inf", String(now), "LIMIT", offset, count),

@@ -22,6 +22,7 @@ const SETTINGS: FollowerSettings = {
   leaseMs: 10_000,
   tickMs: 1_000_000, // ticks are driven by the test
   batch: 10,
+  maxInFlight: 100,
 };
 
 /** A backend whose answers the test scripts, one per query. */
@@ -159,4 +160,93 @@ describe("the conversion follower", () => {
     await run(w, second, 10_000);
     expect((await w.store.conversions.getConversion("task1"))?.status).toBe("Finished");
   });
+
+  it("claims as fast as polls end, up to maxInFlight under way: not one batch per tick", async () => {
+    const w = await busyWorld(300);
+    const f = w.follower("a", { batch: 10, maxInFlight: 40 });
+    f.start(); // ticks a million ms apart: only the wake and the polls' ends make looks
+    f.wake();
+    await eventually(() => w.polled.size === 300, 10_000, "every due task polled");
+    await f.stop();
+    expect(w.most).toBeGreaterThan(10); // more than one batch under way at once
+    expect(w.most).toBeLessThanOrEqual(40);
+    expect(w.twice).toEqual([]);
+  });
+
+  it("two followers on one due index share it, and never poll one task twice at once", async () => {
+    const w = await busyWorld(400);
+    const [a, b] = [w.follower("a", { batch: 10, maxInFlight: 30 }), w.follower("b", { batch: 10, maxInFlight: 30 })];
+    for (const f of [a, b]) {
+      f.start();
+      f.wake();
+    }
+    await eventually(() => w.polled.size === 400, 10_000, "every due task polled");
+    await Promise.all([a.stop(), b.stop()]);
+    expect(w.twice).toEqual([]);
+    expect(w.queries).toBe(400); // each once: a claimed task is not due again until its next poll time
+    expect(w.byOwner.get("a")).toBeGreaterThan(100);
+    expect(w.byOwner.get("b")).toBeGreaterThan(100);
+  });
 });
+
+/**
+ * `count` tasks all due now, on a real-time backend that answers Converting after a few ms and
+ * counts the polls under way (at most, per task, per follower).
+ */
+async function busyWorld(count: number) {
+  const clock = { now: 1_000_000 };
+  const store = new MemoryStore({ keyPrefix: "bl:", now: () => clock.now });
+  await store.setWhiteboard("p", { region: "us-sv", credentials: { sdkToken: "NETLESSSDK_x" } });
+  const w = {
+    polled: new Set<string>(),
+    twice: [] as string[],
+    most: 0,
+    queries: 0,
+    byOwner: new Map<string, number>(),
+  };
+  const underway = new Set<string>();
+  for (let i = 0; i < count; i++) {
+    const uuid = `task${i}`;
+    await store.conversions.recordConversion(
+      {
+        uuid,
+        project: "p",
+        channel: "c",
+        type: "static",
+        api: "projector",
+        status: "Waiting",
+        percent: 0,
+        pages: [],
+        createdAt: clock.now,
+        updatedAt: clock.now,
+        by: "u",
+      },
+      clock.now,
+    );
+  }
+  const backendOf = (owner: string): ConversionBackend => ({
+    createTask: () => Promise.reject(new Error("not used")),
+    cancelTask: () => Promise.reject(new Error("not used")),
+    async queryTask(ref: ConversionTaskRef) {
+      if (underway.has(ref.uuid)) w.twice.push(ref.uuid);
+      underway.add(ref.uuid);
+      w.queries++;
+      w.byOwner.set(owner, (w.byOwner.get(owner) ?? 0) + 1);
+      w.most = Math.max(w.most, underway.size);
+      await new Promise((r) => setTimeout(r, 2 + Math.random() * 6));
+      underway.delete(ref.uuid);
+      w.polled.add(ref.uuid);
+      return converting(10);
+    },
+  });
+  const follower = (owner: string, settings: Partial<FollowerSettings>) =>
+    new ConversionFollower({
+      store,
+      backend: backendOf(owner),
+      settings: { ...SETTINGS, ...settings },
+      owner,
+      onTrouble: () => {},
+      now: () => clock.now,
+    });
+  return Object.assign(w, { follower });
+}
