@@ -83,7 +83,10 @@ export async function launch(o: LaunchOptions): Promise<Server> {
   const slots = new WatchSlots(o.maxWatches ?? 10_000);
   const hub = new ConversionWatchHub(o.store, { pollMs: WATCH_POLL_MS, slots });
   const pstnHub = new PstnWatchHub(o.store.pstnEvents, slots, { ...DEFAULT_PSTN_WATCH_SETTINGS, ...o.pstnWatch });
+  // The follower starts after the server, whose metrics count its polls.
+  let countPoll: ((lateMs: number) => void) | undefined;
   const follower = new ConversionFollower({
+    onPoll: (lateMs) => countPoll?.(lateMs),
     store: o.store,
     backend: o.backend,
     settings,
@@ -113,6 +116,7 @@ export async function launch(o: LaunchOptions): Promise<Server> {
     storeReady: () => o.store.ping(),
     ...(webhooks === undefined ? {} : { conversionWebhook: (id, sig) => webhooks.receive(id, sig) }),
   });
+  countPoll = (lateMs) => server.metrics.observeConversionPoll(lateMs);
   follower.start();
   return {
     ...server,

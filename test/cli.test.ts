@@ -452,9 +452,9 @@ describe("records the CLI writes are what the server reads", () => {
     );
     const watching = cli(["conversion", "watch", uuid, "--json"]);
     await new Promise((resolve) => setTimeout(resolve, 700));
-    expect(await bl.store.conversions.claimDueConversions(now + 120_000, 1000, "test-follower", 10_000)).toContain(
-      uuid,
-    );
+    expect(
+      (await bl.store.conversions.claimDueConversions(now + 120_000, 1000, "test-follower", 10_000)).map((t) => t.uuid),
+    ).toContain(uuid);
     const done = {
       status: "Finished",
       percent: 100,

@@ -12,6 +12,7 @@ import type {
   ConversionSaveOutcome,
   ConversionState,
   ConversionTaskRecord,
+  DueConversion,
 } from "../services/ports.js";
 import {
   ANNOUNCED_FIELD,
@@ -40,8 +41,8 @@ export interface ConversionPrimitives {
   removeDue(uuid: string): Promise<void>;
   /** Scores the `uuids` still in `conv-due` `at` (ZADD XX); never adds one. */
   postponeDue(uuids: readonly string[], at: number): Promise<void>;
-  /** Members of `conv-due` scored ≤ `now`, lowest score first, skipping `offset`, at most `count`. */
-  dueUuids(now: number, offset: number, count: number): Promise<string[]>;
+  /** Members of `conv-due` scored ≤ `now` with their scores, lowest score first, skipping `offset`, at most `count`. */
+  dueConversions(now: number, offset: number, count: number): Promise<DueConversion[]>;
   /** In one step: "gone" unless the record is a hash; else SET lease NX PX. */
   tryLease(uuid: string, owner: string, leaseMs: number): Promise<LeaseAttempt>;
   /** PEXPIRE the lease when `owner` holds it. */
@@ -89,26 +90,29 @@ export class ConversionSteps {
     return parseConversion(uuid, await this.raw.readRecord(uuid));
   }
 
-  async claimDueConversions(now: number, max: number, owner: string, leaseMs: number): Promise<string[]> {
-    const claimed: string[] = [];
+  async claimDueConversions(now: number, max: number, owner: string, leaseMs: number): Promise<DueConversion[]> {
+    const claimed: DueConversion[] = [];
     let offset = 0;
     while (claimed.length < max) {
       const page = Math.max(DUE_PAGE, max - claimed.length);
-      const due = await this.raw.dueUuids(now, offset, page);
+      const due = await this.raw.dueConversions(now, offset, page);
       let looked = 0;
       let removed = 0;
       // Only as many at once as are still wanted, so no task is leased and then not returned.
       while (looked < due.length && claimed.length < max) {
         const batch = due.slice(looked, looked + max - claimed.length);
         looked += batch.length;
-        const attempts = await Promise.all(batch.map((uuid) => this.raw.tryLease(uuid, owner, leaseMs)));
-        const gone = batch.filter((_, i) => attempts[i] === "gone");
+        const attempts = await Promise.all(batch.map((task) => this.raw.tryLease(task.uuid, owner, leaseMs)));
+        const gone = batch.filter((_, i) => attempts[i] === "gone").map((task) => task.uuid);
         const leased = batch.filter((_, i) => attempts[i] === "leased");
         // A leased task is due again when its lease runs out (a takeover, should we die): until
         // then no other follower's look reads past it, however many tasks are in flight.
         await Promise.all([
           ...gone.map((uuid) => this.raw.removeDue(uuid)),
-          this.raw.postponeDue(leased, now + leaseMs),
+          this.raw.postponeDue(
+            leased.map((task) => task.uuid),
+            now + leaseMs,
+          ),
         ]);
         removed += gone.length + leased.length;
         claimed.push(...leased);

@@ -67,7 +67,9 @@ export function conversionFollowContract(current: () => ContractSubject): void {
     const uuid = randomUUID();
     await store.conversions.recordConversion(task(uuid, over), dueAt);
     if (owner !== undefined)
-      expect(await store.conversions.claimDueConversions(dueAt, 100, owner, LEASE_MS)).toContain(uuid);
+      expect((await store.conversions.claimDueConversions(dueAt, 100, owner, LEASE_MS)).map((t) => t.uuid)).toContain(
+        uuid,
+      );
     return uuid;
   }
 
@@ -163,8 +165,12 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       expect(keys.conversionsDue()).toBe(`${keys.prefix}conv-due`);
       expect(await raw.zscore(keys.conversionsDue(), uuid)).toBe(w + 1000);
 
-      expect(await store.conversions.claimDueConversions(w + 999, 10, "follower-a", LEASE_MS)).toEqual([]);
-      expect(await store.conversions.claimDueConversions(w + 1000, 10, "follower-a", LEASE_MS)).toEqual([uuid]);
+      expect(
+        (await store.conversions.claimDueConversions(w + 999, 10, "follower-a", LEASE_MS)).map((t) => t.uuid),
+      ).toEqual([]);
+      expect(
+        (await store.conversions.claimDueConversions(w + 1000, 10, "follower-a", LEASE_MS)).map((t) => t.uuid),
+      ).toEqual([uuid]);
       expect(keys.conversionLease(uuid)).toBe(`${keys.prefix}conv:{${uuid}}:lease`);
       expect(await raw.get(keys.conversionLease(uuid))).toBe("follower-a");
       const ttl = await raw.ttl(keys.conversionLease(uuid));
@@ -172,19 +178,27 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       expect(ttl).toBeLessThanOrEqual(60);
       // Still in conv-due, due again when the lease runs out (a takeover), and leased: nobody else gets it.
       expect(await raw.zscore(keys.conversionsDue(), uuid)).toBe(w + 1000 + LEASE_MS);
-      expect(await store.conversions.claimDueConversions(w + 1000, 10, "follower-a", LEASE_MS)).toEqual([]);
+      expect(
+        (await store.conversions.claimDueConversions(w + 1000, 10, "follower-a", LEASE_MS)).map((t) => t.uuid),
+      ).toEqual([]);
     });
 
     it("skips a task another owner holds until that lease runs out", async () => {
       setUp();
       const w = dueWindow();
       const uuid = await recorded(w);
-      expect(await store.conversions.claimDueConversions(w, 10, "follower-a", 200)).toEqual([uuid]);
-      expect(await store.conversions.claimDueConversions(w, 10, "follower-b", 200)).toEqual([]);
+      expect((await store.conversions.claimDueConversions(w, 10, "follower-a", 200)).map((t) => t.uuid)).toEqual([
+        uuid,
+      ]);
+      expect((await store.conversions.claimDueConversions(w, 10, "follower-b", 200)).map((t) => t.uuid)).toEqual([]);
       await new Promise((r) => setTimeout(r, 300));
       // Due again when the lease runs out, not before.
-      expect(await store.conversions.claimDueConversions(w + 199, 10, "follower-b", LEASE_MS)).toEqual([]);
-      expect(await store.conversions.claimDueConversions(w + 200, 10, "follower-b", LEASE_MS)).toEqual([uuid]);
+      expect(
+        (await store.conversions.claimDueConversions(w + 199, 10, "follower-b", LEASE_MS)).map((t) => t.uuid),
+      ).toEqual([]);
+      expect(
+        (await store.conversions.claimDueConversions(w + 200, 10, "follower-b", LEASE_MS)).map((t) => t.uuid),
+      ).toEqual([uuid]);
       expect(await store.conversions.renewConversionLease(uuid, "follower-a", LEASE_MS)).toBe(false);
     });
 
@@ -195,14 +209,19 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       const orphan = randomUUID();
       await raw.zadd(keys.conversionsDue(), w, orphan);
 
-      expect(await store.conversions.claimDueConversions(w + 10, 2, "follower-a", LEASE_MS)).toEqual([
-        uuids[1],
-        uuids[2],
-      ]);
+      expect(
+        (await store.conversions.claimDueConversions(w + 10, 2, "follower-a", LEASE_MS)).map((t) => t.uuid),
+      ).toEqual([uuids[1], uuids[2]]);
       expect(await raw.zscore(keys.conversionsDue(), orphan)).toBeUndefined();
-      expect(await store.conversions.claimDueConversions(w + 10, 2, "follower-b", LEASE_MS)).toEqual([uuids[0]]);
-      expect(await store.conversions.claimDueConversions(w + 10, 2, "follower-c", LEASE_MS)).toEqual([]);
-      expect(await store.conversions.claimDueConversions(w + 10, 0, "follower-c", LEASE_MS)).toEqual([]);
+      expect(
+        (await store.conversions.claimDueConversions(w + 10, 2, "follower-b", LEASE_MS)).map((t) => t.uuid),
+      ).toEqual([uuids[0]]);
+      expect(
+        (await store.conversions.claimDueConversions(w + 10, 2, "follower-c", LEASE_MS)).map((t) => t.uuid),
+      ).toEqual([]);
+      expect(
+        (await store.conversions.claimDueConversions(w + 10, 0, "follower-c", LEASE_MS)).map((t) => t.uuid),
+      ).toEqual([]);
     });
 
     it("finds due tasks behind leased ones still due (a follower died between its lease and moving the task)", async () => {
@@ -211,18 +230,22 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       const held = await Promise.all(Array.from({ length: 60 }, (_, i) => recorded(w + i)));
       for (const uuid of held) await raw.setString(keys.conversionLease(uuid), "follower-a");
       const free = await recorded(w + 99);
-      expect(await store.conversions.claimDueConversions(w + 100, 1, "follower-b", LEASE_MS)).toEqual([free]);
+      expect(
+        (await store.conversions.claimDueConversions(w + 100, 1, "follower-b", LEASE_MS)).map((t) => t.uuid),
+      ).toEqual([free]);
     });
 
     it("finds due tasks behind many leased ones", async () => {
       setUp();
       const w = dueWindow();
       const held = await Promise.all(Array.from({ length: 60 }, (_, i) => recorded(w + i)));
-      expect(await store.conversions.claimDueConversions(w + 100, 100, "follower-a", LEASE_MS)).toHaveLength(
-        held.length,
-      );
+      expect(
+        (await store.conversions.claimDueConversions(w + 100, 100, "follower-a", LEASE_MS)).map((t) => t.uuid),
+      ).toHaveLength(held.length);
       const free = await recorded(w + 99);
-      expect(await store.conversions.claimDueConversions(w + 100, 1, "follower-b", LEASE_MS)).toEqual([free]);
+      expect(
+        (await store.conversions.claimDueConversions(w + 100, 1, "follower-b", LEASE_MS)).map((t) => t.uuid),
+      ).toEqual([free]);
     });
 
     it("renews a lease only for its owner", async () => {
@@ -427,8 +450,12 @@ export function conversionFollowContract(current: () => ContractSubject): void {
       expect(await raw.exists(keys.conversionLease(uuid))).toBe(false);
       expect(await raw.hgetall(keys.conversion(uuid))).toEqual(before);
       expect(await raw.xlen(keys.conversionChanges(uuid))).toBe(0);
-      expect(await store.conversions.claimDueConversions(w + 8999, 10, "follower-b", LEASE_MS)).toEqual([]);
-      expect(await store.conversions.claimDueConversions(w + 9000, 10, "follower-b", LEASE_MS)).toEqual([uuid]);
+      expect(
+        (await store.conversions.claimDueConversions(w + 8999, 10, "follower-b", LEASE_MS)).map((t) => t.uuid),
+      ).toEqual([]);
+      expect(
+        (await store.conversions.claimDueConversions(w + 9000, 10, "follower-b", LEASE_MS)).map((t) => t.uuid),
+      ).toEqual([uuid]);
     });
 
     it("keeps the record and its changes for the retention after the last change", async () => {

@@ -23,7 +23,7 @@ async function ttlsAfterAChange(
   const uuid = randomUUID();
   await store.conversions.recordConversion(conversion(uuid), 1000);
   const recorded = await ttl(store.keys.conversion(uuid));
-  expect(await store.conversions.claimDueConversions(1000, 1, "follower", 60_000)).toEqual([uuid]);
+  expect((await store.conversions.claimDueConversions(1000, 1, "follower", 60_000)).map((t) => t.uuid)).toEqual([uuid]);
   const state = { status: "Converting", percent: 10, pages: [] } as const;
   expect(await store.conversions.saveConversionState(uuid, "follower", state, 2000, undefined)).toBe("changed");
   await store.conversions.recordWebhook("hook", uuid);

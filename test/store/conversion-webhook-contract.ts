@@ -53,10 +53,14 @@ export function conversionWebhookContract(current: () => ContractSubject): void 
       expect(await raw.zscore(keys.conversionsDue(), uuid)).toBe(w + 10);
       expect(await store.conversions.wakeConversion(uuid, w + 100)).toBe(true);
       expect(await raw.zscore(keys.conversionsDue(), uuid)).toBe(w + 10);
-      expect(await store.conversions.claimDueConversions(w + 10, 10, "follower-a", LEASE_MS)).toEqual([uuid]);
+      expect(
+        (await store.conversions.claimDueConversions(w + 10, 10, "follower-a", LEASE_MS)).map((t) => t.uuid),
+      ).toEqual([uuid]);
       // Leased: waking moves its due time but does not take the lease away.
       expect(await store.conversions.wakeConversion(uuid, w + 1)).toBe(true);
-      expect(await store.conversions.claimDueConversions(w + 10, 10, "follower-b", LEASE_MS)).toEqual([]);
+      expect(
+        (await store.conversions.claimDueConversions(w + 10, 10, "follower-b", LEASE_MS)).map((t) => t.uuid),
+      ).toEqual([]);
       expect(await raw.get(keys.conversionLease(uuid))).toBe("follower-a");
     });
 
@@ -65,7 +69,9 @@ export function conversionWebhookContract(current: () => ContractSubject): void 
       const w = dueWindow();
       const uuid = randomUUID();
       await store.conversions.recordConversion(task(uuid), w);
-      expect(await store.conversions.claimDueConversions(w, 10, "follower-a", LEASE_MS)).toEqual([uuid]);
+      expect((await store.conversions.claimDueConversions(w, 10, "follower-a", LEASE_MS)).map((t) => t.uuid)).toEqual([
+        uuid,
+      ]);
       await store.conversions.saveConversionState(uuid, "follower-a", finished, w + 1, undefined);
       expect(await raw.zscore(keys.conversionsDue(), uuid)).toBeUndefined();
 

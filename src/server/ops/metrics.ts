@@ -10,6 +10,7 @@ export class Metrics {
   private readonly calls: Counter<"rpc" | "protocol" | "code">;
   private readonly duration: Histogram<"rpc" | "protocol">;
   private readonly listenerErrors: Counter<"code">;
+  private readonly pollLateness: Histogram;
 
   constructor(options: { collectDefault?: boolean } = {}) {
     if (options.collectDefault ?? true) collectDefaultMetrics({ register: this.registry, prefix: "boardline_" });
@@ -32,6 +33,16 @@ export class Metrics {
       labelNames: ["code"],
       registers: [this.registry],
     });
+    this.pollLateness = new Histogram({
+      name: "boardline_conversion_poll_lateness_seconds",
+      help: "How late each conversion poll of this instance began after the task was due (its count: the polls made).",
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [this.registry],
+    });
+  }
+
+  observeConversionPoll(lateMs: number): void {
+    this.pollLateness.observe(lateMs / 1000);
   }
 
   countListenerError(code: string): void {

@@ -29,6 +29,7 @@ import {
   type ConversionBackend,
   type ConversionState,
   type ConversionTaskRecord,
+  type DueConversion,
   type Store,
   TERMINAL_CONVERSION_STATUSES,
 } from "../ports.js";
@@ -68,6 +69,8 @@ export interface FollowerOptions {
   readonly owner: string;
   /** Told of every poll that went wrong (for the logs); never of a secret. */
   readonly onTrouble: (uuid: string, error: unknown) => void;
+  /** Told of every poll as it begins: how late (ms) after the task was due (for the metrics). */
+  readonly onPoll?: (lateMs: number) => void;
   readonly now?: () => number;
 }
 
@@ -144,7 +147,7 @@ export class ConversionFollower {
   /** Claims up to `room` due tasks and starts polling each; a full batch asks for another look. */
   private async claim(room: number): Promise<Promise<void>[]> {
     if (room === 0) return [];
-    let due: string[];
+    let due: DueConversion[];
     try {
       due = await this.o.store.conversions.claimDueConversions(this.now(), room, this.o.owner, this.o.settings.leaseMs);
     } catch (e) {
@@ -152,7 +155,9 @@ export class ConversionFollower {
       return [];
     }
     if (due.length === room) this.again = true;
-    return due.map((uuid) => {
+    const now = this.now();
+    return due.map(({ uuid, dueAt }) => {
+      this.o.onPoll?.(Math.max(0, now - dueAt));
       const poll = this.poll(uuid).finally(() => {
         this.polls.delete(poll);
         if (this.again) this.look();

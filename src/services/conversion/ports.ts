@@ -85,9 +85,9 @@ export interface ConversionStore {
   /**
    * Up to `max` tasks due at `now` (ms) that no live lease holds; each one
    * returned is now leased to `owner` for `leaseMs`. A due task whose record is
-   * gone leaves the due set.
+   * gone leaves the due set. Earliest due first, each with the time it was due.
    */
-  claimDueConversions(now: number, max: number, owner: string, leaseMs: number): Promise<string[]>;
+  claimDueConversions(now: number, max: number, owner: string, leaseMs: number): Promise<DueConversion[]>;
   /** Extends the lease when `owner` still holds it; false when it does not (another follower took over). */
   renewConversionLease(uuid: string, owner: string, leaseMs: number): Promise<boolean>;
   /**
@@ -196,4 +196,10 @@ export interface ConversionBackend {
   queryTask(ref: ConversionTaskRef, signal?: AbortSignal): Promise<ConversionState>;
   /** Projector: cancels at the backend and returns the state after (Abort). Legacy: `failed_precondition`. */
   cancelTask(ref: ConversionTaskRef, signal?: AbortSignal): Promise<ConversionState>;
+}
+
+/** A task a follower claimed, and when it was due (ms): how late its poll is. */
+export interface DueConversion {
+  readonly uuid: string;
+  readonly dueAt: number;
 }

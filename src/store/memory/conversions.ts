@@ -3,7 +3,7 @@
  * same keys and fields as Redis (src/store/redis/conversions.ts and its scripts). The
  * order of the steps is the conversion front's (src/store/conversion-steps.ts).
  */
-import type { ConversionState } from "../../services/ports.js";
+import type { ConversionState, DueConversion } from "../../services/ports.js";
 import type { LeaseAttempt, ConversionPrimitives, StateWrite } from "../conversion-steps.js";
 import { ANNOUNCED_FIELD, changeFields, progressFields } from "../schema/conversion-records.js";
 import { CONVERSION_CHANGES_MAXLEN, type KeySchema, WHITEBOARD_EVENTS_MAXLEN } from "../schema/keys.js";
@@ -52,7 +52,7 @@ export class MemoryConversions implements ConversionPrimitives {
     for (const uuid of uuids) if (scores.scores.has(uuid)) scores.scores.set(uuid, at);
   }
 
-  async dueUuids(now: number, offset: number, count: number): Promise<string[]> {
+  async dueConversions(now: number, offset: number, count: number): Promise<DueConversion[]> {
     this.guard();
     const entry = this.data.get(this.keys.conversionsDue());
     if (entry?.type !== "zset") return [];
@@ -61,7 +61,7 @@ export class MemoryConversions implements ConversionPrimitives {
       .filter(([, score]) => score <= now)
       .sort(([a, x], [b, y]) => x - y || (a < b ? -1 : a > b ? 1 : 0))
       .slice(offset, offset + count)
-      .map(([uuid]) => uuid);
+      .map(([uuid, dueAt]) => ({ uuid, dueAt }));
   }
 
   async tryLease(uuid: string, owner: string, leaseMs: number): Promise<LeaseAttempt> {

@@ -15,7 +15,7 @@
  * removal from `conv-due` and wake-ups are not: losing one only repeats a
  * poll or an announcement.
  */
-import type { ConversionState } from "../../services/ports.js";
+import type { ConversionState, DueConversion } from "../../services/ports.js";
 import type { LeaseAttempt, ConversionPrimitives, StateWrite } from "../conversion-steps.js";
 import { progressFields } from "../schema/conversion-records.js";
 import { CONVERSION_CHANGES_MAXLEN, type KeySchema, WHITEBOARD_EVENTS_MAXLEN } from "../schema/keys.js";
@@ -66,10 +66,13 @@ export class RedisConversions implements ConversionPrimitives {
     await this.calls.call("claimDueConversions", (c) => c.zadd(key, "XX", ...pairs));
   }
 
-  dueUuids(now: number, offset: number, count: number): Promise<string[]> {
-    return this.calls.call("claimDueConversions", (c) =>
-      c.zrangebyscore(this.keys.conversionsDue(), "-inf", String(now), "LIMIT", offset, count),
+  async dueConversions(now: number, offset: number, count: number): Promise<DueConversion[]> {
+    const flat = await this.calls.call("claimDueConversions", (c) =>
+      c.zrangebyscore(this.keys.conversionsDue(), "-inf", String(now), "WITHSCORES", "LIMIT", offset, count),
     );
+    const due: DueConversion[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) due.push({ uuid: flat[i] as string, dueAt: Number(flat[i + 1]) });
+    return due;
   }
 
   async tryLease(uuid: string, owner: string, leaseMs: number): Promise<LeaseAttempt> {

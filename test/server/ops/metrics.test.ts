@@ -8,7 +8,10 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { type Boardline, startBoardline } from "../../harness/boardline.js";
 import { closeSession, h1, h2, h2connect } from "../../harness/http-clients.js";
-import { RPC_PATHS } from "../../harness/routes.js";
+import { eventually } from "../../harness/eventually.js";
+import { postJson } from "../../harness/http.js";
+import { convertBody } from "../../harness/request-bodies.js";
+import { ROUTES, RPC_PATHS } from "../../harness/routes.js";
 import { sleep } from "../../harness/sleep.js";
 
 let bl: Boardline;
@@ -150,4 +153,19 @@ test("calls the pipeline already counted are not counted again", async () => {
     },
   );
   expect(grew).toEqual([1, 1, 1]);
+});
+
+test("every conversion poll the follower makes is counted, with how late it began", async () => {
+  const polls = async () => {
+    const line = (await h1(bl.url, "/metrics")).body
+      .split("\n")
+      .find((l) => l.startsWith("boardline_conversion_poll_lateness_seconds_count"));
+    return Number(line?.slice(line.lastIndexOf(" ") + 1) ?? Number.NaN);
+  };
+  const before = await polls();
+  expect(before).toBeGreaterThanOrEqual(0);
+  const res = await postJson(bl, ROUTES.convert, convertBody(bl), { token });
+  expect(res.status).toBe(200);
+  // The harness's follower polls a new task 100 ms after its creation, then every 200 ms at most.
+  await eventually(async () => (await polls()) >= before + 2, 5_000, "two polls counted");
 });

@@ -103,7 +103,9 @@ describe("the conversion follower", () => {
     expect(w.backend.queries.map((t) => t - created)).toEqual([1_000, 2_000, 3_000, 4_500, 6_750]);
     const record = await w.store.conversions.getConversion("task1");
     expect(record).toMatchObject({ status: "Finished", percent: 100, pageCount: 1 });
-    expect(await w.store.conversions.claimDueConversions(w.clock.now + 60_000, 10, "z", 1_000)).toEqual([]); // not due any more
+    expect(
+      (await w.store.conversions.claimDueConversions(w.clock.now + 60_000, 10, "z", 1_000)).map((t) => t.uuid),
+    ).toEqual([]); // not due any more
     const events = await w.store.getWhiteboardEvents("p", "c", 10);
     expect(events).toHaveLength(1);
   });
@@ -152,13 +154,34 @@ describe("the conversion follower", () => {
     const first = w.follower("a");
     w.clock.now += 1_000;
     // The first follower claims the task and dies before saving anything (its claim stays).
-    expect(await w.store.conversions.claimDueConversions(w.clock.now, 10, "a", SETTINGS.leaseMs)).toEqual(["task1"]);
+    expect(
+      (await w.store.conversions.claimDueConversions(w.clock.now, 10, "a", SETTINGS.leaseMs)).map((t) => t.uuid),
+    ).toEqual(["task1"]);
     void first;
     const second = w.follower("b");
     await run(w, second, SETTINGS.leaseMs - 1_000);
     expect(w.backend.queries).toHaveLength(0); // still leased by the dead one
     await run(w, second, 10_000);
     expect((await w.store.conversions.getConversion("task1"))?.status).toBe("Finished");
+  });
+
+  it("tells how late each poll began after its task was due", async () => {
+    const w = await world([converting(10), converting(20)]);
+    const late: number[] = [];
+    const f = new ConversionFollower({
+      store: w.store,
+      backend: w.backend,
+      settings: SETTINGS,
+      owner: "a",
+      onTrouble: () => {},
+      onPoll: (ms) => late.push(ms),
+      now: () => w.clock.now,
+    });
+    w.clock.now += 1_000; // exactly due
+    await f.tick();
+    w.clock.now += 1_000 + 700; // due 1 000 ms after that poll: 700 ms late
+    await f.tick();
+    expect(late).toEqual([0, 700]);
   });
 
   it("claims as fast as polls end, up to maxInFlight under way: not one batch per tick", async () => {

@@ -100,10 +100,10 @@ describe("conversion webhooks", () => {
 
     await store.conversions.recordConversion(task("t1"), NOW + 60_000);
     await store.conversions.recordWebhook(id, "t1");
-    expect(await store.conversions.claimDueConversions(NOW, 10, "f", 1000)).toEqual([]);
+    expect((await store.conversions.claimDueConversions(NOW, 10, "f", 1000)).map((t) => t.uuid)).toEqual([]);
     await webhooks.receive(id, sign(id));
     expect(wakes).toHaveLength(1);
-    expect(await store.conversions.claimDueConversions(NOW, 10, "f", 1000)).toEqual(["t1"]);
+    expect((await store.conversions.claimDueConversions(NOW, 10, "f", 1000)).map((t) => t.uuid)).toEqual(["t1"]);
 
     await store.conversions.saveConversionState(
       "t1",
@@ -114,6 +114,6 @@ describe("conversion webhooks", () => {
     );
     await webhooks.receive(id, sign(id));
     expect(wakes).toHaveLength(1);
-    expect(await store.conversions.claimDueConversions(NOW + 1e9, 10, "f", 1000)).toEqual([]);
+    expect((await store.conversions.claimDueConversions(NOW + 1e9, 10, "f", 1000)).map((t) => t.uuid)).toEqual([]);
   });
 });
