@@ -8,6 +8,8 @@
 #   BENCH_ONLY=pstn npm run bench      (only issue 13's PSTN watchers, bench/pstn-watchers.mjs)
 #   BENCH_ONLY=channels npm run bench  (only issue 20's channel admin part, bench/channel-admin.mjs;
 #                                       also `npm run bench:channels`)
+#   BENCH_ONLY=follow npm run bench    (only issue 24's following of conversions in flight,
+#                                       bench/follow-tasks.mjs; also `npm run bench:follow`)
 #
 # Other knobs: BENCH_WARMUP (s, default 1), BENCH_CONCURRENCY (default "1 16 64"),
 # BENCH_SKIP_BUILD=1 (use dist/ as it is), BENCH_KEEP=1 (keep the work directory
@@ -68,8 +70,8 @@ die() {
   log "FAILED: $*"
   exit 1
 }
-[[ -z $BENCH_ONLY || $BENCH_ONLY == conversions || $BENCH_ONLY == pstn || $BENCH_ONLY == channels ]] ||
-  die "BENCH_ONLY must be empty, \"conversions\", \"pstn\" or \"channels\" (got \"$BENCH_ONLY\")"
+[[ -z $BENCH_ONLY || $BENCH_ONLY == conversions || $BENCH_ONLY == pstn || $BENCH_ONLY == channels || $BENCH_ONLY == follow ]] ||
+  die "BENCH_ONLY must be empty, \"conversions\", \"pstn\", \"channels\" or \"follow\" (got \"$BENCH_ONLY\")"
 
 # --- tools -------------------------------------------------------------------
 if ! command -v wrk >/dev/null || ! command -v h2load >/dev/null; then
@@ -210,6 +212,16 @@ if [[ -z $BENCH_ONLY || $BENCH_ONLY == channels ]]; then
   run_load env BENCH_SECONDS="$BENCH_SECONDS" BENCH_WARMUP="$BENCH_WARMUP" node bench/channel-admin.mjs >&2 ||
     die "the channel admin part failed"
   [[ $BENCH_ONLY != channels ]] || exit 0
+fi
+
+# --- issue 24: conversions in flight followed on time (BENCH_ONLY=follow runs only this part) -----
+# bench/follow-tasks.mjs starts its own redis-server, simulator and 1 or 3 boardline instances per
+# case, prints one line per case (polls/s against the needed rate, lateness, share, CPU per poll)
+# and the anchor (a bare client's queries/s against the same simulator); ~1 min per case.
+if [[ -z $BENCH_ONLY || $BENCH_ONLY == follow ]]; then
+  log "conversions in flight: bench/follow-tasks.mjs"
+  run_load env BENCH_FOLLOW_OUT="$WORK/follow.json" node bench/follow-tasks.mjs || die "the follow part failed"
+  [[ $BENCH_ONLY != follow ]] || exit 0
 fi
 
 read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT FH_PORT FG_PORT RH_PORT RG_PORT < <(node -e '

@@ -1,0 +1,332 @@
+/**
+ * Issue 24, part 3: how many conversions in flight boardline follows on time
+ * (`npm run bench:follow`, or BENCH_ONLY=follow npm run bench).
+ *
+ * Each case starts its own redis-server, the conversion simulator in a process
+ * of its own (bench/watch-simulator.mjs, with a progress step of an hour, so
+ * every task stays in flight), and `instances` boardline processes (the real
+ * `dist/src/main.js`, package.json's nodeFlags, NODE_ENV=production). It
+ * creates `tasks` conversions through the JSON ConvertFile route, waits until
+ * the youngest is 10 s old (from then on each task is due every
+ * CONVERSION_POLL_MAX_MS = 5 s), and then reads, over a window:
+ *
+ * - the polls each instance made and how late they began after their due time
+ *   (`boardline_conversion_poll_lateness_seconds` from each one's /metrics: the
+ *   histogram's bucket counts at the start and the end of the window);
+ * - the CPU of each instance and of redis-server (/proc/<pid>/stat), per poll.
+ *
+ * The anchor, in the same run: a bare client (keep-alive fetch, 64 at once)
+ * querying the same simulator's tasks as fast as it answers — the most polls
+ * per second any follower could make on this machine.
+ *
+ * Knobs: BENCH_FOLLOW_CASES ("instances×tasks", comma-separated; default
+ * "1x2500,1x5000,1x10000,3x10000"), BENCH_FOLLOW_WINDOW_S (20),
+ * BENCH_FOLLOW_OUT (a JSON file for the figures; default: stdout only).
+ */
+import { fork, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Redis } from "ioredis";
+import { mintToken } from "../dist/src/auth/jwt.js";
+import { createLogger } from "../dist/src/log.js";
+import { createSdkToken } from "../dist/src/netless/sdk-token.js";
+import { createRedisStore } from "../dist/src/store/redis/store.js";
+
+const CASES = (process.env.BENCH_FOLLOW_CASES ?? "1x2500,1x5000,1x10000,3x10000").split(",").map((c) => {
+  const [instances, tasks] = c.split("x").map(Number);
+  if (!(instances >= 1 && tasks >= 1)) throw new Error(`BENCH_FOLLOW_CASES: "${c}" is not <instances>x<tasks>`);
+  return { instances, tasks };
+});
+const WINDOW_S = Number(process.env.BENCH_FOLLOW_WINDOW_S ?? 20);
+const POLL_MAX_MS = 5_000;
+const WORK = mkdtempSync(join(tmpdir(), "bl-follow-"));
+const PROJECT = "bench-proj";
+const PASSPHRASE = `bench-host-${randomBytes(8).toString("hex")}`;
+const TICK_US = 1e6 / 100;
+const children = [];
+const log = (...args) => console.error(`[bench:follow ${new Date().toISOString().slice(11, 19)}]`, ...args);
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function spawnLogged(name, argv, env) {
+  const logFile = join(WORK, `${name}.log`);
+  const child = spawn(argv[0], argv.slice(1), {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
+  });
+  children.push(child);
+  return { child, pid: child.pid, logFile };
+}
+
+async function stopAll() {
+  for (const child of children.splice(0).reverse()) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+/** utime + stime in clock ticks (fields 14 and 15 of /proc/<pid>/stat). */
+function cpuTicks(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8")
+    .replace(/^.*\) /, "")
+    .split(" ");
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+function rssMb(pid) {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("VmRSS:"));
+  return Number(line?.split(/\s+/)[1]) / 1024;
+}
+
+async function until(what, check, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
+
+async function startRedis() {
+  const port = await freePort();
+  const server = spawnLogged("redis", [
+    "redis-server",
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+  ]);
+  const url = `redis://127.0.0.1:${port}`;
+  await until(
+    "redis-server",
+    async () => {
+      const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on("error", () => {});
+      try {
+        await probe.connect();
+        return (await probe.ping()) === "PONG";
+      } finally {
+        probe.disconnect();
+      }
+    },
+    10_000,
+  );
+  return { ...server, url };
+}
+
+async function startSimulator(sdkToken) {
+  const child = fork("bench/watch-simulator.mjs", [], {
+    env: { ...process.env, SIM_SDK_TOKEN: sdkToken, SIM_PROGRESS_MS: String(3_600_000) },
+    stdio: ["ignore", "ignore", "inherit", "ipc"],
+  });
+  children.push(child);
+  const url = await new Promise((resolve, reject) => {
+    child.once("message", (m) => resolve(m.ready));
+    child.once("exit", () => reject(new Error("the simulator exited")));
+  });
+  return { child, pid: child.pid, url };
+}
+
+async function startBoardline(i, redisUrl, secret, simUrl) {
+  const port = await freePort();
+  const flags = JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags.split(/\s+/).filter(Boolean);
+  const server = spawnLogged(`boardline-${i}`, [process.execPath, ...flags, "dist/src/main.js"], {
+    NODE_ENV: "production",
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "warn",
+    GUESS_LIMIT: "0",
+    REDIS_URL: redisUrl,
+    JWT_SECRET: secret,
+    CONVERSION_API_BASE: simUrl,
+    SHUTDOWN_DELAY_MS: "0",
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await until("boardline /readyz", async () => (await fetch(`${url}/readyz`)).ok, 15_000);
+  return { ...server, url };
+}
+
+/** The lateness histogram's cumulative bucket counts (by upper bound, seconds) and its count. */
+async function lateness(url) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const buckets = new Map();
+  let count = 0;
+  for (const line of text.split("\n")) {
+    const bucket = /^boardline_conversion_poll_lateness_seconds_bucket\{le="([^"]+)"\} (\d+)/.exec(line);
+    if (bucket) buckets.set(bucket[1] === "+Inf" ? Number.POSITIVE_INFINITY : Number(bucket[1]), Number(bucket[2]));
+    const total = /^boardline_conversion_poll_lateness_seconds_count (\d+)/.exec(line);
+    if (total) count = Number(total[1]);
+  }
+  return { buckets, count };
+}
+
+/** The smallest bucket bound under which a share `q` of the window's polls began. */
+function quantileBound(start, end, q) {
+  const total = end.count - start.count;
+  for (const [le, n] of [...end.buckets].sort(([a], [b]) => a - b)) {
+    if (n - (start.buckets.get(le) ?? 0) >= q * total) return le;
+  }
+  return Number.NaN;
+}
+
+/** `count` ConvertFile calls, `concurrency` at a time, spread over the instances. */
+async function createTasks(urls, token, count, concurrency = 64) {
+  const uuids = [];
+  let next = 0;
+  const body = JSON.stringify({
+    resource_url: "https://docs.example.com/deck.pptx",
+    passphrase: PASSPHRASE,
+    conversion_type: "static",
+  });
+  const worker = async () => {
+    while (next < count) {
+      const i = next++;
+      const res = await fetch(`${urls[i % urls.length]}/v1/whiteboard/fileconvert`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body,
+      });
+      const text = await res.text();
+      if (res.status !== 200) throw new Error(`ConvertFile: ${res.status} ${text}`);
+      uuids.push(JSON.parse(text).task_uuid);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return uuids;
+}
+
+/** The anchor: queries of the simulator's tasks by a bare client, 64 at once, for `seconds`. */
+async function bareQueries(simUrl, sdkToken, uuids, seconds) {
+  let made = 0;
+  const end = Date.now() + seconds * 1000;
+  const worker = async (w) => {
+    for (let i = w; Date.now() < end; i += 64) {
+      const res = await fetch(`${simUrl}/v5/projector/tasks/${uuids[i % uuids.length]}`, {
+        headers: { token: sdkToken, region: "us-sv", accept: "application/json" },
+      });
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`simulator query: ${res.status}`);
+      made++;
+    }
+  };
+  await Promise.all(Array.from({ length: 64 }, (_, w) => worker(w)));
+  return made / seconds;
+}
+
+async function runCase({ instances, tasks }) {
+  const secret = randomBytes(32).toString("base64url");
+  const sdkToken = createSdkToken({
+    accessKey: `bench-${randomBytes(4).toString("hex")}`,
+    secretKey: randomBytes(24).toString("base64url"),
+    role: "writer",
+  });
+  const redis = await startRedis();
+  const store = createRedisStore(
+    { mode: "single", url: redis.url },
+    { keyPrefix: "bl:", logger: createLogger("warn") },
+  );
+  await store.waitUntilReady();
+  await store.createChannel({ project: PROJECT, channel: "bench-chan", hostPassphrase: PASSPHRASE });
+  await store.setWhiteboard(PROJECT, { region: "us-sv", credentials: { sdkToken } });
+  await store.close();
+  const sim = await startSimulator(sdkToken);
+  const bls = [];
+  for (let i = 0; i < instances; i++) bls.push(await startBoardline(i, redis.url, secret, sim.url));
+  const token = await mintToken({
+    secret: new TextEncoder().encode(secret),
+    project: PROJECT,
+    subject: "bench",
+    ttlSeconds: 3600,
+  });
+  const createdAt = Date.now();
+  const uuids = await createTasks(
+    bls.map((b) => b.url),
+    token,
+    tasks,
+  );
+  const createS = (Date.now() - createdAt) / 1000;
+  log(`${instances}×${tasks}: created in ${createS.toFixed(1)} s; warming up`);
+  await sleep(10_000 + 2 * POLL_MAX_MS); // the youngest 10 s old, then one full poll period
+  const start = { at: Date.now(), late: [], cpu: [], redisCpu: cpuTicks(redis.pid), simCpu: cpuTicks(sim.pid) };
+  for (const bl of bls) {
+    start.late.push(await lateness(bl.url));
+    start.cpu.push(cpuTicks(bl.pid));
+  }
+  await sleep(WINDOW_S * 1000);
+  const end = { at: Date.now(), late: [], cpu: [], redisCpu: cpuTicks(redis.pid), simCpu: cpuTicks(sim.pid) };
+  for (const bl of bls) {
+    end.late.push(await lateness(bl.url));
+    end.cpu.push(cpuTicks(bl.pid));
+  }
+  const seconds = (end.at - start.at) / 1000;
+  const polls = bls.map((_, i) => end.late[i].count - start.late[i].count);
+  const total = polls.reduce((a, b) => a + b, 0);
+  const merged = (side) => ({
+    count: side.late.reduce((a, l) => a + l.count, 0),
+    buckets: new Map(
+      [...side.late[0].buckets.keys()].map((le) => [le, side.late.reduce((a, l) => a + (l.buckets.get(le) ?? 0), 0)]),
+    ),
+  });
+  const [s, e] = [merged(start), merged(end)];
+  const onTime = (e.buckets.get(1) - s.buckets.get(1)) / total;
+  const instanceCpuUs = bls.reduce((a, _, i) => a + (end.cpu[i] - start.cpu[i]), 0) * TICK_US;
+  const anchor = await bareQueries(sim.url, sdkToken, uuids, 5);
+  const result = {
+    instances,
+    tasks,
+    createS,
+    pollsPerS: total / seconds,
+    neededPerS: tasks / (POLL_MAX_MS / 1000),
+    share: polls.map((p) => p / total),
+    onTimeShare: onTime,
+    p50LateS: quantileBound(s, e, 0.5),
+    p99LateS: quantileBound(s, e, 0.99),
+    instanceCpuUsPerPoll: instanceCpuUs / total,
+    redisCpuUsPerPoll: ((end.redisCpu - start.redisCpu) * TICK_US) / total,
+    simulatorCpuUsPerPoll: ((end.simCpu - start.simCpu) * TICK_US) / total,
+    instanceRssMb: bls.map((b) => Math.round(rssMb(b.pid))),
+    bareQueriesPerS: anchor,
+  };
+  await stopAll();
+  return result;
+}
+
+const results = [];
+try {
+  for (const c of CASES) {
+    const r = await runCase(c);
+    results.push(r);
+    const pct = (x) => `${(100 * x).toFixed(1)} %`;
+    console.log(
+      `${r.instances} instance(s), ${r.tasks} tasks: ${r.pollsPerS.toFixed(0)} polls/s of ${r.neededPerS.toFixed(0)} needed; ` +
+        `on time (≤ 1 s late) ${pct(r.onTimeShare)}, p50 ≤ ${r.p50LateS} s, p99 ≤ ${r.p99LateS} s; ` +
+        `share ${r.share.map(pct).join(" / ")}; CPU per poll: instances ${r.instanceCpuUsPerPoll.toFixed(0)} µs, ` +
+        `redis ${r.redisCpuUsPerPoll.toFixed(0)} µs, simulator ${r.simulatorCpuUsPerPoll.toFixed(0)} µs; ` +
+        `RSS ${r.instanceRssMb.join(" / ")} MB; anchor: a bare client gets ${r.bareQueriesPerS.toFixed(0)} queries/s; ` +
+        `ConvertFile ×${r.tasks} took ${r.createS.toFixed(1)} s`,
+    );
+  }
+} finally {
+  await stopAll();
+}
+if (process.env.BENCH_FOLLOW_OUT) writeFileSync(process.env.BENCH_FOLLOW_OUT, JSON.stringify(results, null, 2));
