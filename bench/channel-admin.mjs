@@ -38,12 +38,12 @@
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
+import { cpuTicks, freePort, procKb, Servers, TICK_US } from "./processes.mjs";
 
 const env = process.env;
 
@@ -68,7 +68,6 @@ const START = "<!-- channel-admin:start -->";
 const END = "<!-- channel-admin:end -->";
 
 const WORK = mkdtempSync(join(os.tmpdir(), "boardline-bench-channels-"));
-const children = [];
 const startedAt = new Date();
 const loadStart = os.loadavg();
 
@@ -77,6 +76,7 @@ const allowed = expandCpus(execFileSync("taskset", ["-cp", String(process.pid)],
 const SERVER_CPU = allowed.length >= 2 ? String(allowed[0]) : "";
 const LOAD_CPU = allowed.length >= 2 ? String(allowed[1]) : "";
 if (LOAD_CPU) execFileSync("taskset", ["-cp", LOAD_CPU, String(process.pid)], { stdio: "ignore" });
+const servers = new Servers({ work: WORK, cpu: SERVER_CPU });
 
 function expandCpus(list) {
   return list
@@ -90,51 +90,6 @@ function expandCpus(list) {
 
 const log = (...args) => console.error(`[bench:channels ${new Date().toISOString().slice(11, 19)}]`, ...args);
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function startServer(name, argv, extraEnv = {}) {
-  const [cmd, ...args] = SERVER_CPU ? ["taskset", "-c", SERVER_CPU, ...argv] : argv;
-  const logFile = join(WORK, `${name}.log`);
-  const child = spawn(cmd, args, {
-    env: { ...env, ...extraEnv },
-    stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
-  });
-  children.push(child);
-  return { child, pid: child.pid, logFile };
-}
-
-async function stopAll() {
-  for (const child of children.reverse()) {
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-    await exited;
-    clearTimeout(timer);
-  }
-}
-
-function procKb(pid, key) {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8")
-    .split("\n")
-    .find((l) => l.startsWith(`${key}:`));
-  return Number(line?.split(/\s+/)[1]);
-}
-/** utime + stime in clock ticks (fields 14 and 15 of /proc/<pid>/stat). */
-function cpuTicks(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8")
-    .replace(/^.*\) /, "")
-    .split(" ");
-  return Number(fields[11]) + Number(fields[12]);
-}
-const TICK_US = 1e6 / 100;
 const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
@@ -160,41 +115,10 @@ function stallProbe() {
 }
 
 // --- servers -----------------------------------------------------------------------------------
-async function startRedis() {
-  const port = await freePort();
-  const server = startServer("redis", [
-    "redis-server",
-    "--port",
-    String(port),
-    "--bind",
-    "127.0.0.1",
-    "--save",
-    "",
-    "--appendonly",
-    "no",
-    "--dir",
-    WORK,
-  ]);
-  const url = `redis://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on("error", () => {});
-    const ok = await probe.connect().then(
-      () => probe.ping().then(() => true),
-      () => false,
-    );
-    probe.disconnect();
-    if (ok) break;
-    if (i > 100) throw new Error("redis-server not answering after 10 s");
-    await sleep(100);
-  }
-  return { ...server, url };
-}
-
 async function startBoardline(redisUrl, secret) {
   const port = await freePort();
   const flags = JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags.split(/\s+/).filter(Boolean);
-  const server = startServer("boardline", [process.execPath, ...flags, "dist/src/main.js"], {
+  const server = servers.spawn("boardline", [process.execPath, ...flags, "dist/src/main.js"], {
     NODE_ENV: "production",
     PORT: String(port),
     HOST: "127.0.0.1",
@@ -351,7 +275,7 @@ async function scanChild(url, prefix, project) {
 async function main() {
   const stallBefore = stallProbe();
   log(`stall probe: ${JSON.stringify(stallBefore)}`);
-  const redisServer = await startRedis();
+  const redisServer = await servers.startRedis();
   const secret = randomBytes(32).toString("hex");
   const bl = await startBoardline(redisServer.url, secret);
   const enc = new TextEncoder().encode(secret);
@@ -448,7 +372,7 @@ async function main() {
   const errorLines = readFileSync(bl.logFile, "utf8")
     .split("\n")
     .filter((l) => /"level":(50|60)/.test(l)).length;
-  await stopAll();
+  await servers.stopAll();
 
   const cpuModel = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "unknown CPU";
   const redisVersion = /v=(\S+)/.exec(execFileSync("redis-server", ["--version"], { encoding: "utf8" }))?.[1];
@@ -559,7 +483,7 @@ try {
 } catch (e) {
   console.error(e);
   process.exitCode = 1;
-  await stopAll();
+  await servers.stopAll();
 } finally {
   if (env.BENCH_KEEP) log(`work directory kept: ${WORK}`);
   else rmSync(WORK, { recursive: true, force: true });

@@ -20,79 +20,38 @@
  * per second any follower could make on this machine.
  *
  * Knobs: BENCH_FOLLOW_CASES ("instances×tasks", comma-separated; default
- * "1x2500,1x5000,1x10000,3x10000"), BENCH_FOLLOW_WINDOW_S (20),
+ * "1x2500,1x5000,1x10000,3x10000"), BENCH_FOLLOW_WINDOW_S (20; whole poll periods of 5 s),
  * BENCH_FOLLOW_OUT (a JSON file for the figures; default: stdout only).
  */
-import { fork, spawn } from "node:child_process";
+import { fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs";
-import net from "node:net";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Redis } from "ioredis";
 import { mintToken } from "../dist/src/auth/jwt.js";
 import { createLogger } from "../dist/src/log.js";
 import { createSdkToken } from "../dist/src/netless/sdk-token.js";
 import { createRedisStore } from "../dist/src/store/redis/store.js";
+import { cpuTicks, freePort, procKb, Servers, TICK_US } from "./processes.mjs";
 
 const CASES = (process.env.BENCH_FOLLOW_CASES ?? "1x2500,1x5000,1x10000,3x10000").split(",").map((c) => {
   const [instances, tasks] = c.split("x").map(Number);
   if (!(instances >= 1 && tasks >= 1)) throw new Error(`BENCH_FOLLOW_CASES: "${c}" is not <instances>x<tasks>`);
   return { instances, tasks };
 });
-const WINDOW_S = Number(process.env.BENCH_FOLLOW_WINDOW_S ?? 20);
 const POLL_MAX_MS = 5_000;
+const WINDOW_S = Number(process.env.BENCH_FOLLOW_WINDOW_S ?? 20);
+// Tasks created together come due together: a window of whole poll periods sees each one as often.
+if (!(WINDOW_S > 0 && (WINDOW_S * 1000) % POLL_MAX_MS === 0)) throw new Error("BENCH_FOLLOW_WINDOW_S: a multiple of 5");
 const WORK = mkdtempSync(join(tmpdir(), "bl-follow-"));
 const PROJECT = "bench-proj";
 const PASSPHRASE = `bench-host-${randomBytes(8).toString("hex")}`;
-const TICK_US = 1e6 / 100;
-const children = [];
+const servers = new Servers({ work: WORK });
 const log = (...args) => console.error(`[bench:follow ${new Date().toISOString().slice(11, 19)}]`, ...args);
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function spawnLogged(name, argv, env) {
-  const logFile = join(WORK, `${name}.log`);
-  const child = spawn(argv[0], argv.slice(1), {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
-  });
-  children.push(child);
-  return { child, pid: child.pid, logFile };
-}
-
-async function stopAll() {
-  for (const child of children.splice(0).reverse()) {
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-    await exited;
-    clearTimeout(timer);
-  }
-}
-
-/** utime + stime in clock ticks (fields 14 and 15 of /proc/<pid>/stat). */
-function cpuTicks(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8")
-    .replace(/^.*\) /, "")
-    .split(" ");
-  return Number(fields[11]) + Number(fields[12]);
-}
-
 function rssMb(pid) {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8")
-    .split("\n")
-    .find((l) => l.startsWith("VmRSS:"));
-  return Number(line?.split(/\s+/)[1]) / 1024;
+  return procKb(pid, "VmRSS") / 1024;
 }
 
 async function until(what, check, timeoutMs) {
@@ -103,43 +62,12 @@ async function until(what, check, timeoutMs) {
   }
 }
 
-async function startRedis() {
-  const port = await freePort();
-  const server = spawnLogged("redis", [
-    "redis-server",
-    "--port",
-    String(port),
-    "--bind",
-    "127.0.0.1",
-    "--save",
-    "",
-    "--appendonly",
-    "no",
-  ]);
-  const url = `redis://127.0.0.1:${port}`;
-  await until(
-    "redis-server",
-    async () => {
-      const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      probe.on("error", () => {});
-      try {
-        await probe.connect();
-        return (await probe.ping()) === "PONG";
-      } finally {
-        probe.disconnect();
-      }
-    },
-    10_000,
-  );
-  return { ...server, url };
-}
-
 async function startSimulator(sdkToken) {
   const child = fork("bench/watch-simulator.mjs", [], {
     env: { ...process.env, SIM_SDK_TOKEN: sdkToken, SIM_PROGRESS_MS: String(3_600_000) },
     stdio: ["ignore", "ignore", "inherit", "ipc"],
   });
-  children.push(child);
+  process.once("exit", () => child.kill());
   const url = await new Promise((resolve, reject) => {
     child.once("message", (m) => resolve(m.ready));
     child.once("exit", () => reject(new Error("the simulator exited")));
@@ -150,7 +78,7 @@ async function startSimulator(sdkToken) {
 async function startBoardline(i, redisUrl, secret, simUrl) {
   const port = await freePort();
   const flags = JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags.split(/\s+/).filter(Boolean);
-  const server = spawnLogged(`boardline-${i}`, [process.execPath, ...flags, "dist/src/main.js"], {
+  const server = servers.spawn(`boardline-${i}`, [process.execPath, ...flags, "dist/src/main.js"], {
     NODE_ENV: "production",
     PORT: String(port),
     HOST: "127.0.0.1",
@@ -240,7 +168,7 @@ async function runCase({ instances, tasks }) {
     secretKey: randomBytes(24).toString("base64url"),
     role: "writer",
   });
-  const redis = await startRedis();
+  const redis = await servers.startRedis();
   const store = createRedisStore(
     { mode: "single", url: redis.url },
     { keyPrefix: "bl:", logger: createLogger("warn") },
@@ -307,7 +235,8 @@ async function runCase({ instances, tasks }) {
     instanceRssMb: bls.map((b) => Math.round(rssMb(b.pid))),
     bareQueriesPerS: anchor,
   };
-  await stopAll();
+  sim.child.kill();
+  await servers.stopAll();
   return result;
 }
 
@@ -327,6 +256,6 @@ try {
     );
   }
 } finally {
-  await stopAll();
+  await servers.stopAll();
 }
 if (process.env.BENCH_FOLLOW_OUT) writeFileSync(process.env.BENCH_FOLLOW_OUT, JSON.stringify(results, null, 2));

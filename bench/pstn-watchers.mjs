@@ -47,10 +47,9 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
-import net from "node:net";
 import os from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -61,6 +60,7 @@ import { mintToken } from "../dist/src/auth/jwt.js";
 import { createLogger } from "../dist/src/log.js";
 import { keySchema } from "../dist/src/store/schema/keys.js";
 import { createRedisStore } from "../dist/src/store/redis/store.js";
+import { cpuTicks, freePort, procKb, Servers, TICK_US } from "./processes.mjs";
 
 const env = process.env;
 const WORK = env.BENCH_WORK;
@@ -122,68 +122,7 @@ async function within(promise, ms) {
   }
 }
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** `argv` pinned to the servers' CPU (if any), with its output appended to WORK/<name>.log. */
-function startServer(name, argv, extraEnv) {
-  const [cmd, ...args] = env.BENCH_SERVER_CPU ? ["taskset", "-c", env.BENCH_SERVER_CPU, ...argv] : argv;
-  const logFile = join(WORK, `${name}.log`);
-  const child = track(
-    spawn(cmd, args, {
-      env: { ...env, ...extraEnv },
-      stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
-    }),
-  );
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGTERM");
-    if (!(await within(exited, 10_000))) {
-      child.kill("SIGKILL");
-      await exited;
-    }
-  };
-  return { child, logFile, pid: child.pid, stop };
-}
-
-async function startRedis() {
-  const port = await freePort();
-  const server = startServer("pstn-redis", [
-    "redis-server",
-    "--port",
-    String(port),
-    "--bind",
-    "127.0.0.1",
-    "--save",
-    "",
-    "--appendonly",
-    "no",
-    "--dir",
-    WORK,
-  ]);
-  const url = `redis://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    if (server.child.exitCode !== null) throw new Error(`redis-server exited: ${readFileSync(server.logFile, "utf8")}`);
-    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on("error", () => {}); // not listening yet: asked again below
-    const ok = await probe.connect().then(
-      () => probe.ping().then(() => true),
-      () => false,
-    );
-    probe.disconnect();
-    if (ok) break;
-    if (i > 100) throw new Error("redis-server not answering after 10 s");
-    await sleep(100);
-  }
-  return { ...server, url };
-}
+const servers = new Servers({ work: WORK, cpu: env.BENCH_SERVER_CPU });
 
 async function startBoardline(redisUrl, jwtSecret) {
   const port = await freePort();
@@ -193,7 +132,7 @@ async function startBoardline(redisUrl, jwtSecret) {
   const probeFile = join(WORK, "pstn-boardline.memory.json");
   // --expose-gc and the probe only let memory() read the live heap after full GCs.
   const argv = [process.execPath, ...flags, "--expose-gc", "-r", "./bench/gc-probe.cjs", "dist/src/main.js"];
-  const server = startServer("pstn-boardline", argv, {
+  const server = servers.spawn("pstn-boardline", argv, {
     NODE_ENV: "production",
     PORT: String(port),
     HOST: "127.0.0.1",
@@ -224,20 +163,6 @@ async function startBoardline(redisUrl, jwtSecret) {
 
 // --- measurements of processes -----------------------------------------------------------
 
-function procKb(pid, key) {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8")
-    .split("\n")
-    .find((l) => l.startsWith(`${key}:`));
-  return Number(line?.split(/\s+/)[1]);
-}
-/** utime + stime of a process, in clock ticks (fields 14 and 15 of /proc/<pid>/stat, after the command name). */
-function cpuTicks(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8")
-    .replace(/^.*\) /, "")
-    .split(" ");
-  return Number(fields[11]) + Number(fields[12]);
-}
-const TICK_US = 1e6 / 100; // CLK_TCK is 100 on Linux
 const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
@@ -863,7 +788,7 @@ async function probes(ctx, attached, round) {
 async function main() {
   const startedAt = new Date();
   const loadStart = os.loadavg();
-  const redisServer = await startRedis();
+  const redisServer = await servers.startRedis("pstn-redis");
   const redis = new Redis(redisServer.url, { connectionName: "bench-probe", maxRetriesPerRequest: 1 });
   const jwtSecret = randomBytes(32).toString("hex");
   const jwts = await seed(redisServer.url, jwtSecret);
