@@ -160,9 +160,12 @@ test("UNAVAILABLE: with Redis down it backs off and retries with the same key; o
   const tasksBefore = live.simulator.tasks().length;
   live.redisDown();
   const run = runProgram(live.env);
-  await run.next("retry", "UNAVAILABLE");
-  await new Promise((r) => setTimeout(r, 1000));
-  await live.redisUp();
+  try {
+    await run.next("retry", "UNAVAILABLE");
+    await new Promise((r) => setTimeout(r, 1000));
+  } finally {
+    await live.redisUp(); // even when the program failed, for the tests after this one
+  }
   const accepted = await run.next("accepted");
   expect((await run.exited).code).toBe(0);
   const retries = events(run, "retry").filter((l) => l.method === "ConvertFile");
