@@ -1,0 +1,336 @@
+/**
+ * examples/browser in Debian's Chromium (playwright-core), over Connect and
+ * over gRPC-Web: the client is generated from proto/ (`buf generate` with
+ * protoc-gen-es into examples/browser/gen/, git-ignored), type-checked, bundled
+ * with esbuild and served from another origin than boardline's, which allows
+ * that origin (CORS_ORIGINS). The checks are what a person sees: the mute
+ * state shown, the converted pages as loaded images, and a readable line for
+ * each of UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED (waited out)
+ * and UNAVAILABLE (retried with back-off). Screenshots go to
+ * test-output/browser/ (git-ignored; a CI artifact).
+ *
+ * The simulator names its page images at https://convertcdn.example/…, which
+ * nobody serves (src/demo/simulator/tasks.ts); the test plays that CDN, so
+ * Chromium loads and decodes real PNGs from the URLs boardline answered.
+ *
+ * It needs /usr/bin/chromium (or CHROMIUM_PATH): `apt-get install chromium`;
+ * `bash .ci/run` installs it. Without it the tests fail, saying so.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { crc32, deflateSync } from "node:zlib";
+import { build } from "esbuild";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { GUESS_LIMIT, type LiveBoardline, startLiveBoardline } from "../harness/live-boardline.js";
+import { spawnTied } from "../harness/tied-spawn.js";
+
+const EXAMPLE = "examples/browser";
+const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
+const OUTPUT = "test-output/browser";
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"];
+const TRANSPORTS = ["connect", "grpc-web"] as const;
+type TransportName = (typeof TRANSPORTS)[number];
+
+const missing = existsSync(CHROMIUM)
+  ? undefined
+  : `no chromium at ${CHROMIUM}: apt-get install chromium (bash .ci/run installs it), or set CHROMIUM_PATH`;
+
+let live: LiveBoardline;
+let site: http.Server;
+let siteOrigin: string;
+let profile: string;
+let browser: BrowserContext;
+/** What generating, type-checking and bundling took (ms), printed once. */
+const timings: Record<string, number> = {};
+
+beforeAll(async () => {
+  if (missing !== undefined) return;
+  let bundle: Uint8Array | undefined;
+  site = http.createServer((req, res) => {
+    const path = new URL(req.url ?? "/", "http://site").pathname;
+    const body = path === "/" ? readFileSync(join(EXAMPLE, "index.html")) : path === "/main.js" ? bundle : undefined;
+    res.writeHead(body === undefined ? 404 : 200, {
+      "content-type": path === "/main.js" ? "text/javascript" : "text/html; charset=utf-8",
+    });
+    res.end(body);
+  });
+  await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
+  siteOrigin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+  profile = mkdtempSync(join(tmpdir(), "boardline-chromium-"));
+  [bundle, live, browser] = await Promise.all([
+    generateAndBundle(),
+    // Polls of 300 ms: the simulator's task (200 ms a step) is seen Finished about a second after it starts.
+    startLiveBoardline({
+      corsOrigins: siteOrigin,
+      env: { CONVERSION_POLL_FIRST_MS: "300", CONVERSION_POLL_MAX_MS: "300" },
+    }),
+    chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ARGS,
+      viewport: { width: 1100, height: 900 },
+    }),
+  ]);
+  await browser.route("https://convertcdn.example/**", (route) =>
+    route.fulfill({ status: 200, contentType: "image/png", body: pagePng(route.request().url()) }),
+  );
+  console.log(`browser example: ${JSON.stringify(timings)} (ms)`);
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  if (profile !== undefined) rmSync(profile, { recursive: true, force: true });
+  await live?.stop();
+  site?.close();
+});
+
+/** `buf generate` (protoc-gen-es), `tsc` on the example, then one esbuild bundle; a stale proto fails here. */
+async function generateAndBundle(): Promise<Uint8Array> {
+  let at = Date.now();
+  await run("../../node_modules/.bin/buf", ["generate"], EXAMPLE);
+  timings.generate = Date.now() - at;
+  at = Date.now();
+  await run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", `${EXAMPLE}/tsconfig.json`], ".");
+  timings.typecheck = Date.now() - at;
+  at = Date.now();
+  const out = await build({
+    entryPoints: [`${EXAMPLE}/main.ts`],
+    bundle: true,
+    format: "esm",
+    target: "es2022",
+    minify: true,
+    write: false,
+    logLevel: "silent",
+  });
+  timings.bundle = Date.now() - at;
+  const js = out.outputFiles[0];
+  if (js === undefined) throw new Error("esbuild wrote no bundle");
+  timings.bundleBytes = js.contents.byteLength;
+  return js.contents;
+}
+
+function run(command: string, args: string[], cwd: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}` };
+    const child = spawnTied(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    child.on("error", reject);
+    child.on("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error(`${command} ${args.join(" ")} exited ${code}:\n${output}`)),
+    );
+  });
+}
+
+/** A real PNG for a page URL (…/<n>.png): 320×180, a colour per page. */
+function pagePng(url: string): Buffer {
+  const n = Number(/(\d+)\.png$/.exec(url)?.[1] ?? 0);
+  const [w, h] = [320, 180];
+  const rgb = [
+    [70, 130, 180],
+    [60, 179, 113],
+    [218, 165, 32],
+    [205, 92, 92],
+  ][n % 4] as number[];
+  const row = Buffer.concat([Buffer.from([0]), Buffer.from(Array.from({ length: w }, () => rgb).flat())]);
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([len, body, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0);
+  ihdr.writeUInt32BE(h, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", ihdr),
+    chunk("IDAT", deflateSync(Buffer.concat(Array.from({ length: h }, () => row)))),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
+}
+
+interface MuteCall {
+  readonly at: number;
+  answeredAt?: number;
+}
+
+interface Opened {
+  readonly page: Page;
+  /** The page's Mute calls: when each left and when its answer was in (ms since the epoch). */
+  readonly mutes: MuteCall[];
+  readonly pageErrors: string[];
+  /** Resolves with `ok` or `failed` once the page has run its steps. */
+  readonly done: () => Promise<string>;
+}
+
+/** Opens the page with the BOARDLINE_* values in its query string, as its form would. */
+async function openPage(transport: TransportName, values: Record<string, string>): Promise<Opened> {
+  if (missing !== undefined) throw new Error(missing);
+  const page = await browser.newPage();
+  const mutes: MuteCall[] = [];
+  const calls = new WeakMap<object, MuteCall>();
+  const pageErrors: string[] = [];
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+  page.on("request", (r) => {
+    if (r.method() !== "POST" || r.url() !== `${live.url}/channel.v1.PstnService/Mute`) return;
+    const call: MuteCall = { at: Date.now() };
+    mutes.push(call);
+    calls.set(r, call);
+  });
+  const answered = (r: object) => {
+    const call = calls.get(r);
+    if (call !== undefined) call.answeredAt = Date.now();
+  };
+  page.on("requestfinished", answered);
+  page.on("requestfailed", answered);
+  const query = new URLSearchParams({ BOARDLINE_URL: live.url, transport, ...values });
+  await page.goto(`${siteOrigin}/?${query}`);
+  const done = async () => {
+    await page.waitForSelector("body[data-done]", { timeout: 30_000 });
+    return (await page.getAttribute("body", "data-done")) ?? "";
+  };
+  return { page, mutes, pageErrors, done };
+}
+
+const logLines = (page: Page, step: string, outcome: string) =>
+  page.locator(`#log li[data-step="${step}"][data-outcome="${outcome}"]`).allTextContents();
+
+/** A caller of its own (the guess limit counts per token subject). */
+const callerToken = (subject: string, expSeconds?: number) =>
+  live.token({ subject: `${subject}-${Date.now()}`, ...(expSeconds === undefined ? {} : { expSeconds }) });
+
+describe.each(TRANSPORTS)("the browser example over %s", (transport) => {
+  test("mutes, shows the mute state, and shows the converted pages as images", async () => {
+    const uid = `pstn-browser-${transport}`;
+    const { page, pageErrors, done } = await openPage(transport, {
+      BOARDLINE_TOKEN: live.tokens.user,
+      BOARDLINE_HOST_PASSPHRASE: live.hostPassphrase,
+      uid,
+    });
+    expect(await done()).toBe("ok");
+    expect(await page.getAttribute("#mute-state", "data-muted")).toBe("true");
+    expect(await page.textContent("#mute-state")).toBe(`${uid} in ${live.channel}: muted`);
+    // What a person sees: every page image loaded and decoded.
+    const images = page.locator("#pages img");
+    await expect
+      .poll(
+        () => images.evaluateAll((all) => all.map((i) => (i as unknown as { naturalWidth: number }).naturalWidth)),
+        { timeout: 5_000 },
+      )
+      .toEqual([320, 320, 320]);
+    expect(await images.evaluateAll((all) => all.map((i) => (i as unknown as { alt: string }).alt))).toEqual([
+      "page 1",
+      "page 2",
+      "page 3",
+    ]);
+    expect(await logLines(page, "watch", "ok")).toContain("watch: Finished with 3 page(s)");
+    mkdirSync(OUTPUT, { recursive: true });
+    await page.screenshot({ path: join(OUTPUT, `${transport}.png`), fullPage: true });
+    expect(pageErrors).toEqual([]);
+    // The mute reached boardline: the gateway reads it by channel id.
+    const state = await fetch(`${live.url}/v1/channel/pstn/state`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${live.tokens.gateway}`, "content-type": "application/json" },
+      body: JSON.stringify({ channel_id: live.channel }),
+    });
+    const participants = ((await state.json()) as { participants: { uid: string; mute: boolean }[] }).participants;
+    expect(participants.find((p) => p.uid === uid)?.mute).toBe(true);
+    await page.close();
+  }, 40_000);
+
+  test("UNAUTHENTICATED (an expired token): says to get a fresh token, and does not retry", async () => {
+    const token = await callerToken("expired", -60);
+    const { page, mutes, done } = await openPage(transport, {
+      BOARDLINE_TOKEN: token,
+      BOARDLINE_HOST_PASSPHRASE: live.hostPassphrase,
+    });
+    expect(await done()).toBe("failed");
+    const [line] = await logLines(page, "mute", "failed");
+    expect(line).toMatch(/^mute: UNAUTHENTICATED: .*get a fresh token$/);
+    expect(mutes).toHaveLength(1);
+    await page.close();
+  }, 30_000);
+
+  test("PERMISSION_DENIED (the attendee passphrase mutes): says so, and does not retry", async () => {
+    const { page, mutes, done } = await openPage(transport, {
+      BOARDLINE_TOKEN: await callerToken("attendee"),
+      BOARDLINE_HOST_PASSPHRASE: live.attendeePassphrase,
+    });
+    expect(await done()).toBe("failed");
+    const [line] = await logLines(page, "mute", "failed");
+    expect(line).toMatch(/^mute: PERMISSION_DENIED: not allowed .*check the passphrase/);
+    expect(mutes).toHaveLength(1);
+    await page.close();
+  }, 30_000);
+
+  test("RESOURCE_EXHAUSTED (too many wrong passphrases): waits retry_after_seconds, then mutes", async () => {
+    const token = await callerToken("guesser");
+    for (let i = 0; i < GUESS_LIMIT; i++) {
+      const wrong = await fetch(`${live.url}/v1/channel/pstn/mute`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ uid: "pstn-1", passphrase: "wrong-passphrase", mute: true }),
+      });
+      expect(wrong.status).toBe(403);
+    }
+    const { page, mutes, done } = await openPage(transport, {
+      BOARDLINE_TOKEN: token,
+      BOARDLINE_HOST_PASSPHRASE: live.hostPassphrase,
+    });
+    expect(await done()).toBe("ok");
+    // Redis's TTL rounds to the nearest second, so a retry may come a little early and wait once more.
+    const waits = (await logLines(page, "mute", "retrying")).map((line) => {
+      expect(line).toMatch(/^mute: RESOURCE_EXHAUSTED: too many tries; waiting \d+ s \(retry_after_seconds\)/);
+      return Number(/waiting (\d+) s/.exec(line)?.[1]);
+    });
+    expect(waits.length).toBeGreaterThanOrEqual(1);
+    expect(mutes).toHaveLength(waits.length + 1);
+    for (const [i, seconds] of waits.entries()) {
+      expect(seconds).toBeGreaterThanOrEqual(1);
+      const waited = (mutes[i + 1]?.at ?? 0) - (mutes[i]?.answeredAt ?? Number.POSITIVE_INFINITY);
+      expect(waited).toBeGreaterThanOrEqual(seconds * 1000);
+      expect(waited).toBeLessThan(seconds * 1000 + 1000);
+    }
+    expect(await page.getAttribute("#mute-state", "data-muted")).toBe("true");
+    await page.close();
+  }, 40_000);
+
+  test("UNAVAILABLE (Redis down for a second): retries with back-off, then mutes", async () => {
+    live.redisDown();
+    let opened: Opened | undefined;
+    try {
+      opened = await openPage(transport, {
+        BOARDLINE_TOKEN: await callerToken("patient"),
+        BOARDLINE_HOST_PASSPHRASE: live.hostPassphrase,
+      });
+      await opened.page.waitForSelector('#log li[data-step="mute"][data-outcome="retrying"]', { timeout: 10_000 });
+      await new Promise((r) => setTimeout(r, 1000));
+    } finally {
+      await live.redisUp();
+    }
+    const { page, mutes, done } = opened;
+    expect(await done()).toBe("ok");
+    const retries = await logLines(page, "mute", "retrying");
+    expect(retries[0]).toMatch(/^mute: UNAVAILABLE: unavailable .*; trying again in \d+ ms$/);
+    expect(mutes.length).toBe(retries.length + 1);
+    expect(mutes.length).toBeGreaterThanOrEqual(3);
+    // Back-off: each stated wait longer than the one before (100 ms doubling, ±20 % jitter), and kept.
+    const waits = retries.map((line) => Number(/trying again in (\d+) ms$/.exec(line)?.[1]));
+    expect(waits.slice(1).every((wait, i) => wait > (waits[i] ?? 0))).toBe(true);
+    for (const [i, wait] of waits.entries()) {
+      const [before, after] = [mutes[i]?.answeredAt ?? 0, mutes[i + 1]?.at ?? 0];
+      expect(after - before).toBeGreaterThanOrEqual(wait - 20);
+    }
+    await page.screenshot({ path: join(OUTPUT, `${transport}-unavailable.png`), fullPage: true });
+    await page.close();
+  }, 40_000);
+});
