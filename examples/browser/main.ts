@@ -61,6 +61,13 @@ function retryAfterSeconds(err: ConnectError): number | undefined {
   return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
 }
 
+/** The error of a call; a connection that failed or dropped (fetch's TypeError) counts as UNAVAILABLE. */
+function callError(e: unknown): ConnectError {
+  const err = ConnectError.from(e);
+  if (err.code !== Code.Unknown || !(e instanceof TypeError || err.cause instanceof TypeError)) return err;
+  return new ConnectError(`the connection failed: ${err.rawMessage}`, Code.Unavailable, undefined, undefined, e);
+}
+
 /** How long to wait before trying again, or why not to (README: "What a caller does with each error"). */
 function nextTry(err: ConnectError, attempt: number): { waitMs: number; why: string } | { giveUp: string } {
   const code = Code[err.code].replace(/(?<=[a-z])(?=[A-Z])/g, "_").toUpperCase(); // ResourceExhausted → RESOURCE_EXHAUSTED
@@ -92,7 +99,7 @@ async function withRetries<T>(step: string, call: () => Promise<T>): Promise<T> 
     try {
       return await call();
     } catch (e) {
-      const next = nextTry(ConnectError.from(e), attempt);
+      const next = nextTry(callError(e), attempt);
       if ("giveUp" in next) {
         log(step, "failed", next.giveUp);
         throw new GaveUp(next.giveUp);

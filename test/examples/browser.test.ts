@@ -63,10 +63,12 @@ beforeAll(async () => {
   profile = mkdtempSync(join(tmpdir(), "boardline-chromium-"));
   [bundle, live, browser] = await Promise.all([
     generateAndBundle(),
-    // Polls of 300 ms: the simulator's task (200 ms a step) is seen Finished about a second after it starts.
+    // The simulator's task (200 ms a step) ends 800 ms after it starts; the first poll at 600 ms, then every
+    // 300 ms, passes Finished on about a second after the start, and a cut right after the watch's first
+    // message (Waiting) falls well before it.
     startLiveBoardline({
       corsOrigins: siteOrigin,
-      env: { CONVERSION_POLL_FIRST_MS: "300", CONVERSION_POLL_MAX_MS: "300" },
+      env: { CONVERSION_POLL_FIRST_MS: "600", CONVERSION_POLL_MAX_MS: "300" },
     }),
     chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
@@ -209,14 +211,18 @@ const callerToken = (subject: string, expSeconds?: number) =>
   live.token({ subject: `${subject}-${Date.now()}`, ...(expSeconds === undefined ? {} : { expSeconds }) });
 
 describe.each(TRANSPORTS)("the browser example over %s", (transport) => {
-  test("mutes, shows the mute state, and shows the converted pages as images", async () => {
+  test("mutes, shows the mute state, and the converted pages as images; a watch cut off is reopened", async () => {
     const uid = `pstn-browser-${transport}`;
     const { page, pageErrors, done } = await openPage(transport, {
       BOARDLINE_TOKEN: live.tokens.user,
       BOARDLINE_HOST_PASSPHRASE: live.hostPassphrase,
       uid,
     });
+    await page.waitForSelector('#log li[data-step="watch"][data-outcome="ok"]', { timeout: 15_000 });
+    live.cutConnections();
     expect(await done()).toBe("ok");
+    const [reopened] = await logLines(page, "watch", "retrying");
+    expect(reopened).toMatch(/^watch: UNAVAILABLE: unavailable \(the connection failed: .*\); trying again in \d+ ms$/);
     expect(await page.getAttribute("#mute-state", "data-muted")).toBe("true");
     expect(await page.textContent("#mute-state")).toBe(`${uid} in ${live.channel}: muted`);
     // What a person sees: every page image loaded and decoded.
