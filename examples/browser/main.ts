@@ -76,11 +76,13 @@ function nextTry(err: ConnectError, attempt: number): { waitMs: number; why: str
       return { giveUp: `${code}: the token was refused (${err.rawMessage}); get a fresh token` };
     case Code.PermissionDenied:
       return { giveUp: `${code}: not allowed (${err.rawMessage}); check the passphrase or the token's scope` };
-    case Code.ResourceExhausted: {
+    // Too many tries, or (ABORTED) a ConvertFile's Idempotency-Key still at work: wait as told, same request.
+    case Code.ResourceExhausted:
+    case Code.Aborted: {
       const seconds = retryAfterSeconds(err);
-      if (seconds === undefined) return { giveUp: `${code}: the request is too big (${err.rawMessage})` };
+      if (seconds === undefined) return { giveUp: `${code}: ${err.rawMessage}; the request is too big` };
       const waitMs = seconds * 1000 + Math.round(Math.random() * 250);
-      return { waitMs, why: `${code}: too many tries; waiting ${seconds} s (retry_after_seconds) then again` };
+      return { waitMs, why: `${code}: ${err.rawMessage}; waiting ${seconds} s (retry_after_seconds) then again` };
     }
     case Code.Unavailable:
     case Code.DeadlineExceeded: {
