@@ -288,6 +288,16 @@ export function storeContract(name: string, options: ContractOptions): void {
       });
     });
 
+    it("counts wrong passphrases per caller in a window, and tells the seconds left rounded up", async () => {
+      const caller = `caller-${unique()}`;
+      await store.recordPassphraseMiss(caller, 2);
+      await store.recordPassphraseMiss(caller, 2);
+      await new Promise((r) => setTimeout(r, 600));
+      // 1.4 s left: a caller told 1 s would come back early and be refused again.
+      expect(await store.passphraseMisses(caller)).toEqual({ count: 2, resetSeconds: 2 });
+      expect(await store.passphraseMisses(`other-${unique()}`)).toEqual({ count: 0, resetSeconds: 0 });
+    });
+
     describe("whiteboard settings", () => {
       it("writes the documented fields and switches credential kinds cleanly", async () => {
         const { project } = ids();

@@ -229,12 +229,13 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
     const key = this.keys.guesses(callerKey);
     // One round trip; both commands address the same key, so Cluster is fine.
     const [count, ttl] = await this.calls.call("passphraseMisses", async (c) => {
-      const replies = await c.multi().get(key).ttl(key).exec();
+      const replies = await c.multi().get(key).pttl(key).exec();
       if (replies === null) throw new Error("MULTI aborted");
       for (const [err] of replies) if (err) throw err;
       return [Number(replies[0]?.[1] ?? 0), Number(replies[1]?.[1] ?? -2)];
     });
-    return { count: Number.isFinite(count) ? count : 0, resetSeconds: ttl > 0 ? ttl : 0 };
+    // Rounded up (TTL rounds to the nearest second): a caller that waits as told is not refused again.
+    return { count: Number.isFinite(count) ? count : 0, resetSeconds: ttl > 0 ? Math.ceil(ttl / 1000) : 0 };
   }
 
   /** Every master answers (on a Cluster: the master of every slot), so /readyz turns 503 while one is gone. */
