@@ -9,7 +9,7 @@
  * down (UNAVAILABLE: it backs off until Redis is up again); and a watch
  * resumes from its cursor after the connection is cut.
  */
-import { execFile } from "node:child_process";
+import { type ChildProcess, execFile } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -42,7 +42,7 @@ const NEEDED: Array<[string, () => boolean]> = [
   // github.com/golang/protobuf 1.3 (what grpc-dev alone pulls in) panics on `optional` fields.
   [
     "golang-github-golang-protobuf-1-5-dev",
-    () => readIf(`${GOCODE}/github.com/golang/protobuf/go.mod`).includes("google.golang.org/protobuf"),
+    () => readIf(`${GOCODE}/github.com/golang/protobuf/go.mod`).includes("google.golang.org/protobuf v"),
   ],
 ];
 
@@ -64,7 +64,12 @@ beforeAll(async () => {
   }
   buildMs = Date.now() - t0;
 }, 180_000);
-afterAll(() => live?.stop());
+/** Programs still running when the tests end (a watch a failed test left open). */
+const running = new Set<ChildProcess>();
+afterAll(async () => {
+  for (const proc of running) proc.kill("SIGKILL");
+  await live?.stop();
+});
 
 interface Line {
   step: string;
@@ -84,6 +89,8 @@ function start(args: string[], env: Record<string, string> = {}) {
     env: { PATH: process.env.PATH ?? "", ...live.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  running.add(proc);
+  proc.once("exit", () => running.delete(proc));
   const lines: Line[] = [];
   const waiters: Array<() => void> = [];
   let rest = "";
@@ -116,6 +123,8 @@ function start(args: string[], env: Record<string, string> = {}) {
 
 const program = (args: string[], env: Record<string, string> = {}) => start(args, env).done;
 const steps = (o: Outcome, step: string) => o.lines.filter((l) => l.step === step);
+/** What the program printed, for an assertion's message. */
+const said = (o: Outcome) => `${o.lines.map((l) => JSON.stringify(l)).join("\n")}\n${o.stderr}`;
 
 test("generates and builds with Debian's Go toolchain; the sources are gofmt-clean", async () => {
   console.log(`examples/go: buf generate + go build took ${buildMs} ms`);
@@ -127,10 +136,10 @@ test("generates and builds with Debian's Go toolchain; the sources are gofmt-cle
 
 test("mutes and unmutes with the host passphrase; the gateway reads the state by channel id", async () => {
   const muted = await program(["mute", "-uid", "pstn-1001"]);
-  expect(muted.code).toBe(0);
+  expect(muted.code, said(muted)).toBe(0);
   expect(steps(muted, "mute")).toEqual([{ step: "mute", uid: "pstn-1001", mute: true }]);
   const state = await program(["state"]);
-  expect(state.code).toBe(0);
+  expect(state.code, said(state)).toBe(0);
   expect(steps(state, "state")[0]).toMatchObject({ channel_id: live.channel, muted: { "pstn-1001": true } });
   expect((await program(["mute", "-uid", "pstn-1001", "-mute=false"])).code).toBe(0);
   expect(steps(await program(["state"]), "state")[0]?.muted).toEqual({ "pstn-1001": false });
@@ -139,7 +148,7 @@ test("mutes and unmutes with the host passphrase; the gateway reads the state by
 test("UNAUTHENTICATED: an expired token is not retried; it says to get a fresh token", async () => {
   const expired = await live.token({ expSeconds: -60 });
   const o = await program(["mute", "-uid", "pstn-1001"], { BOARDLINE_TOKEN: expired });
-  expect(o.code).toBe(3);
+  expect(o.code, said(o)).toBe(3);
   expect(steps(o, "retry")).toEqual([]);
   expect(steps(o, "error")).toEqual([
     expect.objectContaining({
@@ -156,7 +165,7 @@ test("PERMISSION_DENIED: an attendee's passphrase mutes nothing, a token without
   });
   const unscoped = await program(["state"], { BOARDLINE_GATEWAY_TOKEN: live.tokens.user });
   for (const o of [attendee, unscoped]) {
-    expect(o.code).toBe(4);
+    expect(o.code, said(o)).toBe(4);
     expect(steps(o, "retry")).toEqual([]);
     expect(steps(o, "error")).toEqual([expect.objectContaining({ code: "PermissionDenied", numeric_code: 403 })]);
   }
@@ -168,7 +177,7 @@ test("RESOURCE_EXHAUSTED: past the guess limit it waits retry_after_seconds, the
     expect((await program(["mute", "-passphrase", `wrong-${i}`], env)).code).toBe(4);
   }
   const o = await program(["mute", "-uid", "pstn-1002"], env);
-  expect(o.code, o.stderr).toBe(0);
+  expect(o.code, said(o)).toBe(0);
   const retries = steps(o, "retry");
   expect(retries).toEqual([expect.objectContaining({ call: "Mute", code: "ResourceExhausted", numeric_code: 429 })]);
   const after = Number(retries[0]?.retry_after_seconds);
@@ -187,7 +196,7 @@ test("UNAVAILABLE: with Redis down it backs off and retries until Redis is up ag
   await new Promise((r) => setTimeout(r, 1000));
   await live.redisUp();
   const o = await call.done;
-  expect(o.code, o.stderr).toBe(0);
+  expect(o.code, said(o)).toBe(0);
   const retries = steps(o, "retry");
   expect(retries.length).toBeGreaterThanOrEqual(3);
   for (const r of retries) expect(r).toMatchObject({ call: "Mute", code: "Unavailable", numeric_code: 503 });
@@ -207,7 +216,7 @@ test("a watch resumes from its last cursor after the connection is cut: the next
   expect(resumed.after).toBe(first.cursor);
   expect((await program(["mute", "-uid", "pstn-watch", "-mute=false"])).code).toBe(0);
   const o = await watch.done;
-  expect(o.code, o.stderr).toBe(0);
+  expect(o.code, said(o)).toBe(0);
   const events = steps(o, "event");
   expect(events.map((e) => [e.uid, e.mute])).toEqual([
     ["pstn-watch", true],
