@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	channelv1 "boardline.example/api/channel/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
 )
 
 const usage = `usage: boardline-go <command> [flags]
@@ -48,15 +50,14 @@ func main() {
 		ctx, cancel = context.WithTimeout(ctx, *deadline)
 	}
 	defer cancel()
-	channel := env("BOARDLINE_CHANNEL")
 	var err error
 	switch os.Args[1] {
 	case "mute":
 		err = runMute(ctx, dial(env("BOARDLINE_TOKEN")), *uid, *passphrase, *mute)
 	case "state":
-		_, err = runState(ctx, dial(env("BOARDLINE_GATEWAY_TOKEN")), channel)
+		_, err = runState(ctx, dial(env("BOARDLINE_GATEWAY_TOKEN")), env("BOARDLINE_CHANNEL"))
 	case "watch":
-		err = runWatch(ctx, dial(env("BOARDLINE_GATEWAY_TOKEN")), channel, *after, *count)
+		err = runWatch(ctx, dial(env("BOARDLINE_GATEWAY_TOKEN")), env("BOARDLINE_CHANNEL"), *after, *count)
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
@@ -72,13 +73,18 @@ func main() {
 	}
 }
 
-// dial opens a client connection to BOARDLINE_URL's host (plaintext h2c, as
-// the demo serves) that sends the token with every call. It connects lazily
-// and reconnects by itself, backing off from 100 ms to 5 s.
+// dial opens a client connection to BOARDLINE_URL's host that sends the
+// token with every call: TLS for https://, plaintext h2c for http:// (the
+// demo). It connects lazily and reconnects by itself, backing off from 100 ms
+// to 5 s.
 func dial(token string) channelv1.PstnServiceClient {
-	target := strings.TrimPrefix(strings.TrimPrefix(env("BOARDLINE_URL"), "http://"), "https://")
-	conn, err := grpc.Dial(strings.TrimSuffix(target, "/"),
-		grpc.WithInsecure(), // loopback demo; use grpc.WithTransportCredentials(credentials.NewTLS(…)) in production
+	url := strings.TrimSuffix(env("BOARDLINE_URL"), "/")
+	transport := grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12}))
+	if strings.HasPrefix(url, "http://") {
+		transport = grpc.WithInsecure()
+	}
+	conn, err := grpc.Dial(strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "https://"),
+		transport,
 		grpc.WithPerRPCCredentials(bearer(token)),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 2, Jitter: 0.2, MaxDelay: 5 * time.Second},
@@ -99,7 +105,7 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 }
 
 // RequireTransportSecurity is false only so that the plaintext demo works;
-// return true when you dial with TLS.
+// with TLS only, return true: grpc-go then never sends the token in clear.
 func (bearer) RequireTransportSecurity() bool { return false }
 
 func env(name string) string {
