@@ -13,7 +13,7 @@ import { type ChildProcess, execFile } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
 import { ROOT } from "../harness/build-dist.js";
 import {
   GUESS_LIMIT,
@@ -49,21 +49,32 @@ const NEEDED: Array<[string, () => boolean]> = [
 const run = promisify(execFile);
 let live: LiveBoardline;
 let buildMs = 0;
+/** Why the program cannot run: each test fails with it (a failed beforeAll would count no failed test). */
+let unusable = "";
 
 beforeAll(async () => {
   const missing = NEEDED.filter(([, present]) => !present()).map(([pkg]) => pkg);
-  if (missing.length > 0) throw new Error(`examples/go needs Debian's ${missing.join(", ")}: apt-get install them`);
+  if (missing.length > 0) {
+    unusable = `examples/go needs Debian's ${missing.join(", ")}: apt-get install ${missing.join(" ")}`;
+    return;
+  }
   const started = startLiveBoardline();
   const t0 = Date.now();
   try {
     await run("npx", ["buf", "generate"], { cwd: EXAMPLE });
     const goEnv = { ...process.env, GO111MODULE: "off", GOPATH: `${GEN}:/usr/share/gocode`, GOCACHE, GOFLAGS: "" };
     await run("go", ["build", "-o", BINARY, "."], { cwd: EXAMPLE, env: goEnv });
+  } catch (e) {
+    // A proto the example no longer matches lands here: the Go compiler's errors name what changed.
+    unusable = `examples/go does not generate or build from proto/: ${(e as { stderr?: string }).stderr || String(e)}`;
   } finally {
     live = await started;
   }
   buildMs = Date.now() - t0;
 }, 180_000);
+beforeEach(() => {
+  if (unusable) throw new Error(unusable);
+});
 /** Programs still running when the tests end (a watch a failed test left open). */
 const running = new Set<ChildProcess>();
 afterAll(async () => {
