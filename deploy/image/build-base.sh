@@ -69,6 +69,9 @@ chmod 1777 "$root/tmp"
 chmod 0700 "$root/root"
 rm -rf "$root/usr/share/man" "$root/usr/share/info" "$root/usr/share/lintian" "$root/usr/share/gdb" \
   "$root/usr/share/bash-completion" "$root/etc/profile.d" "$root/etc/update-motd.d" "$root/etc/skel"
+# ca-certificates' update script (a shell script, the bundle is assembled above) and the empty
+# dpkg and apt folders base-files makes: no program but node, no package database.
+rm -rf "$root/usr/sbin/update-ca-certificates" "$root/var/lib/dpkg" "$root/var/lib/apt" "$root/var/cache/apt"
 find "$root/usr/share/doc" -mindepth 2 ! -name copyright ! -type d -delete
 find "$root/usr/share/doc" -mindepth 1 -type d -empty -delete
 mkdir -p "$root/usr/share/boardline-base"
