@@ -8,7 +8,8 @@
 #                 e.g. BASE=docker.io/library/debian:bookworm-slim where a registry can be pulled from
 #   IMAGE_SOURCE  the org.opencontainers.image.source label (default: the git remote's URL, if any)
 #   BUILD_CA_FILE CA certificates the build stage's npm trusts besides Node's own, for a registry
-#                 behind a TLS-intercepting proxy (default: npm's configured cafile, if any); passed
+#                 behind a TLS-intercepting proxy (default: NODE_EXTRA_CA_CERTS, else npm's
+#                 configured cafile, if any: the CAs the npm here trusts); passed
 #                 as a build secret, so it stays out of the image and of the layer cache's keys
 #
 # What it does besides `podman build`:
@@ -48,7 +49,7 @@ revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 source=${IMAGE_SOURCE:-$(git config --get remote.origin.url 2>/dev/null || true)}
 tag=${IMAGE_TAG:-localhost/boardline:$version}
-ca=${BUILD_CA_FILE:-$(npm config get cafile 2>/dev/null || true)}
+ca=${BUILD_CA_FILE:-${NODE_EXTRA_CA_CERTS:-$(npm config get cafile 2>/dev/null || true)}}
 secrets=()
 [[ -n $ca && -f $ca ]] && secrets=(--secret "id=build-ca,src=$ca")
 
