@@ -1,0 +1,243 @@
+/**
+ * boardline's image, built and run for real with Debian's podman (test/harness/podman.ts):
+ * deploy/image/build-base.sh and deploy/image/build.sh build it as the README says, then it runs
+ * read-only, as uid 10001, on the host's network, against a redis-server and the conversion
+ * simulator started here on loopback. Through it: a JSON mute, a gRPC Mute over h2c, a ConvertFile
+ * watched to Finished over gRPC. And what the image promises: its labels and entrypoint, no shell
+ * nor npm inside, a non-root process on a read-only root, JSON logs on stdout, and `podman stop`
+ * draining (readiness 503 during SHUTDOWN_DELAY_MS) and exiting 0 well within the grace.
+ *
+ * Layers are cached by podman between runs; in CI (an empty cache) the build takes about a minute.
+ */
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { SignJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
+import { WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
+import { type ConversionSimulator, startConversionSimulator } from "../../src/demo/simulator/index.js";
+import { ROOT } from "../harness/build-dist.js";
+import {
+  type BuiltImage,
+  buildBase,
+  buildImage,
+  inspectImage,
+  podman,
+  type RunningContainer,
+  runContainer,
+} from "../harness/podman.js";
+import { freePort, type RedisServerHandle, startRedisServer } from "../harness/redis-server.js";
+import { sleep } from "../harness/sleep.js";
+
+const PROJECT = "image-project";
+const SECRET = randomBytes(32).toString("base64url");
+const KEY = { accessKey: `ak-${randomBytes(4).toString("hex")}`, secretKey: randomBytes(24).toString("base64url") };
+const SHUTDOWN_DELAY_MS = 1_000;
+const STOP_GRACE_SECONDS = 10;
+const pkg = JSON.parse(readFileSync(`${ROOT}/package.json`, "utf8")) as {
+  version: string;
+  license: string;
+  config: { nodeFlags: string };
+};
+
+let image: BuiltImage;
+let redis: RedisServerHandle;
+let simulator: ConversionSimulator;
+let container: RunningContainer;
+let url: string;
+let seeded: { channel: string; host: string; attendee: string };
+
+const token = (scope?: string) =>
+  new SignJWT({ project_id: PROJECT, ...(scope === undefined ? {} : { scope }) })
+    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .setSubject("image-test")
+    .setIssuedAt()
+    .setExpirationTime("1h")
+    .sign(new TextEncoder().encode(SECRET));
+
+async function call(method: string, path: string, bearer: string, body?: unknown): Promise<Record<string, unknown>> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${bearer}`, "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return JSON.parse(text) as Record<string, unknown>;
+}
+
+async function ready(deadlineMs: number): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const status = await fetch(`${url}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    );
+    if (status === 200) return;
+    if (Date.now() > deadline) throw new Error(`not ready: ${JSON.stringify(await container.logs())}`);
+    await sleep(100);
+  }
+}
+
+beforeAll(async () => {
+  await buildBase();
+  image = await buildImage({ tag: "localhost/boardline:test" });
+  console.log(`image built in ${image.ms} ms`);
+  redis = await startRedisServer();
+  simulator = await startConversionSimulator({ credentials: { keys: [KEY] }, progressMs: 200 });
+  const port = await freePort();
+  url = `http://127.0.0.1:${port}`;
+  container = await runContainer(image.id, {
+    env: {
+      // Loopback only: the container shares the host's network.
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      REDIS_URL: redis.url,
+      JWT_SECRET: SECRET,
+      CONVERSION_API_BASE: simulator.url,
+      CONVERSION_POLL_FIRST_MS: "200",
+      CONVERSION_POLL_MAX_MS: "300",
+      SHUTDOWN_DELAY_MS: String(SHUTDOWN_DELAY_MS),
+      SHUTDOWN_GRACE_MS: "3000",
+    },
+  });
+  await ready(20_000);
+  const admin = await token("channels.admin");
+  const created = await call("POST", "/v1/channels", admin, { channel_id: "image-sync" });
+  await call("PUT", "/v1/whiteboard/settings", admin, {
+    region: "us-sv",
+    access_key_pair: { access_key: KEY.accessKey, secret_key: KEY.secretKey },
+  });
+  seeded = {
+    channel: String(created.channel_id),
+    host: String(created.host_passphrase),
+    attendee: String(created.attendee_passphrase),
+  };
+}, 600_000);
+
+afterAll(async () => {
+  await container?.remove();
+  await simulator?.close();
+  await redis?.stop();
+});
+
+describe("the image", () => {
+  it("carries the labels, the user, the signal and package.json's node flags", async () => {
+    const { Config } = await inspectImage(image.id);
+    expect(Config.Entrypoint).toEqual(["node", ...pkg.config.nodeFlags.split(/\s+/), "dist/src/main.js"]);
+    expect(Config.User).toBe("10001:10001");
+    expect(Config.StopSignal).toBe("SIGTERM");
+    expect(Config.Env).toEqual(expect.arrayContaining(["NODE_ENV=production", "HOST=0.0.0.0", "PORT=8080"]));
+    expect(Object.keys(Config.ExposedPorts ?? {})).toEqual(["8080/tcp"]);
+    const labels = Config.Labels ?? {};
+    expect(labels["org.opencontainers.image.version"]).toBe(pkg.version);
+    expect(labels["org.opencontainers.image.licenses"]).toBe(pkg.license);
+    expect(labels["org.opencontainers.image.revision"]).toMatch(/^[0-9a-f]{40}$/);
+    expect(labels).toHaveProperty(["org.opencontainers.image.source"]);
+  });
+
+  it("holds no shell, no npm, no compiler: node is its only program", async () => {
+    const shell = await podman(
+      ["run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", image.id, "-c", "true"],
+      { check: false },
+    );
+    expect(shell.code).not.toBe(0);
+    const probe = `
+      const fs = require("node:fs");
+      const programs = ["/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"]
+        .flatMap((d) => (fs.existsSync(d) ? fs.readdirSync(d).map((f) => d + "/" + f) : []));
+      const present = ["/app/node_modules/npm", "/app/node_modules/typescript", "/usr/local/lib/node_modules",
+        "/usr/lib/gcc", "/var/lib/dpkg/status", "/app/src", "/app/test"].filter((p) => fs.existsSync(p));
+      console.log(JSON.stringify({ programs, present }));`;
+    const { stdout } = await podman([
+      "run",
+      "--rm",
+      "--network",
+      "none",
+      "--read-only",
+      "--entrypoint",
+      "node",
+      image.id,
+      "-e",
+      probe,
+    ]);
+    expect(JSON.parse(stdout)).toEqual({ programs: ["/usr/local/bin/node"], present: [] });
+  });
+});
+
+describe("the container", () => {
+  it("runs as uid 10001 on a read-only root", async () => {
+    const { State, HostConfig } = await container.inspect();
+    expect(State.Running).toBe(true);
+    expect(HostConfig.ReadonlyRootfs).toBe(true);
+    // The service's own process, seen from the host (rootful podman: no user namespace).
+    const status = readFileSync(`/proc/${State.Pid}/status`, "utf8");
+    expect(/^Uid:\s+(.*)$/m.exec(status)?.[1]?.split(/\s+/)).toEqual(["10001", "10001", "10001", "10001"]);
+    const root = readFileSync(`/proc/${State.Pid}/mountinfo`, "utf8")
+      .split("\n")
+      .map((line) => line.split(" "))
+      .find((fields) => fields[4] === "/");
+    expect(root?.[5]?.split(",")).toContain("ro");
+  });
+
+  it("mutes over JSON and over gRPC (h2c)", async () => {
+    const user = await token();
+    expect(
+      await call("POST", "/v1/channel/pstn/mute", user, { uid: "pstn-1", passphrase: seeded.host, mute: true }),
+    ).toEqual({
+      uid: "pstn-1",
+      mute: true,
+    });
+    const pstn = createClient(PstnService, createGrpcTransport({ baseUrl: url }));
+    const headers = { authorization: `Bearer ${user}` };
+    const muted = await pstn.mute({ uid: "pstn-2", passphrase: seeded.host, mute: true }, { headers });
+    expect([muted.uid, muted.mute]).toEqual(["pstn-2", true]);
+    const state = await pstn.getPstnState({ channel: { case: "passphrase", value: seeded.host } }, { headers });
+    expect(state.participants.map((p) => [p.uid, p.mute])).toEqual([
+      ["pstn-1", true],
+      ["pstn-2", true],
+    ]);
+  });
+
+  it("converts a file with the simulator and watches it to Finished over gRPC", async () => {
+    const headers = { authorization: `Bearer ${await token()}` };
+    const whiteboard = createClient(WhiteboardService, createGrpcTransport({ baseUrl: url }));
+    const started = await whiteboard.convertFile(
+      { resourceUrl: "https://example.com/deck.pptx", passphrase: seeded.attendee, conversionType: "static" },
+      { headers },
+    );
+    expect(started.taskUuid).not.toBe("");
+    const seen: string[] = [];
+    for await (const update of whiteboard.watchConversion(
+      { taskUuid: started.taskUuid },
+      { headers, timeoutMs: 20_000 },
+    )) {
+      seen.push(update.status);
+      if (update.status === "Finished") expect(update.pages.length).toBeGreaterThan(0);
+    }
+    expect(seen.at(-1)).toBe("Finished");
+  }, 30_000);
+
+  it("drains on podman stop (readiness 503, then exit 0 within the grace) and logged JSON lines on stdout", async () => {
+    const stopping = container.stop(STOP_GRACE_SECONDS);
+    let unready = 0;
+    for (const deadline = Date.now() + SHUTDOWN_DELAY_MS; unready === 0 && Date.now() < deadline; await sleep(50)) {
+      const status = await fetch(`${url}/readyz`).then(
+        (r) => r.status,
+        () => 0,
+      );
+      if (status === 503) unready = status;
+    }
+    const { exitCode, ms } = await stopping;
+    expect(unready).toBe(503);
+    expect(exitCode).toBe(0);
+    expect(ms).toBeLessThan(STOP_GRACE_SECONDS * 1000 - 2_000);
+    const { stdout, stderr } = await container.logs();
+    const lines = stdout.split("\n").filter((l) => l !== "");
+    expect(lines.length).toBeGreaterThan(2);
+    for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+    expect(stderr).toBe("");
+  }, 30_000);
+});
