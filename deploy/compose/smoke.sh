@@ -30,12 +30,15 @@ step() { echo "==> [$((SECONDS - started)) s] $*"; }
 cleanup() {
   step "down"
   "${compose[@]}" down -t 20 >"$work/down.log" 2>&1 || cat "$work/down.log"
+  step "remove the volumes and the network"
   podman volume rm "${project}_redis-primary" "${project}_redis-replica" >/dev/null 2>&1 || true
   podman network rm "${project}_default" >/dev/null 2>&1 || true
   rm -rf "$work"
   step "done"
 }
 
+step "npm run build (token minting)"
+npm run --silent build
 if ! podman image exists "$BASE_IMAGE"; then
   step "base image $BASE_IMAGE (mmdebstrap, Debian bookworm minbase)"
   mmdebstrap --variant=minbase --dpkgopt='path-exclude=/usr/share/doc/*' \
@@ -47,7 +50,6 @@ for image in redis haproxy; do
   podman build "${runtime[@]}" -q --build-arg "BASE=$BASE_IMAGE" -t "$tag" \
     -f "deploy/compose/$image.Containerfile" deploy/compose >/dev/null
 done
-npm run --silent build
 
 JWT_SECRET=$(node -e 'process.stdout.write(require("node:crypto").randomBytes(48).toString("base64"))')
 BOARDLINE_PORT=$(node -e 'const s=require("node:net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
