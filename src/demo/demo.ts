@@ -112,5 +112,22 @@ export function demoBanner(url: string, token: string, seed: DemoSeed, gatewayTo
     "Unmute over gRPC, with reflection (buf from node_modules):",
     `npx buf curl --protocol grpc --http2-prior-knowledge -H ${q(`Authorization: Bearer ${token}`)} \\\n  -d ${q(JSON.stringify({ uid: "pstn-1001", passphrase: seed.hostPassphrase, mute: false }))} \\\n  ${url}/channel.v1.PstnService/Mute`,
     "",
+    "The example callers in examples/ (Go, Python, browser) read these; paste them into their terminal:",
+    ...Object.entries(exampleVariables(url, token, seed, gatewayToken)).map(
+      ([name, value]) => `export ${name}=${q(value)}`,
+    ),
+    "",
   ].join("\n");
+}
+
+/** What the example callers in examples/ read to find and call a boardline (examples/README.md). */
+export function exampleVariables(url: string, token: string, seed: DemoSeed, gatewayToken: string) {
+  return {
+    BOARDLINE_URL: url,
+    BOARDLINE_TOKEN: token,
+    BOARDLINE_GATEWAY_TOKEN: gatewayToken,
+    BOARDLINE_CHANNEL: seed.channel,
+    BOARDLINE_HOST_PASSPHRASE: seed.hostPassphrase,
+    BOARDLINE_ATTENDEE_PASSPHRASE: seed.attendeePassphrase,
+  };
 }

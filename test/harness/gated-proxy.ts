@@ -4,7 +4,8 @@
  * connections are accepted but not forwarded: what the client writes waits in
  * the proxy until `release()` forwards every held connection and opens the
  * proxy again. A test uses it to choose the moment a reconnecting client's
- * first commands reach the server. When either side closes, so does the other.
+ * first commands reach the server, or cuts every connection as a network
+ * failure would. When either side closes, so does the other.
  */
 import { once } from "node:events";
 import { createConnection, createServer, type Socket } from "node:net";
@@ -19,6 +20,8 @@ export interface GatedProxy {
   hold(): void;
   /** Forward every held connection, and every new one from now on. */
   release(): void;
+  /** Drops every open connection, both sides, and goes on accepting new ones: a network cut. */
+  cut(): void;
   /** Stops accepting and drops every connection. */
   close(): Promise<void>;
 }
@@ -64,6 +67,9 @@ export async function startGatedProxy(targetPort: number): Promise<GatedProxy> {
       const waiting = held ?? [];
       held = undefined;
       for (const client of waiting) forward(client);
+    },
+    cut() {
+      for (const socket of sockets) socket.destroy();
     },
     async close() {
       const closed = new Promise((resolve) => server.close(resolve));

@@ -1,0 +1,228 @@
+/**
+ * Debian's podman for the tests that build and run boardline's image (test/container/, deploy/).
+ *
+ * The two adjustments these machines need live here and only here, not in the Containerfile or
+ * the build scripts (an ordinary host needs neither):
+ * - the runtime is runc: crun refuses the machines' hybrid cgroups (`--runtime runc`, and
+ *   `runtime = "runc"` in the configuration, so `podman build` run by a script uses it too);
+ * - `default_ulimits = []`: the sandbox refuses podman's default raise of RLIMIT_NOFILE and
+ *   RLIMIT_NPROC.
+ * Both are in a containers.conf this module writes once per process and passes through
+ * CONTAINERS_CONF to every podman it runs (`podmanEnv()` gives the same environment to a script).
+ *
+ * `buildBase()` and `buildImage()` run deploy/image/build-base.sh and deploy/image/build.sh, the
+ * commands the README documents; `runContainer()` starts the image read-only, as uid 10001, on the
+ * host's network, and removes it when the test process exits.
+ */
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ROOT } from "./build-dist.js";
+import { spawnTied } from "./tied-spawn.js";
+
+export const BASE_TAG = "localhost/boardline-base:bookworm";
+
+let conf: string | undefined;
+/** The environment for podman and for scripts that run it: CONTAINERS_CONF set to the generated file. */
+export function podmanEnv(): NodeJS.ProcessEnv {
+  if (conf === undefined) {
+    conf = join(mkdtempSync(join(tmpdir(), "bl-podman-")), "containers.conf");
+    writeFileSync(conf, '[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = "runc"\n');
+  }
+  return { ...process.env, CONTAINERS_CONF: conf };
+}
+
+export interface Ran {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs a command to its end (tied to this process), with podmanEnv(); rejects on a non-zero exit unless `check` is false. */
+export function runCommand(
+  command: string,
+  args: readonly string[],
+  o: { check?: boolean; env?: Record<string, string> } = {},
+): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    const child = spawnTied(command, args, {
+      cwd: ROOT,
+      env: { ...podmanEnv(), ...o.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => {
+      stdout += String(d);
+    });
+    child.stderr.on("data", (d) => {
+      stderr += String(d);
+    });
+    child.once("error", reject);
+    child.once("close", (code) => {
+      const ran = { code: code ?? -1, stdout, stderr };
+      if (code !== 0 && o.check !== false) {
+        reject(new Error(`${command} ${args.join(" ")} exited ${code}:\n${stderr.slice(-4000)}${stdout.slice(-2000)}`));
+      } else resolve(ran);
+    });
+  });
+}
+
+/** `podman --runtime runc <args>`. */
+export function podman(args: readonly string[], o: { check?: boolean } = {}): Promise<Ran> {
+  return runCommand("podman", ["--runtime", "runc", ...args], o);
+}
+
+/** The fields of `podman image inspect` the tests read. */
+export interface ImageInspection {
+  readonly Id: string;
+  readonly Size: number;
+  readonly Created: string;
+  readonly Config: {
+    readonly User?: string;
+    readonly Env?: string[];
+    readonly Entrypoint?: string[];
+    readonly Cmd?: string[] | null;
+    readonly StopSignal?: string;
+    readonly ExposedPorts?: Record<string, unknown>;
+    readonly Labels?: Record<string, string>;
+  };
+  readonly RootFS: { readonly Layers: string[] };
+}
+
+/** The fields of `podman container inspect` the tests read. */
+export interface ContainerInspection {
+  readonly Id: string;
+  readonly State: {
+    readonly Status: string;
+    readonly Running: boolean;
+    readonly ExitCode: number;
+    readonly Pid: number;
+  };
+  readonly HostConfig: { readonly ReadonlyRootfs: boolean };
+  readonly Config: { readonly User?: string };
+}
+
+/** `podman image inspect`, parsed. */
+export async function inspectImage(image: string): Promise<ImageInspection> {
+  const { stdout } = await podman(["image", "inspect", image]);
+  return (JSON.parse(stdout) as ImageInspection[])[0] as ImageInspection;
+}
+
+/** `podman container inspect`, parsed. */
+export async function inspectContainer(container: string): Promise<ContainerInspection> {
+  const { stdout } = await podman(["container", "inspect", container]);
+  return (JSON.parse(stdout) as ContainerInspection[])[0] as ContainerInspection;
+}
+
+/**
+ * The base (deploy/image/build-base.sh), unless an image of the same recipe is there already: the
+ * script labels the image with its own sha256. Resolves to the tag.
+ */
+export async function buildBase(): Promise<string> {
+  const recipe = createHash("sha256")
+    .update(readFileSync(join(ROOT, "deploy/image/build-base.sh")))
+    .digest("hex");
+  const exists = await podman(["image", "exists", BASE_TAG], { check: false });
+  if (exists.code === 0) {
+    const labels = (await inspectImage(BASE_TAG)).Config.Labels ?? {};
+    if (labels["boardline.base.recipe"] === recipe) return BASE_TAG;
+  }
+  await runCommand("bash", ["deploy/image/build-base.sh", BASE_TAG]);
+  return BASE_TAG;
+}
+
+export interface BuiltImage {
+  /** The full image id (sha256:…). */
+  readonly id: string;
+  readonly tag: string;
+  /** How long deploy/image/build.sh took. */
+  readonly ms: number;
+}
+
+/** deploy/image/build.sh (podman's layer cache makes a second build of one checkout quick). */
+export async function buildImage(o: { tag?: string; extraArgs?: readonly string[] } = {}): Promise<BuiltImage> {
+  const tag = o.tag ?? "localhost/boardline:test";
+  const iidfile = join(mkdtempSync(join(tmpdir(), "bl-iid-")), "iid");
+  const started = Date.now();
+  await runCommand("bash", ["deploy/image/build.sh", "--iidfile", iidfile, ...(o.extraArgs ?? [])], {
+    env: { IMAGE_TAG: tag },
+  });
+  return { id: readFileSync(iidfile, "utf8").trim(), tag, ms: Date.now() - started };
+}
+
+export interface RunningContainer {
+  readonly id: string;
+  readonly name: string;
+  /** What the container printed on stdout and on stderr so far (`podman logs`). */
+  logs(): Promise<{ stdout: string; stderr: string }>;
+  /** `podman stop -t <grace>` (SIGTERM, then SIGKILL after the grace); resolves to the exit code and the time taken. */
+  stop(graceSeconds: number): Promise<{ exitCode: number; ms: number }>;
+  /** `podman container inspect`. */
+  inspect(): Promise<ContainerInspection>;
+  /** `podman rm -f`. Idempotent. */
+  remove(): Promise<void>;
+}
+
+const started = new Set<string>();
+process.once("exit", () => {
+  for (const name of started) {
+    try {
+      execFileSync("podman", ["--runtime", "runc", "rm", "-f", "-t", "0", name], {
+        env: podmanEnv(),
+        stdio: "ignore",
+      });
+    } catch {
+      // already gone
+    }
+  }
+});
+
+/**
+ * `podman run -d --read-only --user 10001 --network host` of `image` with `env`, plus `args`
+ * (more podman run options). The container is removed by `remove()`, or when this process exits.
+ */
+export async function runContainer(
+  image: string,
+  o: { env?: Record<string, string>; args?: readonly string[]; name?: string } = {},
+): Promise<RunningContainer> {
+  const name = o.name ?? `bl-test-${process.pid}-${started.size}-${Date.now() % 100_000}`;
+  const env = Object.entries(o.env ?? {}).flatMap(([k, v]) => ["--env", `${k}=${v}`]);
+  started.add(name);
+  const { stdout } = await podman([
+    "run",
+    "--detach",
+    "--name",
+    name,
+    "--read-only",
+    "--user",
+    "10001",
+    "--network",
+    "host",
+    ...env,
+    ...(o.args ?? []),
+    image,
+  ]);
+  const id = stdout.trim();
+  return {
+    id,
+    name,
+    async logs() {
+      const { stdout: out, stderr: err } = await podman(["logs", name]);
+      return { stdout: out, stderr: err };
+    },
+    async stop(graceSeconds) {
+      const t0 = Date.now();
+      await podman(["stop", "--time", String(graceSeconds), name]);
+      const ms = Date.now() - t0;
+      return { exitCode: (await inspectContainer(name)).State.ExitCode, ms };
+    },
+    inspect: () => inspectContainer(name),
+    async remove() {
+      await podman(["rm", "-f", "-t", "0", name], { check: false });
+      started.delete(name);
+    },
+  };
+}
