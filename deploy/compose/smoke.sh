@@ -63,13 +63,15 @@ step "up (8 containers)"
 
 step "create a channel through HAProxy (retried until the replicas are in rotation)"
 admin=$(mint --subject meetings --scope channels.admin)
-for _ in $(seq 60); do
+for attempt in $(seq 90); do
   channel=$(curl -sS -X POST "$url/v1/channels" -H "Authorization: Bearer $admin" \
-    -H 'Content-Type: application/json' -d '{"channel_id":"weekly-sync"}' 2>/dev/null || true)
+    -H 'Content-Type: application/json' -d '{"channel_id":"weekly-sync"}' 2>&1 || true)
   [[ $channel == *host_passphrase* ]] && break
+  last=$channel
   sleep 1
 done
 [[ $channel == *host_passphrase* ]] || { echo "no channel: $channel"; exit 1; }
+[[ $attempt == 1 ]] || echo "answered at attempt $attempt; the one before: ${last//$'\n'/ }"
 host=$(node -e 'console.log(JSON.parse(process.argv[1]).host_passphrase)' "$channel")
 token=$(mint --subject ops --ttl 15m)
 
