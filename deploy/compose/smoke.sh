@@ -3,7 +3,8 @@
 # brings the stack up with podman-compose, creates a channel and mutes through HAProxy over JSON
 # (HTTP/1.1) and gRPC (h2c), checks that the Redis replica has the mute, and takes it down.
 # Prints the time of each step. Run from the repository, after `npm ci`:
-#   BOARDLINE_IMAGE=localhost/boardline:latest bash deploy/compose/smoke.sh
+#   bash deploy/image/build.sh && bash deploy/compose/smoke.sh
+# BOARDLINE_IMAGE: the boardline image (default: what deploy/image/build.sh tags).
 # BASE_IMAGE: a Debian bookworm image with apt (built with mmdebstrap when absent).
 # PODMAN_SANDBOX=1: the adjustments of machines whose cgroups and limits podman's defaults trip on
 # (runc instead of crun, no raise of the open-files limit), in a containers.conf of its own.
@@ -11,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 PATH=$(bash .ci/supported-node.sh)
 export PATH
-: "${BOARDLINE_IMAGE:?set BOARDLINE_IMAGE to a boardline image (see README, "Container image")}"
+BOARDLINE_IMAGE=${BOARDLINE_IMAGE:-localhost/boardline:$(node -p 'require("./package.json").version')}
 BASE_IMAGE=${BASE_IMAGE:-localhost/boardline-compose-base:bookworm}
 export REDIS_IMAGE=${REDIS_IMAGE:-localhost/boardline-compose-redis:latest}
 export HAPROXY_IMAGE=${HAPROXY_IMAGE:-localhost/boardline-compose-haproxy:latest}
@@ -39,6 +40,7 @@ cleanup() {
 
 step "npm run build (token minting)"
 npm run --silent build
+podman image exists "$BOARDLINE_IMAGE" || { echo "no image $BOARDLINE_IMAGE: bash deploy/image/build.sh" >&2; exit 1; }
 if ! podman image exists "$BASE_IMAGE"; then
   step "base image $BASE_IMAGE (mmdebstrap, Debian bookworm minbase)"
   mmdebstrap --variant=minbase --dpkgopt='path-exclude=/usr/share/doc/*' \

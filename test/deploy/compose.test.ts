@@ -31,8 +31,11 @@ describe("deploy/compose.yaml", () => {
     expect(typeof config === "string" ? config : config.redis?.mode).toBe("sentinel");
   });
 
-  it("needs a JWT_SECRET from the environment, and uses the images it is given", () => {
+  it("needs a JWT_SECRET from the environment, runs the image deploy/image/build.sh tags, and the images it is given", () => {
     expect(() => replicaEnv(stack(), "boardline-1", {})).toThrow(/^JWT_SECRET: set JWT_SECRET/);
+    // By default the image deploy/image/build.sh tags: localhost/boardline:<package.json version>.
+    const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
+    expect(interpolate(stack().compose.services["boardline-1"].image, {})).toBe(`localhost/boardline:${version}`);
     const image = stack().compose.services["redis-primary"].image;
     expect(interpolate(image, {})).toBe("docker.io/library/redis:7.0-bookworm");
     expect(interpolate(image, { REDIS_IMAGE: "localhost/boardline-compose-redis" })).toBe(
