@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# deploy/compose.yaml for real, offline: builds Redis and HAProxy images from Debian's packages,
+# brings the stack up with podman-compose, creates a channel and mutes through HAProxy over JSON
+# (HTTP/1.1) and gRPC (h2c), checks that the Redis replica has the mute, and takes it down.
+# Prints the time of each step. Run from the repository, after `npm ci`:
+#   bash deploy/image/build.sh && bash deploy/compose/smoke.sh
+# BOARDLINE_IMAGE: the boardline image (default: what deploy/image/build.sh tags).
+# BASE_IMAGE: a Debian bookworm image with apt (built with mmdebstrap when absent).
+# PODMAN_SANDBOX=1: the adjustments of machines whose cgroups and limits podman's defaults trip on
+# (runc instead of crun, no raise of the open-files limit), in a containers.conf of its own.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PATH=$(bash .ci/supported-node.sh)
+export PATH
+BOARDLINE_IMAGE=${BOARDLINE_IMAGE:-localhost/boardline:$(node -p 'require("./package.json").version')}
+BASE_IMAGE=${BASE_IMAGE:-localhost/boardline-compose-base:bookworm}
+export REDIS_IMAGE=${REDIS_IMAGE:-localhost/boardline-compose-redis:latest}
+export HAPROXY_IMAGE=${HAPROXY_IMAGE:-localhost/boardline-compose-haproxy:latest}
+export BOARDLINE_IMAGE
+project=bl-smoke-$$
+work=$(mktemp -d)
+runtime=()
+if [[ ${PODMAN_SANDBOX:-} == 1 ]]; then
+  printf '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n' >"$work/containers.conf"
+  export CONTAINERS_CONF=$work/containers.conf
+  runtime=(--runtime runc)
+fi
+compose=(podman-compose -p "$project" -f deploy/compose.yaml)
+started=$SECONDS
+step() { echo "==> [$((SECONDS - started)) s] $*"; }
+cleanup() {
+  step "down"
+  "${compose[@]}" down -t 20 >"$work/down.log" 2>&1 || cat "$work/down.log"
+  step "remove the volumes and the network"
+  podman volume rm "${project}_redis-primary" "${project}_redis-replica" >/dev/null 2>&1 || true
+  podman network rm "${project}_default" >/dev/null 2>&1 || true
+  rm -rf "$work"
+  step "done"
+}
+
+step "npm run build (token minting)"
+npm run --silent build
+podman image exists "$BOARDLINE_IMAGE" || { echo "no image $BOARDLINE_IMAGE: bash deploy/image/build.sh" >&2; exit 1; }
+if ! podman image exists "$BASE_IMAGE"; then
+  step "base image $BASE_IMAGE (mmdebstrap, Debian bookworm minbase)"
+  mmdebstrap --variant=minbase --dpkgopt='path-exclude=/usr/share/doc/*' \
+    --dpkgopt='path-exclude=/usr/share/man/*' bookworm - 2>/dev/null | podman import - "$BASE_IMAGE" >/dev/null
+fi
+for image in redis haproxy; do
+  step "image $image"
+  tag=$([[ $image == redis ]] && echo "$REDIS_IMAGE" || echo "$HAPROXY_IMAGE")
+  podman build "${runtime[@]}" -q --build-arg "BASE=$BASE_IMAGE" -t "$tag" \
+    -f "deploy/compose/$image.Containerfile" deploy/compose >/dev/null
+done
+
+JWT_SECRET=$(node -e 'process.stdout.write(require("node:crypto").randomBytes(48).toString("base64"))')
+BOARDLINE_PORT=$(node -e 'const s=require("node:net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+export JWT_SECRET BOARDLINE_PORT
+url=http://127.0.0.1:$BOARDLINE_PORT
+mint() { node dist/src/cli/main.js token mint --project acme "$@"; }
+
+trap cleanup EXIT
+step "up (8 containers)"
+"${compose[@]}" up -d >"$work/up.log" 2>&1 || { cat "$work/up.log"; exit 1; }
+
+step "create a channel through HAProxy (retried until the replicas are in rotation)"
+admin=$(mint --subject meetings --scope channels.admin)
+for attempt in $(seq 90); do
+  channel=$(curl -sS -X POST "$url/v1/channels" -H "Authorization: Bearer $admin" \
+    -H 'Content-Type: application/json' -d '{"channel_id":"weekly-sync"}' 2>&1 || true)
+  [[ $channel == *host_passphrase* ]] && break
+  last=$channel
+  sleep 1
+done
+[[ $channel == *host_passphrase* ]] || { echo "no channel: $channel"; exit 1; }
+[[ $attempt == 1 ]] || echo "answered at attempt $attempt; the one before: ${last//$'\n'/ }"
+host=$(node -e 'console.log(JSON.parse(process.argv[1]).host_passphrase)' "$channel")
+token=$(mint --subject ops --ttl 15m)
+
+step "JSON mute (HTTP/1.1)"
+answer=$(curl -sS -X POST "$url/v1/channel/pstn/mute" -H "Authorization: Bearer $token" \
+  -H 'Content-Type: application/json' -d "{\"uid\":\"pstn-1001\",\"passphrase\":\"$host\",\"mute\":true}")
+echo "$answer"
+[[ $answer == '{"uid":"pstn-1001","mute":true}' ]]
+
+step "gRPC Mute (h2c)"
+answer=$(npx buf curl --protocol grpc --http2-prior-knowledge -H "Authorization: Bearer $token" \
+  -d "{\"uid\":\"pstn-1002\",\"passphrase\":\"$host\",\"mute\":true}" "$url/channel.v1.PstnService/Mute")
+echo "$answer" | tr -d ' \n'
+echo
+[[ $(echo "$answer" | tr -d ' \n') == '{"uid":"pstn-1002","mute":true}' ]]
+
+step "the mutes on the Redis replica, and the Sentinels' view"
+podman exec "${project}_redis-replica_1" redis-cli hkeys 'bl:chan:{acme/weekly-sync}:pstn-mute'
+podman exec "${project}_sentinel-1_1" redis-cli -p 26379 sentinel get-master-addr-by-name boardline
+[[ $(podman exec "${project}_redis-replica_1" redis-cli hlen 'bl:chan:{acme/weekly-sync}:pstn-mute') == 2 ]]
+echo "smoke test passed"

@@ -1,0 +1,135 @@
+/**
+ * What deploy/compose.yaml and its deploy/compose/ files must agree on, as a list of problems
+ * (empty: none): the services, boardline's environment as boardline itself reads it, the
+ * Sentinels' group and port, HAProxy's servers, protocol and health check, the stop timings, and
+ * the non-root rule. compose.test.ts runs it on the files and on broken copies.
+ */
+import type { Config } from "../../src/config/index.js";
+import { VARIABLES } from "../../src/config/variables.js";
+import type { KubeObject } from "./kustomize.js";
+import { configOf } from "./manifest-checks.js";
+
+export const SERVICES = [
+  "boardline-1",
+  "boardline-2",
+  "haproxy",
+  "redis-primary",
+  "redis-replica",
+  "sentinel-1",
+  "sentinel-2",
+  "sentinel-3",
+];
+
+/** The files the stack is made of, as text (haproxy.cfg, sentinel.conf) or parsed (compose.yaml). */
+export interface Stack {
+  readonly compose: KubeObject;
+  readonly haproxyCfg: string;
+  readonly sentinelConf: string;
+}
+
+/** Compose's interpolation of `${VAR}`, `${VAR:-default}` and `${VAR:?error}` from `env`. */
+export function interpolate(text: string, env: Record<string, string>): string {
+  return text.replace(/\$\{(\w+)(?::([-?])([^}]*))?\}/g, (_, name: string, op?: string, arg?: string) => {
+    const value = env[name];
+    if (value !== undefined && value !== "") return value;
+    if (op === "?") throw new Error(`${name}: ${arg}`);
+    return op === "-" ? (arg ?? "") : "";
+  });
+}
+
+/** A boardline replica's environment, interpolated from `env`. */
+export function replicaEnv(stack: Stack, service: string, env: Record<string, string>): Record<string, string> {
+  const raw = stack.compose.services[service]?.environment ?? {};
+  return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, interpolate(String(v), env)]));
+}
+
+const seconds = (d: string | undefined) => {
+  const m = /^(\d+)s$/.exec(d ?? "");
+  return m === null ? Number.NaN : Number(m[1]);
+};
+
+export function composeProblems(stack: Stack, env: Record<string, string>): string[] {
+  const found: string[] = [];
+  const check = (ok: boolean, problem: string) => {
+    if (!ok) found.push(problem);
+  };
+  const services = stack.compose.services ?? {};
+  check(JSON.stringify(Object.keys(services).sort()) === JSON.stringify(SERVICES), `services must be ${SERVICES}`);
+  for (const [name, s] of Object.entries<KubeObject>(services)) {
+    check(
+      /^\$\{[A-Z]+_IMAGE:-[^}]+\}$/.test(s.image ?? ""),
+      `${name}: image must be overridable, by a …_IMAGE variable with a default`,
+    );
+  }
+  const replicas = Object.keys(services).filter((n) => n.startsWith("boardline-"));
+  const config = configOf(replicaEnv(stack, "boardline-1", env));
+  if (typeof config === "string") return [...found, `boardline refuses the replicas' configuration: ${config}`];
+  for (const name of replicas) {
+    const s = services[name];
+    const unknown = Object.keys(s.environment ?? {}).filter((v) => !(v in VARIABLES));
+    check(unknown.length === 0, `${name}: variables boardline does not read: ${unknown}`);
+    check(s.user === "10001" && s.read_only === true, `${name}: must run as user 10001 on a read-only root`);
+    check(JSON.stringify(s.cap_drop) === '["ALL"]', `${name}: must drop ALL capabilities`);
+    const needS = (config.shutdownDelayMs + config.shutdownGraceMs + config.redisCommandTimeoutMs + 2000) / 1000;
+    check(seconds(s.stop_grace_period) >= needS, `${name}: stop_grace_period ${s.stop_grace_period} < ${needS} s`);
+  }
+  found.push(...sentinelProblems(stack, config), ...haproxyProblems(stack, config, replicas));
+  return found;
+}
+
+function sentinelProblems(stack: Stack, config: Config): string[] {
+  const found: string[] = [];
+  const redis = config.redis;
+  if (redis?.mode !== "sentinel") return ["boardline must find Redis through the Sentinels"];
+  const port = Number(/^port (\d+)$/m.exec(stack.sentinelConf)?.[1]);
+  const monitor = /^sentinel monitor (\S+) (\S+) (\d+) (\d+)$/m.exec(stack.sentinelConf);
+  const sentinels = redis.sentinels.map((s) => `${s.host}:${s.port}`).sort();
+  const expected = Object.keys(stack.compose.services)
+    .filter((n) => n.startsWith("sentinel-"))
+    .map((n) => `${n}:${port}`);
+  if (JSON.stringify(sentinels) !== JSON.stringify(expected)) found.push(`REDIS_SENTINELS must be ${expected}`);
+  if (monitor?.[1] !== redis.masterName)
+    found.push(`REDIS_SENTINEL_NAME ${redis.masterName} is not the monitored group`);
+  if (monitor?.[2] !== "redis-primary" || monitor[3] !== "6379")
+    found.push("the Sentinels must monitor redis-primary:6379");
+  return found;
+}
+
+function haproxyProblems(stack: Stack, config: Config, replicas: string[]): string[] {
+  const cfg = stack.haproxyCfg;
+  const found: string[] = [];
+  const check = (ok: boolean, problem: string) => {
+    if (!ok) found.push(problem);
+  };
+  const servers = [...cfg.matchAll(/^\s*server (\S+) (\S+):(\d+)/gm)].map((m) => `${m[2]}:${m[3]}`);
+  check(
+    JSON.stringify(servers) === JSON.stringify(replicas.map((r) => `${r}:${config.port}`)),
+    `haproxy's servers must be the replicas on PORT ${config.port}: ${servers}`,
+  );
+  const defaults = /^\s*default-server (.*)$/m.exec(cfg)?.[1] ?? "";
+  check(/\bproto h2\b/.test(defaults), "haproxy must speak h2 to the replicas (proto h2)");
+  const healthPort = config.metricsPort ?? config.port;
+  check(
+    new RegExp(`^\\s*http-check connect port ${healthPort} proto h1$`, "m").test(cfg),
+    `haproxy must check over HTTP/1.1 on port ${healthPort}`,
+  );
+  check(/^\s*http-check send meth GET uri \/readyz .*hdr host \S+/m.test(cfg), "haproxy must GET /readyz with a Host");
+  check(/^\s*option http-no-delay$/m.test(cfg), "haproxy needs option http-no-delay for HTTP/1.1 clients");
+  const inter = Number(/\binter (\d+)s\b/.exec(defaults)?.[1]);
+  const fall = Number(/\bfall (\d+)\b/.exec(defaults)?.[1]);
+  check(
+    (inter * fall + inter) * 1000 <= config.shutdownDelayMs,
+    `inter × fall + inter (${inter * fall + inter} s) must fit in SHUTDOWN_DELAY_MS`,
+  );
+  const bind = /^\s*bind :(\d+)$/m.exec(cfg)?.[1];
+  const haproxy = stack.compose.services.haproxy ?? {};
+  check(
+    (haproxy.ports ?? []).some((p: string) => String(p).endsWith(`:${bind}`)),
+    `the haproxy service must publish its bind port ${bind}`,
+  );
+  check(
+    haproxy.stop_signal === "SIGUSR1" && /^\s*hard-stop-after \d+s$/m.test(cfg),
+    "haproxy (PID 1 ignores SIGTERM) must stop on SIGUSR1 with hard-stop-after",
+  );
+  return found;
+}

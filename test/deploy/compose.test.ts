@@ -1,0 +1,95 @@
+/**
+ * deploy/compose.yaml and deploy/compose/, without starting containers (deploy/compose/smoke.sh
+ * does that, offline, in about two minutes: too long for the suite): the services, boardline's
+ * environment as boardline reads it, the Sentinels, HAProxy's configuration (which Debian's
+ * haproxy must accept), stop timings and the non-root rule agree. Each check also fails on a
+ * broken copy.
+ */
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parse } from "yaml";
+import { describe, expect, it } from "vitest";
+import { composeProblems, interpolate, replicaEnv, type Stack } from "./compose-checks.js";
+import { configOf } from "./manifest-checks.js";
+
+const DEPLOY = fileURLToPath(new URL("../../deploy/", import.meta.url));
+const read = (file: string) => readFileSync(`${DEPLOY}${file}`, "utf8");
+const stack = (): Stack => ({
+  // Through JSON: the replicas share one YAML anchor, and a broken copy must change only one of them.
+  compose: JSON.parse(JSON.stringify(parse(read("compose.yaml")))),
+  haproxyCfg: read("compose/haproxy.cfg"),
+  sentinelConf: read("compose/sentinel.conf"),
+});
+/** What an operator exports before `up`. */
+const ENV = { JWT_SECRET: "y".repeat(48) };
+
+describe("deploy/compose.yaml", () => {
+  it("agrees with itself, with haproxy.cfg and sentinel.conf, and with boardline's configuration table", () => {
+    expect(composeProblems(stack(), ENV)).toEqual([]);
+    const config = configOf(replicaEnv(stack(), "boardline-2", ENV));
+    expect(typeof config === "string" ? config : config.redis?.mode).toBe("sentinel");
+  });
+
+  it("needs a JWT_SECRET from the environment, runs the image deploy/image/build.sh tags, and the images it is given", () => {
+    expect(() => replicaEnv(stack(), "boardline-1", {})).toThrow(/^JWT_SECRET: set JWT_SECRET/);
+    // By default the image deploy/image/build.sh tags: localhost/boardline:<package.json version>.
+    const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
+    expect(interpolate(stack().compose.services["boardline-1"].image, {})).toBe(`localhost/boardline:${version}`);
+    const image = stack().compose.services["redis-primary"].image;
+    expect(interpolate(image, {})).toBe("docker.io/library/redis:7.0-bookworm");
+    expect(interpolate(image, { REDIS_IMAGE: "localhost/boardline-compose-redis" })).toBe(
+      "localhost/boardline-compose-redis",
+    );
+  });
+
+  it("Debian's haproxy accepts haproxy.cfg", () => {
+    // The replicas' names resolve only on the compose network: haproxy warns and starts them unresolved.
+    const out = execFileSync("haproxy", ["-c", "-f", `${DEPLOY}compose/haproxy.cfg`], {
+      encoding: "utf8",
+      stdio: "pipe",
+    });
+    expect(out).toMatch(/Configuration file is valid/);
+  });
+
+  it("each check fails on a copy that breaks it", () => {
+    const broken = (edit: (s: Stack) => Stack) => composeProblems(edit(stack()), ENV);
+    const withCfg = (from: string, to: string) => (s: Stack) => ({ ...s, haproxyCfg: s.haproxyCfg.replace(from, to) });
+    expect(broken(withCfg("boardline-2:8080", "boardline-2:8081"))[0]).toMatch(
+      /^haproxy's servers must be the replicas on PORT 8080/,
+    );
+    expect(broken(withCfg("proto h2 check", "check"))).toEqual(["haproxy must speak h2 to the replicas (proto h2)"]);
+    expect(broken(withCfg("connect port 9090 proto h1", "connect port 8080"))).toEqual([
+      "haproxy must check over HTTP/1.1 on port 9090",
+    ]);
+    expect(broken(withCfg("fall 2", "fall 5"))).toEqual(["inter × fall + inter (6 s) must fit in SHUTDOWN_DELAY_MS"]);
+    expect(broken(withCfg("option http-no-delay", ""))).toEqual([
+      "haproxy needs option http-no-delay for HTTP/1.1 clients",
+    ]);
+    expect(
+      broken((s) => ({ ...s, sentinelConf: s.sentinelConf.replace("monitor boardline", "monitor mymaster") })),
+    ).toEqual(["REDIS_SENTINEL_NAME boardline is not the monitored group"]);
+    const edit = (f: (c: Stack["compose"]) => void) => (s: Stack) => {
+      f(s.compose);
+      return s;
+    };
+    expect(broken(edit((c) => (c.services["boardline-2"].stop_grace_period = "12s")))).toEqual([
+      "boardline-2: stop_grace_period 12s < 18 s",
+    ]);
+    expect(broken(edit((c) => delete c.services["boardline-1"].read_only))).toEqual([
+      "boardline-1: must run as user 10001 on a read-only root",
+    ]);
+    expect(broken(edit((c) => (c.services["boardline-1"].environment.REDIS_SENTINEL = "x")))).toEqual([
+      "boardline-1: variables boardline does not read: REDIS_SENTINEL",
+    ]);
+    expect(
+      broken(edit((c) => (c.services["boardline-1"].environment.REDIS_SENTINELS = "sentinel-1,sentinel-2"))),
+    ).toEqual(["REDIS_SENTINELS must be sentinel-1:26379,sentinel-2:26379,sentinel-3:26379"]);
+    expect(broken(edit((c) => delete c.services.haproxy.stop_signal))).toEqual([
+      "haproxy (PID 1 ignores SIGTERM) must stop on SIGUSR1 with hard-stop-after",
+    ]);
+    expect(broken(edit((c) => (c.services.haproxy.image = "docker.io/library/haproxy:2.6")))).toEqual([
+      "haproxy: image must be overridable, by a …_IMAGE variable with a default",
+    ]);
+  });
+});

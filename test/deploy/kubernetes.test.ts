@@ -1,0 +1,174 @@
+/**
+ * deploy/kubernetes/, offline: the base and each overlay are rendered (kustomize.ts, the subset
+ * of kustomize they use), every object is validated against the Kubernetes API's JSON schemas
+ * (kubernetes-models), and the properties a later edit must not quietly drop are checked
+ * (manifest-checks.ts): probes, drain arithmetic, non-root, the h2c Service, resources, and a
+ * configuration boardline itself accepts. Each check is shown to fail on a broken copy too.
+ */
+import { execFileSync } from "node:child_process";
+import { isDeepStrictEqual } from "node:util";
+import { fileURLToPath } from "node:url";
+import { parseAllDocuments } from "yaml";
+import { describe, expect, it } from "vitest";
+import { type KubeObject, readKustomization, readYamlDocuments, renderKustomization } from "./kustomize.js";
+import { configOf, only, podEnvironment, problems, unknownVariables } from "./manifest-checks.js";
+
+const ROOT = fileURLToPath(new URL("../../deploy/kubernetes/", import.meta.url));
+const KUSTOMIZATIONS = ["base", "overlays/sentinel", "overlays/cluster"];
+const [EXAMPLE_SECRET] = readYamlDocuments(`${ROOT}base/secret.example.yaml`) as [KubeObject];
+/** The example Secret with the one change an operator must make: a JWT_SECRET of 32 bytes or more. */
+const SECRET = { ...EXAMPLE_SECRET.stringData, JWT_SECRET: "x".repeat(48) } as Record<string, string>;
+
+/** kubernetes-models' class for each apiVersion and kind the manifests use. */
+const MODELS: Record<string, () => Promise<unknown>> = {
+  "apps/v1 Deployment": () => import("kubernetes-models/apps/v1/Deployment"),
+  "v1 Service": () => import("kubernetes-models/v1/Service"),
+  "v1 ConfigMap": () => import("kubernetes-models/v1/ConfigMap"),
+  "v1 Secret": () => import("kubernetes-models/v1/Secret"),
+  "policy/v1 PodDisruptionBudget": () => import("kubernetes-models/policy/v1/PodDisruptionBudget"),
+  "autoscaling/v2 HorizontalPodAutoscaler": () => import("kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler"),
+};
+
+/** Validates one object against the schema of its apiVersion and kind; throws the schema's errors. */
+async function validate(o: KubeObject): Promise<void> {
+  const load = MODELS[`${o.apiVersion} ${o.kind}`];
+  if (load === undefined) throw new Error(`no schema known here for ${o.apiVersion} ${o.kind}`);
+  const Model = ((await load()) as Record<string, new (o: KubeObject) => { validate(): void }>)[o.kind];
+  if (Model === undefined) throw new Error(`kubernetes-models has no ${o.kind}`);
+  new Model(o).validate();
+}
+
+const copy = (objects: KubeObject[]): KubeObject[] => structuredClone(objects);
+
+function configFor(objects: KubeObject[]) {
+  const config = configOf(podEnvironment(objects, SECRET));
+  if (typeof config === "string") throw new Error(`boardline refuses the configuration: ${config}`);
+  return config;
+}
+
+function hasKubectl(): boolean {
+  try {
+    execFileSync("kubectl", ["version", "--client"], { stdio: "ignore", timeout: 10_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe.each(KUSTOMIZATIONS)("deploy/kubernetes/%s", (dir) => {
+  const objects = renderKustomization(`${ROOT}${dir}`);
+
+  it("renders a Deployment, a Service, a PodDisruptionBudget, an HPA and a ConfigMap, each valid against the Kubernetes API schemas", async () => {
+    expect(objects.map((o) => o.kind).sort()).toEqual([
+      "ConfigMap",
+      "Deployment",
+      "HorizontalPodAutoscaler",
+      "PodDisruptionBudget",
+      "Service",
+    ]);
+    for (const o of objects) await validate(o);
+  });
+
+  it("gives the pods only variables of boardline's configuration table, in a combination boardline accepts", () => {
+    expect(unknownVariables(objects, SECRET)).toEqual([]);
+    const config = configFor(objects);
+    expect(config.production).toBe(true);
+    expect(config.redis).toBeDefined();
+  });
+
+  it("keeps the probes, the drain arithmetic, the non-root rule, the h2c Service and the bench's resources", () => {
+    expect(problems(objects, configFor(objects))).toEqual([]);
+  });
+
+  it("reads its Secret by the name of secret.example.yaml, which it does not apply itself", () => {
+    const container = only(objects, "Deployment").spec.template.spec.containers[0];
+    const refs = container.envFrom.filter((f: KubeObject) => f.secretRef !== undefined);
+    expect(refs.map((f: KubeObject) => f.secretRef.name)).toEqual([EXAMPLE_SECRET.metadata.name]);
+    expect(objects.some((o) => o.kind === "Secret")).toBe(false);
+  });
+});
+
+describe("deploy/kubernetes, the parts around the renderings", () => {
+  const base = renderKustomization(`${ROOT}base`);
+
+  it("an overlay sets the image; the base's image is `boardline`", () => {
+    const image = (objects: KubeObject[]) => only(objects, "Deployment").spec.template.spec.containers[0].image;
+    expect(image(base)).toBe("boardline:latest");
+    expect(image(renderKustomization(`${ROOT}overlays/sentinel`))).toBe("registry.example.com/boardline:1.0.0");
+  });
+
+  it("the example Secret is valid, names only boardline's variables, and fails closed: unchanged, boardline refuses to start", async () => {
+    await validate(EXAMPLE_SECRET);
+    expect(readKustomization(`${ROOT}base`).resources).not.toContain("secret.example.yaml");
+    expect(unknownVariables(base, EXAMPLE_SECRET.stringData)).toEqual([]);
+    expect(configOf(podEnvironment(base, EXAMPLE_SECRET.stringData))).toMatch(/^JWT_SECRET .*32 bytes/);
+  });
+
+  it("the schemas refuse a broken object", async () => {
+    const broken = only(copy(base), "Deployment");
+    broken.spec.replicas = "3";
+    broken.spec.template.spec.containers[0].ports[0].containerPort = "http";
+    await expect(validate(broken)).rejects.toThrow(/replicas must be integer.*containerPort must be integer/);
+  });
+
+  it("each check fails on a copy that breaks it", () => {
+    const config = configFor(base);
+    const broken = (edit: (pod: KubeObject, objects: KubeObject[]) => void) => {
+      const objects = copy(base);
+      edit(only(objects, "Deployment").spec.template.spec, objects);
+      return problems(objects, config);
+    };
+    expect(broken((pod) => delete pod.containers[0].readinessProbe)).toEqual([
+      "readinessProbe must GET /readyz",
+      "readinessProbe must use port 9090",
+    ]);
+    expect(broken((pod) => (pod.containers[0].livenessProbe.httpGet.port = "http"))).toEqual([
+      "livenessProbe must use port 9090",
+    ]);
+    expect(broken((pod) => (pod.terminationGracePeriodSeconds = 17))[0]).toMatch(
+      /^terminationGracePeriodSeconds 17 < 18 s/,
+    );
+    expect(broken((pod) => (pod.containers[0].lifecycle = { preStop: { sleep: { seconds: 5 } } }))[0]).toMatch(
+      /^terminationGracePeriodSeconds 20 < 23 s/,
+    );
+    expect(broken((pod) => delete pod.containers[0].securityContext.readOnlyRootFilesystem)).toEqual([
+      "readOnlyRootFilesystem must be true",
+    ]);
+    expect(broken((pod) => (pod.containers[0].securityContext.capabilities = { drop: ["NET_RAW"] }))).toEqual([
+      "capabilities: drop ALL, add none",
+    ]);
+    expect(broken((pod) => (pod.containers[0].securityContext.runAsUser = 0))).toEqual([
+      "runAsUser must be 10001 (the image's user), is 0",
+    ]);
+    expect(broken((pod) => (pod.containers[0].resources.limits.memory = "256Mi"))[0]).toMatch(
+      /^memory limit 256Mi < peak RSS/,
+    );
+    expect(broken((_, objects) => delete only(objects, "Service").spec.ports[0].appProtocol)[0]).toMatch(
+      /appProtocol kubernetes.io\/h2c/,
+    );
+    expect(
+      broken((_, objects) => (only(objects, "HorizontalPodAutoscaler").spec.metrics[0].resource.name = "memory")),
+    ).toEqual(["the HorizontalPodAutoscaler must scale on CPU"]);
+  });
+
+  it("a variable boardline does not read, or a value it refuses, is caught", () => {
+    const objects = copy(base);
+    only(objects, "ConfigMap").data.SHUTDOWN_DELAY = "5000";
+    expect(unknownVariables(objects, SECRET)).toEqual(["SHUTDOWN_DELAY"]);
+    only(objects, "ConfigMap").data.SHUTDOWN_GRACE_MS = "ten seconds";
+    expect(configOf(podEnvironment(objects, SECRET))).toMatch(/^SHUTDOWN_GRACE_MS/);
+  });
+
+  // kubectl is no dependency of the suite (Debian's kubernetes-client is 1.20, older than these
+  // manifests): where one is installed, its rendering must be ours, object for object.
+  it.runIf(hasKubectl())("the renderer agrees with `kubectl kustomize`", () => {
+    for (const dir of KUSTOMIZATIONS) {
+      const out = execFileSync("kubectl", ["kustomize", `${ROOT}${dir}`], { encoding: "utf8", timeout: 30_000 });
+      const theirs = parseAllDocuments(out).map((d) => d.toJS() as KubeObject);
+      const key = (o: KubeObject) => `${o.kind}/${o.metadata.name}`;
+      const ours = new Map(renderKustomization(`${ROOT}${dir}`).map((o) => [key(o), o]));
+      expect(theirs.map(key).sort()).toEqual([...ours.keys()].sort());
+      for (const o of theirs) expect(isDeepStrictEqual(ours.get(key(o)), o), `${dir}: ${key(o)}`).toBe(true);
+    }
+  });
+});

@@ -1,0 +1,194 @@
+/**
+ * What a rendering of deploy/kubernetes/ must keep, as a list of problems (empty: none), so the
+ * test can show both that the manifests pass and that a broken copy fails: the probes, the drain
+ * arithmetic, the non-root rule, the Service's h2c port, resources sized from the bench, and
+ * environment variables that boardline reads and accepts together (its own loadConfig decides).
+ */
+import { type Config, ConfigError, loadConfig } from "../../src/config/index.js";
+import { VARIABLES } from "../../src/config/variables.js";
+import type { KubeObject } from "./kustomize.js";
+
+/** bench/RESULTS.md: the highest peak RSS of boardline over every cell, and RSS per gRPC watch (54–60 KB). */
+export const PEAK_RSS_BYTES = 152e6;
+export const WATCH_RSS_BYTES = 60e3;
+/** After the grace: QUIT to Redis (≤ REDIS_COMMAND_TIMEOUT_MS) and the last spans' export (≤ 2 s, otel-sdk.ts). */
+const SPAN_FLUSH_MS = 2_000;
+
+export function only(objects: KubeObject[], kind: string): KubeObject {
+  const found = objects.filter((o) => o.kind === kind);
+  if (found.length !== 1) throw new Error(`${found.length} ${kind} objects, expected 1`);
+  return found[0] as KubeObject;
+}
+
+/** The environment a pod gets from the rendered ConfigMap and the given Secret data (envFrom). */
+export function podEnvironment(objects: KubeObject[], secret: Record<string, string>): Record<string, string> {
+  const container = only(objects, "Deployment").spec.template.spec.containers[0];
+  const env: Record<string, string> = {};
+  for (const from of container.envFrom ?? []) {
+    if (from.configMapRef !== undefined) {
+      const cm = objects.find((o) => o.kind === "ConfigMap" && o.metadata.name === from.configMapRef.name);
+      if (cm === undefined) throw new Error(`envFrom names ConfigMap ${from.configMapRef.name}, which is not rendered`);
+      Object.assign(env, cm.data);
+    }
+    if (from.secretRef !== undefined) Object.assign(env, secret);
+  }
+  for (const e of container.env ?? []) if (typeof e.value === "string") env[e.name] = e.value;
+  return env;
+}
+
+/** Every variable name the pod is given that boardline does not read. */
+export function unknownVariables(objects: KubeObject[], secret: Record<string, string>): string[] {
+  const container = only(objects, "Deployment").spec.template.spec.containers[0];
+  const names = [
+    ...Object.keys(podEnvironment(objects, secret)),
+    ...(container.env ?? []).map((e: KubeObject) => e.name),
+  ];
+  return names.filter((n) => !(n in VARIABLES));
+}
+
+/** boardline's own reading of the pod's environment: a ConfigError is a problem. */
+export function configOf(env: Record<string, string>): Config | string {
+  try {
+    return loadConfig(env);
+  } catch (e) {
+    if (e instanceof ConfigError) return e.message;
+    throw e;
+  }
+}
+
+export function problems(objects: KubeObject[], config: Config): string[] {
+  const deployment = only(objects, "Deployment");
+  const pod = deployment.spec.template.spec;
+  const container = pod.containers[0];
+  const found: string[] = [];
+  const check = (ok: boolean, problem: string) => {
+    if (!ok) found.push(problem);
+  };
+  const portNamed = (port: string | number) =>
+    typeof port === "number" ? port : container.ports?.find((p: KubeObject) => p.name === port)?.containerPort;
+
+  // Probes: on the port where /healthz and /readyz are (METRICS_PORT when set).
+  const healthPort = config.metricsPort ?? config.port;
+  for (const [probe, path] of [
+    ["startupProbe", "/readyz"],
+    ["readinessProbe", "/readyz"],
+    ["livenessProbe", "/healthz"],
+  ] as const) {
+    const get = container[probe]?.httpGet;
+    check(get?.path === path, `${probe} must GET ${path}`);
+    check(get !== undefined && portNamed(get.port) === healthPort, `${probe} must use port ${healthPort}`);
+  }
+
+  // Drain: the kubelet's countdown covers preStop, the delay, the grace, Redis's QUIT and the span flush.
+  const preStopMs = (container.lifecycle?.preStop?.sleep?.seconds ?? 0) * 1000;
+  check(container.lifecycle?.preStop?.exec === undefined, "preStop exec needs a shell, which the image has not");
+  const needMs =
+    preStopMs + config.shutdownDelayMs + config.shutdownGraceMs + config.redisCommandTimeoutMs + SPAN_FLUSH_MS;
+  const graceS = pod.terminationGracePeriodSeconds;
+  check(
+    typeof graceS === "number" && graceS * 1000 >= needMs,
+    `terminationGracePeriodSeconds ${graceS} < ${needMs / 1000} s (preStop ${preStopMs} + SHUTDOWN_DELAY_MS ${config.shutdownDelayMs} + SHUTDOWN_GRACE_MS ${config.shutdownGraceMs} + REDIS_COMMAND_TIMEOUT_MS ${config.redisCommandTimeoutMs} + ${SPAN_FLUSH_MS} ms)`,
+  );
+
+  // Non-root, read-only, nothing more than it needs.
+  const sc = container.securityContext ?? {};
+  const uid = sc.runAsUser ?? pod.securityContext?.runAsUser;
+  check((sc.runAsNonRoot ?? pod.securityContext?.runAsNonRoot) === true, "runAsNonRoot must be true");
+  check(uid === 10001, `runAsUser must be 10001 (the image's user), is ${uid}`);
+  check(sc.readOnlyRootFilesystem === true, "readOnlyRootFilesystem must be true");
+  check(sc.allowPrivilegeEscalation === false, "allowPrivilegeEscalation must be false");
+  check(sc.privileged !== true, "privileged must not be true");
+  check(
+    JSON.stringify(sc.capabilities?.drop) === '["ALL"]' && sc.capabilities?.add === undefined,
+    "capabilities: drop ALL, add none",
+  );
+  const seccomp = sc.seccompProfile?.type ?? pod.securityContext?.seccompProfile?.type;
+  check(seccomp === "RuntimeDefault", "seccompProfile must be RuntimeDefault");
+
+  found.push(...spreadProblems(objects, config), ...resourceProblems(container, config));
+  return found;
+}
+
+/** Replicas, spread, selectors, the h2c Service, the metrics annotations, the PDB and the HPA. */
+function spreadProblems(objects: KubeObject[], config: Config): string[] {
+  const deployment = only(objects, "Deployment");
+  const container = deployment.spec.template.spec.containers[0];
+  const labels = deployment.spec.template.metadata.labels ?? {};
+  const selects = (selector: Record<string, string> | undefined) =>
+    selector !== undefined &&
+    Object.keys(selector).length > 0 &&
+    Object.entries(selector).every(([k, v]) => labels[k] === v);
+  const found: string[] = [];
+  const check = (ok: boolean, problem: string) => {
+    if (!ok) found.push(problem);
+  };
+  check(deployment.spec.replicas === 3, "the Deployment must run 3 replicas");
+  const keys = (deployment.spec.template.spec.topologySpreadConstraints ?? []).map((t: KubeObject) => t.topologyKey);
+  check(keys.includes("topology.kubernetes.io/zone"), "no topology spread over zones");
+  check(keys.includes("kubernetes.io/hostname"), "no topology spread over nodes");
+  check(selects(deployment.spec.selector.matchLabels), "the Deployment's selector must select its pods");
+
+  const service = only(objects, "Service");
+  check(selects(service.spec.selector), "the Service must select the pods");
+  const targetOf = (p: KubeObject) =>
+    typeof p.targetPort === "number"
+      ? p.targetPort
+      : container.ports?.find((c: KubeObject) => c.name === p.targetPort)?.containerPort;
+  const h2c = (service.spec.ports ?? []).filter((p: KubeObject) => p.appProtocol === "kubernetes.io/h2c");
+  check(
+    h2c.length === 1 && targetOf(h2c[0]) === config.port,
+    `the Service needs one port with appProtocol kubernetes.io/h2c onto PORT ${config.port}`,
+  );
+  const annotations = deployment.spec.template.metadata.annotations ?? {};
+  check(
+    annotations["prometheus.io/scrape"] === "true" &&
+      annotations["prometheus.io/port"] === String(config.metricsPort) &&
+      annotations["prometheus.io/path"] === "/metrics",
+    `the pods must be annotated for scraping /metrics on METRICS_PORT (${config.metricsPort})`,
+  );
+
+  const pdb = only(objects, "PodDisruptionBudget");
+  check(selects(pdb.spec.selector?.matchLabels), "the PodDisruptionBudget must select the pods");
+  const hpa = only(objects, "HorizontalPodAutoscaler");
+  check(hpa.apiVersion === "autoscaling/v2", "the HorizontalPodAutoscaler must be autoscaling/v2");
+  check(
+    hpa.spec.scaleTargetRef.kind === "Deployment" && hpa.spec.scaleTargetRef.name === deployment.metadata.name,
+    "the HorizontalPodAutoscaler must scale the Deployment",
+  );
+  check(
+    (hpa.spec.metrics ?? []).some((m: KubeObject) => m.type === "Resource" && m.resource?.name === "cpu"),
+    "the HorizontalPodAutoscaler must scale on CPU",
+  );
+  check(hpa.spec.minReplicas >= 2, "the HorizontalPodAutoscaler must keep at least 2 replicas");
+  return found;
+}
+
+/** Requests and limits: memory for the bench's peak, and for MAX_WATCHES gRPC watches under the limit. */
+function resourceProblems(container: KubeObject, config: Config): string[] {
+  const { requests = {}, limits = {} } = container.resources ?? {};
+  const found: string[] = [];
+  const need = PEAK_RSS_BYTES + config.maxWatches * WATCH_RSS_BYTES;
+  if (!(bytes(requests.memory) >= PEAK_RSS_BYTES))
+    found.push(`memory request ${requests.memory} < the bench's peak RSS`);
+  if (!(bytes(limits.memory) >= need)) {
+    found.push(`memory limit ${limits.memory} < peak RSS + MAX_WATCHES (${config.maxWatches}) × ${WATCH_RSS_BYTES} B`);
+  }
+  if (!(cpu(requests.cpu) > 0 && cpu(limits.cpu) >= Math.max(1, cpu(requests.cpu)))) {
+    found.push("cpu: a request, and a limit of at least one core (the event loop's) and the request");
+  }
+  return found;
+}
+
+const SUFFIX: Record<string, number> = { "": 1, k: 1e3, M: 1e6, G: 1e9, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30 };
+
+/** A Kubernetes memory quantity in bytes (NaN if absent or not understood). */
+export function bytes(q: string | number | undefined): number {
+  const m = /^(\d+(?:\.\d+)?)(k|M|G|Ki|Mi|Gi)?$/.exec(String(q ?? ""));
+  return m === null ? Number.NaN : Number(m[1]) * (SUFFIX[m[2] ?? ""] ?? Number.NaN);
+}
+
+/** A Kubernetes CPU quantity in cores (NaN if absent or not understood). */
+export function cpu(q: string | number | undefined): number {
+  const m = /^(\d+(?:\.\d+)?)(m)?$/.exec(String(q ?? ""));
+  return m === null ? Number.NaN : Number(m[1]) / (m[2] === "m" ? 1000 : 1);
+}
