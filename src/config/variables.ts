@@ -32,7 +32,7 @@ export const VARIABLES = {
     min: 0,
     max: 65535,
     meaning:
-      "serve `GET /metrics` (and `/healthz`, `/readyz`) on this port of `HOST` instead of on `PORT`, to keep it off the public port (0 = any free port)",
+      "serve `GET /metrics` on this port of `HOST` instead of on `PORT`, to keep it off the public port, with `/healthz` and `/readyz` (which `PORT` keeps answering too; this port closes last in a drain) (0 = any free port)",
   },
   HOST: {
     kind: "text",

@@ -48,8 +48,10 @@ function readmeCurlExamples(readme: string): CurlExample[] {
     }
     if (!inSh || !raw.trim().startsWith("curl ")) continue;
     const start = i;
-    let command = raw.trim();
-    while (command.endsWith("\\")) command = `${command.slice(0, -1).trimEnd()} ${(lines[++i] ?? "").trim()}`;
+    // A trailing shell comment (with no quote in it) is dropped: what the test appends must not land in it.
+    const code = (line: string) => line.trim().replace(/\s+#\s[^'"]*$/, "");
+    let command = code(raw);
+    while (command.endsWith("\\")) command = `${command.slice(0, -1).trimEnd()} ${code(lines[++i] ?? "")}`;
     const comments: string[] = [];
     while ((lines[i + 1] ?? "").trim().startsWith("#")) comments.push((lines[++i] ?? "").trim().replace(/^#\s?/, ""));
     if (!command.includes(`${DOCUMENTED_BASE}/v1/`)) continue;
