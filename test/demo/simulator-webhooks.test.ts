@@ -67,6 +67,8 @@ describe("the projector webhook", () => {
     const [hook] = hooksOf(uuid);
     expect(hook).toMatchObject({ path: "/hook/one?sig=abc", contentType: "application/json" });
     expect(hook?.body).toMatchObject({ uuid, status: "Finished", convertedPercentage: 100 });
+    // The simulator records the delivery once our 204 reaches it, a moment after we saw the call.
+    await eventually(() => deliveriesOf(uuid).length === 1, 3_000, "the delivery's record");
     expect(deliveriesOf(uuid)).toEqual([{ uuid, url, outcome: 204, at: expect.any(Number) }]);
     await new Promise((r) => setTimeout(r, 100));
     expect(hooksOf(uuid)).toHaveLength(1);
