@@ -79,6 +79,7 @@ export class ClusterSubscriber implements ChannelSubscriber {
         () => this.connectTo(host, port),
         { ...this.events, lost: () => this.lost(), refused: () => this.lost() },
         this.timeoutMs,
+        (channel) => String(clusterSlot(channel)), // one command may not span slots
       );
       this.shards.set(node, shard);
     }
