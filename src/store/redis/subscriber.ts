@@ -13,9 +13,11 @@
  * to the connection, judged after the loop read what arrived (deadline.ts): a
  * storm of watches keeping the loop busy does not fail subscriptions Redis
  * confirmed. One asked while there is no connection waits for it: from its
- * first failed attempt on, it has `timeoutMs` until it is written (so with
- * Redis down a watch fails as fast as before, and a connection still being
- * made during a storm does not fail anyone).
+ * first failed attempt on, it has `timeoutMs` until it is written while Redis
+ * is unreachable (`reachable`: the store's own connection is not ready), so a
+ * watch fails as fast as before; while Redis answers the store, a connection
+ * still being made during a storm (its attempts timing out on a busy loop)
+ * has `CONNECTING_GRACE_MS`.
  *
  * A PING now and then (`ping`) makes a connection whose server went silent
  * fail (the socket time-out of src/store/redis/connection.ts), so it reconnects.
@@ -36,6 +38,8 @@ export interface SubscriberEvents {
 
 /** Channels per SSUBSCRIBE at most: a command, and its confirmations, stay small. */
 const BATCH = 500;
+/** How long channels wait for the subscriber connection while Redis answers the store's own. */
+export const CONNECTING_GRACE_MS = 8_000;
 
 interface Waiter {
   resolve(): void;
@@ -59,13 +63,14 @@ export class SubscriberConnection {
 
   /**
    * `connect` makes the connection (lazily, at the first channel); `groupOf`
-   * says which channels one command may carry together (the same group).
+   * says which channels one command may carry together (the same group);
+   * `reachable`, whether Redis answers the store's own connection now.
    */
   constructor(
     private readonly connect: () => Redis,
     private readonly events: SubscriberEvents,
     private readonly timeoutMs: number,
-    private readonly groupOf: (channel: string) => string = () => "",
+    private readonly o: { groupOf?: (channel: string) => string; reachable?: () => boolean } = {},
   ) {}
 
   get channelNames(): ReadonlySet<string> {
@@ -113,20 +118,25 @@ export class SubscriberConnection {
     });
   }
 
-  /** Connecting failed: the channels not written yet have `timeoutMs` from now. */
+  /** A connection attempt failed: the deadline of the channels not written yet starts now. */
   private armUnsent(): void {
-    for (const [channel, p] of this.pending) if (p.cancelDeadline === undefined) this.arm(channel);
+    const ms = this.o.reachable?.() === true ? Math.max(this.timeoutMs, CONNECTING_GRACE_MS) : this.timeoutMs;
+    const cause = () => new Error(`no subscriber connection to Redis within ${ms} ms`);
+    for (const [channel, p] of this.pending) if (p.cancelDeadline === undefined) this.arm(channel, ms, cause);
   }
 
   /** (Re)starts the deadline of a channel someone waits for. */
-  private arm(channel: string): void {
+  private arm(
+    channel: string,
+    ms = this.timeoutMs,
+    cause = () => new Error(`SSUBSCRIBE not confirmed within ${ms} ms of being sent`),
+  ): void {
     const p = this.pending.get(channel);
     if (p === undefined) return;
     p.cancelDeadline?.();
-    p.cancelDeadline = afterDeadline(this.timeoutMs, () => {
+    p.cancelDeadline = afterDeadline(ms, () => {
       p.cancelDeadline = undefined;
-      const cause = new Error(`SSUBSCRIBE not confirmed within ${this.timeoutMs} ms of being sent`);
-      this.fail(channel, new Failure("unavailable", { cause }));
+      this.fail(channel, new Failure("unavailable", { cause: cause() }));
     });
   }
 
@@ -166,7 +176,9 @@ export class SubscriberConnection {
     this.client = client;
     let wasReady = false;
     client.on("smessage", (channel: string, message: string) => this.events.message(channel, message));
-    client.on("error", () => {}); // connection trouble: the store's own connection logs it
+    // Connection trouble (the store's own connection logs it): a failed attempt (through Sentinel
+    // there may be no socket to close) starts the deadline of what is not written yet.
+    client.on("error", () => this.armUnsent());
     client.on("close", () => {
       this.armUnsent();
       if (wasReady && !this.closed) this.events.lost();
@@ -188,7 +200,7 @@ export class SubscriberConnection {
   private send(client: Redis, channels: readonly string[], again: boolean): void {
     const groups = new Map<string, string[]>();
     for (const channel of channels) {
-      const group = this.groupOf(channel);
+      const group = this.o.groupOf?.(channel) ?? "";
       const list = groups.get(group);
       if (list === undefined) groups.set(group, [channel]);
       else list.push(channel);
