@@ -63,6 +63,8 @@ const WORK = mkdtempSync(join(os.tmpdir(), "boardline-bench-storm-"));
 const children = [];
 const startedAt = new Date();
 const loadStart = os.loadavg();
+/** Before this process pins itself to one CPU. */
+const NPROC = os.availableParallelism();
 const log = (...args) => console.error(`[bench:storm ${new Date().toISOString().slice(11, 19)}]`, ...args);
 
 // --- CPUs: servers on the first allowed one, this process on the second ------------------------
@@ -352,7 +354,7 @@ function report(results) {
   return [
     "## Reconnect storm of watchers (issue 26)",
     "",
-    `\`npm run bench:storm\` (bench/watch-storm.mjs), ${startedAt.toISOString().slice(0, 16).replace("T", " ")} UTC: ${os.cpus().length} CPUs (\`nproc\` ${os.availableParallelism()}), ${cpuModel}; load average ${loadStart.map((l) => l.toFixed(2)).join(" ")} at the start, ${os
+    `\`npm run bench:storm\` (bench/watch-storm.mjs), ${startedAt.toISOString().slice(0, 16).replace("T", " ")} UTC: ${os.cpus().length} CPUs (\`nproc\` ${NPROC}), ${cpuModel}; load average ${loadStart.map((l) => l.toFixed(2)).join(" ")} at the start, ${os
       .loadavg()
       .map((l) => l.toFixed(2))
       .join(
