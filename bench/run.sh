@@ -10,6 +10,8 @@
 #                                       also `npm run bench:channels`)
 #   BENCH_ONLY=follow npm run bench    (only issue 24's following of conversions in flight,
 #                                       bench/follow-tasks.mjs; also `npm run bench:follow`)
+#   BENCH_ONLY=storm npm run bench     (only issue 26's reconnect storm of watchers, bench/watch-storm.mjs;
+#                                       also `npm run bench:storm`)
 #
 # Other knobs: BENCH_WARMUP (s, default 1), BENCH_CONCURRENCY (default "1 16 64"),
 # BENCH_SKIP_BUILD=1 (use dist/ as it is), BENCH_KEEP=1 (keep the work directory
@@ -70,8 +72,8 @@ die() {
   log "FAILED: $*"
   exit 1
 }
-[[ -z $BENCH_ONLY || $BENCH_ONLY == conversions || $BENCH_ONLY == pstn || $BENCH_ONLY == channels || $BENCH_ONLY == follow ]] ||
-  die "BENCH_ONLY must be empty, \"conversions\", \"pstn\", \"channels\" or \"follow\" (got \"$BENCH_ONLY\")"
+[[ -z $BENCH_ONLY || $BENCH_ONLY == conversions || $BENCH_ONLY == pstn || $BENCH_ONLY == channels || $BENCH_ONLY == follow || $BENCH_ONLY == storm ]] ||
+  die "BENCH_ONLY must be empty, \"conversions\", \"pstn\", \"channels\", \"follow\" or \"storm\" (got \"$BENCH_ONLY\")"
 
 # --- tools -------------------------------------------------------------------
 if ! command -v wrk >/dev/null || ! command -v h2load >/dev/null; then
@@ -222,6 +224,16 @@ if [[ -z $BENCH_ONLY || $BENCH_ONLY == follow ]]; then
   log "conversions in flight: bench/follow-tasks.mjs"
   run_load env BENCH_FOLLOW_OUT="$WORK/follow.json" node bench/follow-tasks.mjs || die "the follow part failed"
   [[ $BENCH_ONLY != follow ]] || exit 0
+fi
+
+# --- issue 26: a reconnect storm of watchers, burst against paced ------------------------------
+# (BENCH_ONLY=storm runs only this part.) bench/watch-storm.mjs starts its own redis-server and a
+# fresh boardline per cell, pins them and itself like the channel admin part, writes its own section of
+# bench/RESULTS.md and stops everything it started; ~1 min. Its knobs are at its top.
+if [[ -z $BENCH_ONLY || $BENCH_ONLY == storm ]]; then
+  log "reconnect storm: bench/watch-storm.mjs"
+  run_load node bench/watch-storm.mjs >&2 || die "the reconnect storm part failed"
+  [[ $BENCH_ONLY != storm ]] || exit 0
 fi
 
 read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT FH_PORT FG_PORT RH_PORT RG_PORT < <(node -e '

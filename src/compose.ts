@@ -80,7 +80,7 @@ const WATCH_POLL_MS = 250;
 export async function launch(o: LaunchOptions): Promise<Server> {
   const guard = o.guard ?? noGuard;
   const settings = { ...DEFAULT_FOLLOWER_SETTINGS, ...o.follow };
-  const slots = new WatchSlots(o.maxWatches ?? 10_000);
+  const slots = new WatchSlots(o.maxWatches ?? 10_000, refusalLog(o.logger));
   const hub = new ConversionWatchHub(o.store, { pollMs: WATCH_POLL_MS, slots });
   const pstnHub = new PstnWatchHub(o.store.pstnEvents, slots, { ...DEFAULT_PSTN_WATCH_SETTINGS, ...o.pstnWatch });
   // The follower starts after the server, whose metrics count its polls.
@@ -117,6 +117,7 @@ export async function launch(o: LaunchOptions): Promise<Server> {
     ...(webhooks === undefined ? {} : { conversionWebhook: (id, sig) => webhooks.receive(id, sig) }),
   });
   countPoll = (lateMs) => server.metrics.observeConversionPoll(lateMs);
+  server.metrics.countWatchRefusals(() => slots.refused);
   follower.start();
   return {
     ...server,
@@ -126,6 +127,23 @@ export async function launch(o: LaunchOptions): Promise<Server> {
       await server.shutdown(graceMs);
       await follower.stop();
     },
+  };
+}
+
+/** Warns of watches refused for want of a slot, at most once a second, with how many since the last line. */
+function refusalLog(logger: Logger): (inUse: number) => void {
+  let last = Number.NEGATIVE_INFINITY;
+  let since = 0;
+  return (inUse) => {
+    since++;
+    const now = performance.now();
+    if (now - last < 1000) return;
+    logger.warn(
+      { refused: since, open: inUse },
+      "watches refused: MAX_WATCHES are open; clients retry after Retry-After",
+    );
+    last = now;
+    since = 0;
   };
 }
 

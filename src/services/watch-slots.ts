@@ -3,20 +3,35 @@
  * (conversions, mute events): at most `max` (MAX_WATCHES), `rate_limited`
  * beyond. Each watch takes a slot when it opens and gives it back when it
  * ends, however it ends.
+ *
+ * A refusal says when to come back (`Retry-After`), jittered over
+ * `RETRY_SPREAD_SECONDS` so that a storm of refused clients does not come
+ * back all in the same second; each refusal is counted (`refused`, the
+ * metric) and told to `onRefused` (the log, at most once a second).
  */
 import { Failure } from "./failure.js";
 
+/** A refused watch is told to come back after 1 to this many seconds, at random. */
+export const RETRY_SPREAD_SECONDS = 3;
+
 export class WatchSlots {
   private taken = 0;
+  private refusals = 0;
 
-  constructor(readonly max: number) {}
+  constructor(
+    readonly max: number,
+    private readonly onRefused: (inUse: number) => void = () => {},
+    private readonly random: () => number = Math.random,
+  ) {}
 
   /** Takes a slot; the function it answers gives it back (once, however often it is called). */
   take(): () => void {
     if (this.taken >= this.max) {
+      this.refusals++;
+      this.onRefused(this.taken);
       throw new Failure("rate_limited", {
         detail: "too many watches on this server, retry later",
-        retryAfterSeconds: 1,
+        retryAfterSeconds: 1 + Math.floor(this.random() * RETRY_SPREAD_SECONDS),
       });
     }
     this.taken++;
@@ -30,5 +45,10 @@ export class WatchSlots {
   /** Slots taken now. */
   get inUse(): number {
     return this.taken;
+  }
+
+  /** Watches refused so far. */
+  get refused(): number {
+    return this.refusals;
   }
 }

@@ -45,6 +45,19 @@ export class Metrics {
     this.pollLateness.observe(lateMs / 1000);
   }
 
+  /** `boardline_watch_refusals_total`: watches refused for want of a slot (MAX_WATCHES), as `read` counts them. */
+  countWatchRefusals(read: () => number): void {
+    new Counter({
+      name: "boardline_watch_refusals_total",
+      help: "Watches (WatchPstnEvents, WatchConversion) refused with 429 / RESOURCE_EXHAUSTED because MAX_WATCHES were open.",
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(read());
+      },
+    });
+  }
+
   countListenerError(code: string): void {
     this.listenerErrors.inc({ code });
   }

@@ -12,6 +12,7 @@ import type { Fields } from "../schema/channel-records.js";
 import type { RedisClient } from "./connection.js";
 import { AcknowledgedWrites, NO_REPLICA_ACK, type ReplicaAck } from "./replica-ack.js";
 import { WriteCoalescer } from "./write-coalescing.js";
+import { withDeadline } from "./deadline.js";
 
 export class RedisCalls {
   private readonly coalescer: WriteCoalescer;
@@ -131,14 +132,6 @@ export async function execAll(batch: { exec(): Promise<[Error | null, unknown][]
   const results = await batch.exec();
   if (results === null) throw new Error("transaction aborted");
   for (const [error] of results) if (error) throw error;
-}
-
-export function withDeadline<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
-  });
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
 
 /** A rejection handler: a WRONGTYPE reply reads as `fallback`, anything else is rethrown. */

@@ -79,6 +79,10 @@ export class ClusterSubscriber implements ChannelSubscriber {
         () => this.connectTo(host, port),
         { ...this.events, lost: () => this.lost(), refused: () => this.lost() },
         this.timeoutMs,
+        {
+          groupOf: (channel) => String(clusterSlot(channel)), // one command may not span slots
+          reachable: () => this.cluster.status === "ready",
+        },
       );
       this.shards.set(node, shard);
     }

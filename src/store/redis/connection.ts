@@ -5,8 +5,11 @@
  *
  * - no offline queue: a command issued while disconnected fails at once
  *   instead of waiting for a reconnect that may never come;
- * - a bounded command timeout, and a socket timeout that drops a connection
- *   whose server stopped answering (a hung or frozen Redis);
+ * - a socket timeout that drops a connection whose server stopped answering
+ *   (a hung or frozen Redis), judged after the event loop read what arrived
+ *   (socket-timeout.ts); each call's own deadline is the store's (calls.ts,
+ *   deadline.ts), not ioredis's command timeout, whose plain timer fails
+ *   commands whose answers wait unread after a busy loop turn;
  * - commands in flight when the connection drops fail (maxRetriesPerRequest 0)
  *   and are never resent after reconnecting: the caller was already told 503,
  *   so a late write would be a surprise;
@@ -16,6 +19,7 @@
  */
 import type { ConnectionOptions as TlsOptions } from "node:tls";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
+import { judgeSocketTimeoutAfterReading } from "./socket-timeout.js";
 
 export interface RedisNodeAddress {
   readonly host: string;
@@ -85,9 +89,9 @@ export function createRedisClient(
   tuning: ConnectionTuning,
   name = "boardline",
 ): RedisClient {
+  judgeSocketTimeoutAfterReading();
   const retryStrategy = (attempt: number) => reconnectDelay(attempt, tuning.maxReconnectDelayMs);
   const common = {
-    commandTimeout: tuning.commandTimeoutMs,
     connectTimeout: tuning.connectTimeoutMs,
     socketTimeout: Math.max(2 * tuning.commandTimeoutMs, 2000),
     maxRetriesPerRequest: 0,

@@ -94,7 +94,9 @@ export class RedisNotifications implements PstnNotifications {
     this.subscriber =
       client instanceof Cluster
         ? new ClusterSubscriber(client, (host, port) => shardConnection(client, host, port), events, this.timeoutMs)
-        : new SubscriberConnection(() => duplicateConnection(client), events, this.timeoutMs);
+        : new SubscriberConnection(() => duplicateConnection(client), events, this.timeoutMs, {
+            reachable: () => client.status === "ready",
+          });
     this.pinger = setInterval(() => this.subscriber?.ping(), PING_INTERVAL_MS);
     this.pinger.unref();
     return this.subscriber;

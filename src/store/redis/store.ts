@@ -40,7 +40,8 @@ import {
 import { RedisAdmin } from "./admin.js";
 import { RedisChannels } from "./channels.js";
 import { pingMasters, perConnection } from "./cluster-connections.js";
-import { RedisCalls, withDeadline } from "./calls.js";
+import { RedisCalls } from "./calls.js";
+import { withDeadline } from "./deadline.js";
 import { RedisConversions } from "./conversions.js";
 import { RedisIdempotency } from "./idempotency.js";
 import {
