@@ -43,7 +43,7 @@ import os from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
-import { cpuTicks, freePort, procKb, Servers, TICK_US } from "./processes.mjs";
+import { cpuTicks, freePort, procKb, Servers, splitCpus, TICK_US, writeResultsSection } from "./processes.mjs";
 
 const env = process.env;
 
@@ -72,21 +72,8 @@ const startedAt = new Date();
 const loadStart = os.loadavg();
 
 // --- CPUs: servers on the first allowed one, this process and the load on the second -----------
-const allowed = expandCpus(execFileSync("taskset", ["-cp", String(process.pid)], { encoding: "utf8" }).split(":")[1]);
-const SERVER_CPU = allowed.length >= 2 ? String(allowed[0]) : "";
-const LOAD_CPU = allowed.length >= 2 ? String(allowed[1]) : "";
-if (LOAD_CPU) execFileSync("taskset", ["-cp", LOAD_CPU, String(process.pid)], { stdio: "ignore" });
+const { serverCpu: SERVER_CPU, loadCpu: LOAD_CPU } = splitCpus();
 const servers = new Servers({ work: WORK, cpu: SERVER_CPU });
-
-function expandCpus(list) {
-  return list
-    .trim()
-    .split(",")
-    .flatMap((part) => {
-      const [a, b = a] = part.split("-").map(Number);
-      return Array.from({ length: b - a + 1 }, (_, i) => a + i);
-    });
-}
 
 const log = (...args) => console.error(`[bench:channels ${new Date().toISOString().slice(11, 19)}]`, ...args);
 
@@ -394,18 +381,7 @@ async function main() {
   });
   console.log(md);
   if (!env.BENCH_NO_WRITE) {
-    const file = "bench/RESULTS.md";
-    const text = readFileSync(file, "utf8");
-    const section = `${START}\n${md}\n${END}`;
-    const at = text.indexOf(START);
-    const next =
-      at === -1
-        ? `${text.trimEnd()}\n\n${section}\n`
-        : `${text.slice(0, at)}${section}${text.slice(text.indexOf(END) + END.length)}`;
-    writeFileSync(file, next);
-    const formatted = spawnSync("npx", ["biome", "format", "--write", file], { encoding: "utf8" });
-    if (formatted.status !== 0) log(`could not format ${file}: run npm run format`);
-    log(`written into ${file}`);
+    writeResultsSection(START, END, md, log);
   }
 }
 

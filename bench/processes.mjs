@@ -2,10 +2,11 @@
  * The bench scripts' servers: child processes on free loopback ports, their
  * output appended to `<work>/<name>.log`, pinned to a CPU when one is given
  * (taskset), stopped together (SIGTERM, then SIGKILL after 10 s) — also when
- * the script itself exits — and what they cost, read from /proc.
+ * the script itself exits — and what they cost, read from /proc; and where a
+ * part writes its figures (its own section of bench/RESULTS.md).
  */
-import { spawn } from "node:child_process";
-import { openSync, readFileSync } from "node:fs";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { openSync, readFileSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -110,4 +111,39 @@ async function stop(child) {
   const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
   await exited;
   clearTimeout(timer);
+}
+
+/**
+ * The CPUs of a part that pins: servers on the first CPU this process may use, this process (the
+ * load) on the second; it moves itself there at once. With fewer than two, nothing is pinned ("").
+ */
+export function splitCpus() {
+  const list = execFileSync("taskset", ["-cp", String(process.pid)], { encoding: "utf8" }).split(":")[1] ?? "";
+  const allowed = list
+    .trim()
+    .split(",")
+    .flatMap((part) => {
+      const [a, b = a] = part.split("-").map(Number);
+      return Array.from({ length: b - a + 1 }, (_, i) => a + i);
+    });
+  const serverCpu = allowed.length >= 2 ? String(allowed[0]) : "";
+  const loadCpu = allowed.length >= 2 ? String(allowed[1]) : "";
+  if (loadCpu) execFileSync("taskset", ["-cp", loadCpu, String(process.pid)], { stdio: "ignore" });
+  return { serverCpu, loadCpu };
+}
+
+/** Writes `md` into bench/RESULTS.md between the part's own `start` and `end` markers, formatted as biome formats Markdown. */
+export function writeResultsSection(start, end, md, log) {
+  const file = "bench/RESULTS.md";
+  const text = readFileSync(file, "utf8");
+  const section = `${start}\n${md}\n${end}`;
+  const at = text.indexOf(start);
+  const next =
+    at === -1
+      ? `${text.trimEnd()}\n\n${section}\n`
+      : `${text.slice(0, at)}${section}${text.slice(text.indexOf(end) + end.length)}`;
+  writeFileSync(file, next);
+  const formatted = spawnSync("npx", ["biome", "format", "--write", file], { encoding: "utf8" });
+  if (formatted.status !== 0) log(`could not format ${file}: run npm run format`);
+  log(`written into ${file}`);
 }

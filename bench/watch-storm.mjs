@@ -1,41 +1,11 @@
-/**
- * Issue 26's bench: a reconnect storm of watchers against one instance —
- * WatchPstnEvents opened all at once (a burst) against the same number opened
- * at 1 000 per second (paced), in the same run, for each storm size. Part of
- * `npm run bench`; `npm run bench:storm` (BENCH_ONLY=storm) runs only it.
- * Writes its section of bench/RESULTS.md between its own markers, formatted
- * as biome formats Markdown (not with BENCH_NO_WRITE=1), and prints it.
- *
- * What runs, all on loopback, every process started and stopped here:
- *   - a redis-server of its own (no persistence) and, per cell, a fresh
- *     boardline (dist/src/main.js, the package's V8 flags, NODE_ENV=production,
- *     MAX_WATCHES = BENCH_STORM_MAX_WATCHES, default 10 000) — a fresh instance,
- *     as the one a storm reconnects to has none of the watches yet — both
- *     pinned to the first allowed CPU when there are two; this process (the
- *     watchers) on the second;
- *   - channels of one project, each with one mute event, written through the
- *     store's own code (dist/); half the watches are gRPC streams over 20
- *     HTTP/2 connections (node:http2), half SSE over HTTP/1.1 (a connection
- *     each), two per channel; each resumes from before the channel's event, so
- *     its first message comes when it is established: "live" is that moment.
- *
- * Per size and mode: time from each watch's request until it is live (p50,
- * p99, max), from the first request until every watch is live, and how many
- * were refused (429 / RESOURCE_EXHAUSTED: MAX_WATCHES) or failed otherwise.
- *
- * Environment: BENCH_STORM_SIZES ("1000 2000 4000": watches per cell, even),
- * BENCH_STORM_RATE (1000 per second, the paced cells), BENCH_STORM_MAX_WATCHES
- * (10000), BENCH_NO_WRITE.
- */
-import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
-import net from "node:net";
 import os from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { create, toBinary } from "@bufbuild/protobuf";
+import { freePort, Servers, splitCpus, writeResultsSection } from "./processes.mjs";
 
 const env = process.env;
 const { WatchPstnEventsRequestSchema } = await import("../dist/gen/channel/v1/pstn_pb.js");
@@ -60,7 +30,6 @@ const WATCH_RPC = "/channel.v1.PstnService/WatchPstnEvents";
 const WATCH_ROUTE = "/v1/channel/pstn/events:watch";
 
 const WORK = mkdtempSync(join(os.tmpdir(), "boardline-bench-storm-"));
-const children = [];
 const startedAt = new Date();
 const loadStart = os.loadavg();
 /** Before this process pins itself to one CPU. */
@@ -68,58 +37,8 @@ const NPROC = os.availableParallelism();
 const log = (...args) => console.error(`[bench:storm ${new Date().toISOString().slice(11, 19)}]`, ...args);
 
 // --- CPUs: servers on the first allowed one, this process on the second ------------------------
-const allowed = expandCpus(execFileSync("taskset", ["-cp", String(process.pid)], { encoding: "utf8" }).split(":")[1]);
-const SERVER_CPU = allowed.length >= 2 ? String(allowed[0]) : "";
-const LOAD_CPU = allowed.length >= 2 ? String(allowed[1]) : "";
-if (LOAD_CPU) execFileSync("taskset", ["-cp", LOAD_CPU, String(process.pid)], { stdio: "ignore" });
-
-function expandCpus(list) {
-  return list
-    .trim()
-    .split(",")
-    .flatMap((part) => {
-      const [a, b = a] = part.split("-").map(Number);
-      return Array.from({ length: b - a + 1 }, (_, i) => a + i);
-    });
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function startServer(name, argv, extraEnv = {}) {
-  const [cmd, ...args] = SERVER_CPU ? ["taskset", "-c", SERVER_CPU, ...argv] : argv;
-  const logFile = join(WORK, `${name}.log`);
-  const child = spawn(cmd, args, {
-    env: { ...env, ...extraEnv },
-    stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
-  });
-  children.push(child);
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-    await exited;
-    clearTimeout(timer);
-  };
-  return { child, logFile, stop };
-}
-
-async function stopAll() {
-  for (const child of children.reverse()) {
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    child.kill("SIGTERM");
-  }
-}
-process.once("exit", () => {
-  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
-});
+const { serverCpu: SERVER_CPU, loadCpu: LOAD_CPU } = splitCpus();
+const servers = new Servers({ work: WORK, cpu: SERVER_CPU });
 
 async function untilListening(url, child, what) {
   for (let i = 0; i < 150; i++) {
@@ -226,7 +145,7 @@ async function connectSessions(url) {
 async function cell(redisUrl, token, size, rate) {
   const port = await freePort();
   const flags = JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags.split(/\s+/).filter(Boolean);
-  const bl = startServer(`boardline-${size}-${rate ?? "burst"}`, [process.execPath, ...flags, "dist/src/main.js"], {
+  const bl = servers.spawn(`boardline-${size}-${rate ?? "burst"}`, [process.execPath, ...flags, "dist/src/main.js"], {
     NODE_ENV: "production",
     PORT: String(port),
     HOST: "127.0.0.1",
@@ -300,33 +219,8 @@ async function seed(redisUrl) {
 }
 
 async function main() {
-  const redisPort = await freePort();
-  const redis = startServer("redis", [
-    "redis-server",
-    "--port",
-    String(redisPort),
-    "--bind",
-    "127.0.0.1",
-    "--save",
-    "",
-    "--appendonly",
-    "no",
-    "--dir",
-    WORK,
-  ]);
-  const redisUrl = `redis://127.0.0.1:${redisPort}`;
-  for (let i = 0; ; i++) {
-    const ok = await new Promise((resolve) => {
-      const s = net.connect(redisPort, "127.0.0.1", () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.on("error", () => resolve(false));
-    });
-    if (ok) break;
-    if (i > 100) throw new Error("redis-server not listening after 10 s");
-    await sleep(100);
-  }
+  const redis = await servers.startRedis();
+  const redisUrl = redis.url;
   log(`seeding ${CHANNELS} channels`);
   await seed(redisUrl);
   const token = await mintToken({
@@ -373,20 +267,9 @@ try {
   const md = report(results);
   console.log(md);
   if (!env.BENCH_NO_WRITE) {
-    const file = "bench/RESULTS.md";
-    const text = readFileSync(file, "utf8");
-    const section = `${START}\n${md}\n${END}`;
-    const at = text.indexOf(START);
-    const next =
-      at === -1
-        ? `${text.trimEnd()}\n\n${section}\n`
-        : `${text.slice(0, at)}${section}${text.slice(text.indexOf(END) + END.length)}`;
-    writeFileSync(file, next);
-    const formatted = spawnSync("npx", ["biome", "format", "--write", file], { encoding: "utf8" });
-    if (formatted.status !== 0) log(`could not format ${file}: run npm run format`);
-    log(`written into ${file}`);
+    writeResultsSection(START, END, md, log);
   }
 } finally {
-  await stopAll();
+  await servers.stopAll();
   rmSync(WORK, { recursive: true, force: true });
 }
