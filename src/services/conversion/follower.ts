@@ -92,11 +92,22 @@ export class ConversionFollower {
     this.now = o.now ?? Date.now;
   }
 
-  /** Looks for due tasks every `tickMs` until `stop`. */
+  /** Looks for due tasks every `tickMs` (on average) until `stop`. */
   start(): void {
     if (this.timer !== undefined) return;
-    this.timer = setInterval(() => this.look(), this.o.settings.tickMs);
-    this.timer.unref();
+    // Each tick comes at a random point of [½, 1½] × tickMs after the last: the instances sharing a due
+    // index do not keep one order, so each claims its share of what comes due between looks.
+    const tick = () => {
+      this.timer = setTimeout(
+        () => {
+          tick();
+          this.look();
+        },
+        this.o.settings.tickMs * (0.5 + Math.random()),
+      );
+      this.timer.unref();
+    };
+    tick();
   }
 
   /**
@@ -111,7 +122,7 @@ export class ConversionFollower {
 
   /** Stops looking and waits for the claim and the polls under way. */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
+    clearTimeout(this.timer);
     this.timer = undefined;
     this.again = false;
     await this.claiming;
