@@ -123,6 +123,8 @@ async function conversionBackend(
       credentials: { keys: seed === undefined ? [] : [{ accessKey: seed.accessKey, secretKey: seed.secretKey }] },
       // A demo conversion takes about 3 s: Waiting, then 3 pages, then Finished.
       progressMs: 750,
+      // Its pages are real images at its own /files, so a page (examples/browser) shows them.
+      serveFiles: true,
       logger,
     });
     baseUrl = simulator.url;

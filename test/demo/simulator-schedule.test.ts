@@ -23,6 +23,7 @@ function task(s: { createdAt: number; pageCount: number; stepMs: number; willFai
     resource: "https://files.example.com/a.pdf",
     preview: false,
     region: "us-sv",
+    filesBase: "https://convertcdn.example",
   };
 }
 

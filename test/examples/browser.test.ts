@@ -9,9 +9,8 @@
  * and UNAVAILABLE (retried with back-off). Screenshots go to
  * test-output/browser/ (git-ignored; a CI artifact).
  *
- * The simulator names its page images at https://convertcdn.example/…, which
- * nobody serves (src/demo/simulator/tasks.ts); the test plays that CDN, so
- * Chromium loads and decodes real PNGs from the URLs boardline answered.
+ * The simulator serves its pages' images itself (`serveFiles`, as in the
+ * demo), so Chromium loads and decodes real PNGs from the URLs boardline answered.
  *
  * It needs /usr/bin/chromium (or CHROMIUM_PATH): `apt-get install chromium`;
  * `bash .ci/run` installs it. Without it the tests fail, saying so.
@@ -21,7 +20,6 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { crc32, deflateSync } from "node:zlib";
 import { build } from "esbuild";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -77,9 +75,6 @@ beforeAll(async () => {
       viewport: { width: 1100, height: 900 },
     }),
   ]);
-  await browser.route("https://convertcdn.example/**", (route) =>
-    route.fulfill({ status: 200, contentType: "image/png", body: pagePng(route.request().url()) }),
-  );
   console.log(`browser example: ${JSON.stringify(timings)} (ms)`);
 }, 90_000);
 
@@ -127,37 +122,6 @@ function run(command: string, args: string[], cwd: string): Promise<void> {
       code === 0 ? resolve() : reject(new Error(`${command} ${args.join(" ")} exited ${code}:\n${output}`)),
     );
   });
-}
-
-/** A real PNG for a page URL (…/<n>.png): 320×180, a colour per page. */
-function pagePng(url: string): Buffer {
-  const n = Number(/(\d+)\.png$/.exec(url)?.[1] ?? 0);
-  const [w, h] = [320, 180];
-  const rgb = [
-    [70, 130, 180],
-    [60, 179, 113],
-    [218, 165, 32],
-    [205, 92, 92],
-  ][n % 4] as number[];
-  const row = Buffer.concat([Buffer.from([0]), Buffer.from(Array.from({ length: w }, () => rgb).flat())]);
-  const chunk = (type: string, data: Buffer) => {
-    const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(data.length);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(body));
-    return Buffer.concat([len, body, crc]);
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(w, 0);
-  ihdr.writeUInt32BE(h, 4);
-  ihdr.set([8, 2, 0, 0, 0], 8);
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk("IHDR", ihdr),
-    chunk("IDAT", deflateSync(Buffer.concat(Array.from({ length: h }, () => row)))),
-    chunk("IEND", Buffer.alloc(0)),
-  ]);
 }
 
 interface MuteCall {
@@ -232,7 +196,7 @@ describe.each(TRANSPORTS)("the browser example over %s", (transport) => {
         () => images.evaluateAll((all) => all.map((i) => (i as unknown as { naturalWidth: number }).naturalWidth)),
         { timeout: 5_000 },
       )
-      .toEqual([320, 320, 320]);
+      .toEqual([1280, 1280, 1280]);
     expect(await images.evaluateAll((all) => all.map((i) => (i as unknown as { alt: string }).alt))).toEqual([
       "page 1",
       "page 2",

@@ -58,7 +58,7 @@ export async function startLiveBoardline(o: LiveBoardlineOptions = {}): Promise<
   const project = "example-project";
   const key = { accessKey: `ak-${randomBytes(4).toString("hex")}`, secretKey: randomBytes(24).toString("base64url") };
   const redis = await startRedisServer({ durable: true });
-  const simulator = await startConversionSimulator({ credentials: { keys: [key] }, progressMs: 200 });
+  const simulator = await startConversionSimulator({ credentials: { keys: [key] }, progressMs: 200, serveFiles: true });
   let service: MainProcess | undefined;
   let proxy: GatedProxy | undefined;
   const stop = async () => {

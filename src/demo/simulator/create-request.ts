@@ -47,6 +47,7 @@ export function createTask(
     region,
     createdAt: settings.now(),
     pageCount: settings.pageCount,
+    filesBase: state.filesBase,
     stepMs: settings.slowWhen(resource) ? settings.slowProgressMs : settings.progressMs,
     willFail: settings.failWhen(resource),
   };

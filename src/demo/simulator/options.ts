@@ -28,6 +28,11 @@ export interface SimulatorOptions {
   readonly slowWhen?: (resource: string) => boolean;
   /** Duration of one progress step of a slow resource. Default one minute. */
   readonly slowProgressMs?: number;
+  /**
+   * Serve the converted pages' images itself (page-images.ts), naming them under its own
+   * `<url>/files`, so a browser shows them (the demo). Default: named at FILES_BASE, never served.
+   */
+  readonly serveFiles?: boolean;
   /** Clock for token expiry and task progress. Default `Date.now`. */
   readonly now?: () => number;
   readonly logger?: Logger;
@@ -42,6 +47,7 @@ export interface SimulatorSettings {
   readonly failWhen: (resource: string) => boolean;
   readonly slowWhen: (resource: string) => boolean;
   readonly logger: Logger | undefined;
+  readonly serveFiles: boolean;
 }
 
 export function resolveSettings(options: SimulatorOptions): SimulatorSettings {
@@ -59,6 +65,7 @@ export function resolveSettings(options: SimulatorOptions): SimulatorSettings {
     failWhen: options.failWhen ?? pathContains("fail"),
     slowWhen: options.slowWhen ?? pathContains("slow"),
     logger: options.logger,
+    serveFiles: options.serveFiles ?? false,
   };
 }
 

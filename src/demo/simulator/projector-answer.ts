@@ -5,7 +5,6 @@
  * A failed task has no pages, page count or results, as the docs say.
  */
 import {
-  FILES_BASE,
   PAGE_HEIGHT,
   PAGE_WIDTH,
   pageFileUrl,
@@ -26,14 +25,14 @@ export function projectorAnswer(task: SimulatedTaskSpec, state: SimulatedProgres
     task.type === "static"
       ? { images: byPage(pages, (page) => ({ width: PAGE_WIDTH, height: PAGE_HEIGHT, url: pageFileUrl(task, page) })) }
       : {
-          prefix: `${FILES_BASE}/dynamicConvert`,
+          prefix: `${task.filesBase}/dynamicConvert`,
           ...(task.preview ? { previews: byPage(pages, (page) => previewUrl(task, page)) } : {}),
         };
   return {
     ...base,
     pageCount: task.pageCount,
     ...results,
-    ...(state.status === "Finished" ? { note: `${FILES_BASE}/${task.type}Convert/${task.uuid}/note.json` } : {}),
+    ...(state.status === "Finished" ? { note: `${task.filesBase}/${task.type}Convert/${task.uuid}/note.json` } : {}),
   };
 }
 

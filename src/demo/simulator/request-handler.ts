@@ -7,6 +7,7 @@ import type http from "node:http";
 import { REGIONS, type Region } from "../../services/ports.js";
 import { playFaults } from "./faults.js";
 import { errorAnswer, header, parseBody, readBody, recordRequest, send } from "./http-io.js";
+import { FILES_PATH, servePageImage } from "./page-images.js";
 import { matchRoute, type Route } from "./router.js";
 import type { SimulatorState } from "./state.js";
 
@@ -17,6 +18,10 @@ export async function handleRequest(
   res: http.ServerResponse,
 ): Promise<void> {
   const url = new URL(req.url ?? "/", "http://simulator");
+  if (state.settings.serveFiles && req.method === "GET" && url.pathname.startsWith(`${FILES_PATH}/`)) {
+    servePageImage(url.pathname, res); // the files a CDN would serve: not the API, not recorded
+    return;
+  }
   const text = await readBody(req);
   if (text === undefined) {
     send(res, errorAnswer(413, "body too large"));

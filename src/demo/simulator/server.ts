@@ -13,6 +13,7 @@ import type { AddressInfo, Socket } from "node:net";
 import type { SimulatorFault } from "./faults.js";
 import { errorAnswer, type RecordedRequest, send } from "./http-io.js";
 import type { SimulatorOptions } from "./options.js";
+import { FILES_PATH } from "./page-images.js";
 import { handleRequest } from "./request-handler.js";
 import { SIMULATOR_ROUTES } from "./routes.js";
 import { createState, type SimulatorState } from "./state.js";
@@ -42,6 +43,7 @@ export async function startConversionSimulator(options: SimulatorOptions): Promi
   const server = createServer(state, sockets);
   const address = await listen(server, options.port ?? 0, options.host ?? "127.0.0.1");
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  if (state.settings.serveFiles) state.filesBase = `http://${host}:${address.port}${FILES_PATH}`;
   const { now } = state.settings;
   let closing: Promise<void> | undefined;
 

@@ -6,7 +6,7 @@ import { type TokenCheck, tokenCheck } from "./credentials.js";
 import { FaultBoard } from "./faults.js";
 import type { RecordedRequest } from "./http-io.js";
 import { resolveSettings, type SimulatorOptions, type SimulatorSettings } from "./options.js";
-import type { SimulatedTaskSpec } from "./tasks.js";
+import { FILES_BASE, type SimulatedTaskSpec } from "./tasks.js";
 import { WebhookCaller } from "./webhooks.js";
 
 export interface SimulatorState {
@@ -18,6 +18,8 @@ export interface SimulatorState {
   readonly refuseToken: TokenCheck;
   /** Calls the webhooks of projector tasks that asked for one. */
   readonly webhooks: WebhookCaller;
+  /** Where new tasks' files are named: FILES_BASE, or once listening with `serveFiles`, its own `/files`. */
+  filesBase: string;
 }
 
 export function createState(options: SimulatorOptions): SimulatorState {
@@ -30,5 +32,6 @@ export function createState(options: SimulatorOptions): SimulatorState {
     faults: new FaultBoard(),
     refuseToken: tokenCheck(options.credentials, settings.now),
     webhooks: new WebhookCaller(tasks, settings.now),
+    filesBase: FILES_BASE,
   };
 }

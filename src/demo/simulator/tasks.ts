@@ -28,6 +28,8 @@ export interface SimulatedTaskSpec {
   /** Milliseconds since the epoch. */
   readonly createdAt: number;
   readonly pageCount: number;
+  /** Where its converted files are named: FILES_BASE, or the simulator's own `/files` (`serveFiles`). */
+  readonly filesBase: string;
   /** Duration of one progress step (long for a slow resource). */
   readonly stepMs: number;
   readonly willFail: boolean;
@@ -57,7 +59,7 @@ export interface SimulatedTask extends SimulatedTaskSpec {
 export const SIMULATED_FAILURE_REASON = "simulated conversion failure";
 /** The projector API's `errorCode` of a failed simulated task ("unknown error"). */
 export const SIMULATED_ERROR_CODE = "2050099";
-/** Where the simulated converted files would live (never served). */
+/** Where the simulated converted files are named by default (never served; see `serveFiles`). */
 export const FILES_BASE = "https://convertcdn.example";
 export const PAGE_WIDTH = 1280;
 export const PAGE_HEIGHT = 720;
@@ -102,11 +104,11 @@ function progressAt(task: SimulatedTaskSpec, at: number): SimulatedProgress {
 /** The URL of a converted static page, or the `pptx://` name of a dynamic one. */
 export function pageFileUrl(task: SimulatedTaskSpec, page: number): string {
   return task.type === "static"
-    ? `${FILES_BASE}/staticConvert/${task.uuid}/${page}.png`
-    : `${FILES_BASE.replace(/^https:/, "pptx:")}/dynamicConvert/${task.uuid}/${page}.slide`;
+    ? `${task.filesBase}/staticConvert/${task.uuid}/${page}.png`
+    : `${task.filesBase.replace(/^https?:/, "pptx:")}/dynamicConvert/${task.uuid}/${page}.slide`;
 }
 
 /** The preview image of a dynamic page. */
 export function previewUrl(task: SimulatedTaskSpec, page: number): string {
-  return `${FILES_BASE}/dynamicConvert/${task.uuid}/preview/${page}.png`;
+  return `${task.filesBase}/dynamicConvert/${task.uuid}/preview/${page}.png`;
 }
