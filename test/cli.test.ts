@@ -34,7 +34,10 @@ function baseEnv(): Record<string, string> {
   return { PATH: process.env.PATH ?? "", REDIS_URL: redisUrl(), REDIS_KEY_PREFIX: prefix, JWT_SECRET: jwtSecret };
 }
 
-function cli(args: string[], o: { env?: Record<string, string | undefined>; input?: string } = {}): Promise<Run> {
+function cli(
+  args: string[],
+  o: { env?: Record<string, string | undefined>; input?: string; onStdout?: (soFar: string) => void } = {},
+): Promise<Run> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...baseEnv(), ...o.env })) if (v !== undefined) env[k] = v;
   const started = Date.now();
@@ -42,7 +45,10 @@ function cli(args: string[], o: { env?: Record<string, string | undefined>; inpu
     const child = spawnTied(process.execPath, [CLI, ...args], { cwd: ROOT, env, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+      o.onStdout?.(stdout);
+    });
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
     const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
     child.on("error", reject);
@@ -450,8 +456,15 @@ describe("records the CLI writes are what the server reads", () => {
       },
       now + 120_000,
     );
-    const watching = cli(["conversion", "watch", uuid, "--json"]);
-    await new Promise((resolve) => setTimeout(resolve, 700));
+    // The task changes once the CLI has printed its state now (a loaded machine starts it slowly).
+    let printedFirst = () => {};
+    const first = new Promise<void>((resolve) => {
+      printedFirst = resolve;
+    });
+    const watching = cli(["conversion", "watch", uuid, "--json"], {
+      onStdout: (soFar) => soFar.includes("\n") && printedFirst(),
+    });
+    await first;
     expect(
       (await bl.store.conversions.claimDueConversions(now + 120_000, 1000, "test-follower", 10_000)).map((t) => t.uuid),
     ).toContain(uuid);
