@@ -50,20 +50,10 @@ async function world(answers: Array<ConversionState | Error>, settings: Partial<
   const clock = { now: 1_000_000 };
   const store = new MemoryStore({ keyPrefix: "bl:", now: () => clock.now });
   await store.setWhiteboard("p", { region: "us-sv", credentials: { sdkToken: "NETLESSSDK_x" } });
-  const task: ConversionTaskRecord = {
-    uuid: "task1",
-    project: "p",
-    channel: "c",
-    type: "static",
-    api: "projector",
-    status: "Waiting",
-    percent: 0,
-    pages: [],
-    createdAt: clock.now,
-    updatedAt: clock.now,
-    by: "u",
-  };
-  await store.conversions.recordConversion(task, clock.now + (settings.firstPollMs ?? SETTINGS.firstPollMs));
+  await store.conversions.recordConversion(
+    waiting("task1", clock.now),
+    clock.now + (settings.firstPollMs ?? SETTINGS.firstPollMs),
+  );
   const backend = new ScriptedBackend(clock, answers);
   const troubles: unknown[] = [];
   const follower = (owner: string) =>
@@ -230,22 +220,7 @@ async function busyWorld(count: number) {
   const underway = new Set<string>();
   for (let i = 0; i < count; i++) {
     const uuid = `task${i}`;
-    await store.conversions.recordConversion(
-      {
-        uuid,
-        project: "p",
-        channel: "c",
-        type: "static",
-        api: "projector",
-        status: "Waiting",
-        percent: 0,
-        pages: [],
-        createdAt: clock.now,
-        updatedAt: clock.now,
-        by: "u",
-      },
-      clock.now,
-    );
+    await store.conversions.recordConversion(waiting(uuid, clock.now), clock.now);
   }
   const backendOf = (owner: string): ConversionBackend => ({
     createTask: () => Promise.reject(new Error("not used")),
@@ -272,4 +247,21 @@ async function busyWorld(count: number) {
       now: () => clock.now,
     });
   return Object.assign(w, { follower });
+}
+
+/** A task of project p just created at `at`, still Waiting. */
+function waiting(uuid: string, at: number): ConversionTaskRecord {
+  return {
+    uuid,
+    project: "p",
+    channel: "c",
+    type: "static",
+    api: "projector",
+    status: "Waiting",
+    percent: 0,
+    pages: [],
+    createdAt: at,
+    updatedAt: at,
+    by: "u",
+  };
 }
