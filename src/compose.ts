@@ -5,7 +5,7 @@
  * boardline through here, so the wiring exists once.
  */
 import { randomUUID } from "node:crypto";
-import type { Logger } from "./log.js";
+import { atMostOncePer, type Logger } from "./log.js";
 import { conversionWebhookUrl } from "./server/json/conversion-webhook.js";
 import { type Server, startServer } from "./server/start-server.js";
 import type { ListenOptions } from "./server/http/listener.js";
@@ -132,19 +132,12 @@ export async function launch(o: LaunchOptions): Promise<Server> {
 
 /** Warns of watches refused for want of a slot, at most once a second, with how many since the last line. */
 function refusalLog(logger: Logger): (inUse: number) => void {
-  let last = Number.NEGATIVE_INFINITY;
-  let since = 0;
-  return (inUse) => {
-    since++;
-    const now = performance.now();
-    if (now - last < 1000) return;
+  return atMostOncePer(1_000, (passedOver, inUse: number) =>
     logger.warn(
-      { refused: since, open: inUse },
+      { refused: passedOver + 1, open: inUse },
       "watches refused: MAX_WATCHES are open; clients retry after Retry-After",
-    );
-    last = now;
-    since = 0;
-  };
+    ),
+  );
 }
 
 /** Webhook URLs under `base`, signed with `secret`; a call wakes this instance's follower. */

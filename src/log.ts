@@ -38,3 +38,25 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
 export function silentLogger(): Logger {
   return pino({ level: "silent" });
 }
+
+/**
+ * `log`, called at most once per `ms` (a storm of one condition neither floods the log nor goes
+ * unseen), told how many calls were passed over since it last ran.
+ */
+export function atMostOncePer<A extends unknown[]>(
+  ms: number,
+  log: (passedOver: number, ...args: A) => void,
+): (...args: A) => void {
+  let loggedAt = Number.NEGATIVE_INFINITY;
+  let passedOver = 0;
+  return (...args) => {
+    const now = performance.now();
+    if (now - loggedAt < ms) {
+      passedOver++;
+      return;
+    }
+    log(passedOver, ...args);
+    loggedAt = now;
+    passedOver = 0;
+  };
+}

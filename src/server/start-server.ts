@@ -13,7 +13,7 @@ import {
   file_grpc_reflection_v1alpha_reflection,
   ServerReflection as ServerReflectionAlpha,
 } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
-import type { Logger } from "../log.js";
+import { atMostOncePer, type Logger } from "../log.js";
 import type { Authenticator } from "../services/ports.js";
 import type { CallTracer } from "../tracing/hooks.js";
 import { apiDocs } from "./ops/api-docs.js";
@@ -192,17 +192,11 @@ function reflectionRegistry(served: readonly DescFile[]): FileRegistry {
  * floods the log nor goes unseen. The server serves on.
  */
 function listenerErrorReporter(logger: Logger, metrics: Metrics): (error: NodeJS.ErrnoException) => void {
-  let loggedAt = Number.NEGATIVE_INFINITY;
-  let notLogged = 0;
+  const warn = atMostOncePer(1_000, (notLoggedSince, error: NodeJS.ErrnoException) =>
+    logger.warn({ err: error, code: error.code, notLoggedSince }, "the listener is failing"),
+  );
   return (error) => {
     metrics.countListenerError(error.code ?? "unknown");
-    const now = performance.now();
-    if (now - loggedAt < 1_000) {
-      notLogged++;
-      return;
-    }
-    logger.warn({ err: error, code: error.code, notLoggedSince: notLogged }, "the listener is failing");
-    loggedAt = now;
-    notLogged = 0;
+    warn(error);
   };
 }
