@@ -8,8 +8,7 @@
  * INVALID_ARGUMENT with the 611 message.
  */
 import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
-import { BinaryReader } from "@bufbuild/protobuf/wire";
-import { anyIs, anyUnpack, AnySchema, type Any } from "@bufbuild/protobuf/wkt";
+import { anyIs, anyUnpack, type Any } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { MuteRequestSchema, MuteResponseSchema } from "../../gen/channel/v1/pstn_pb.js";
@@ -18,6 +17,7 @@ import { ConvertFileRequestSchema, ConvertFileResponseSchema } from "../../gen/w
 import { encodeGrpcMessage } from "../../src/server/rpc/grpc-status-trailer.js";
 import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { statusDetails } from "../harness/grpc-status-details.js";
 import { startRedisServer } from "../harness/redis-server.js";
 import { type ErrorCase, errorCases, GRPC, jsonMessage } from "./helpers-cases.js";
 import { postJson } from "../harness/http.js";
@@ -109,28 +109,11 @@ function callOp(op: Op, body: Record<string, unknown>, authorization: string | u
   return op === "mute" ? callMute(body, authorization) : callConvert(body, authorization);
 }
 
-/**
- * google.rpc.Status, read by hand (it is not among the generated types):
- * 1 code int32, 2 message string, 3 details repeated google.protobuf.Any.
- */
-function decodeStatus(bytes: Uint8Array): { code: number; message: string; details: Any[] } {
-  const reader = new BinaryReader(bytes);
-  const status = { code: 0, message: "", details: [] as Any[] };
-  while (reader.pos < reader.len) {
-    const [field, wireType] = reader.tag();
-    if (field === 1) status.code = reader.int32();
-    else if (field === 2) status.message = reader.string();
-    else if (field === 3) status.details.push(fromBinary(AnySchema, reader.bytes()));
-    else reader.skip(wireType);
-  }
-  return status;
-}
-
 /** The status details of an error: a Status with the same code and message, and an ErrorInfo with the numeric code. */
 function expectStatusDetails(error: grpc.ServiceError, grpcCode: number, code: number, message: string) {
   const raw = error.metadata.get("grpc-status-details-bin");
   expect(raw).toHaveLength(1);
-  const status = decodeStatus(raw[0] as Buffer);
+  const status = statusDetails(raw[0] as Buffer);
   expect(status.code).toBe(grpcCode);
   expect(status.message).toBe(message);
   const infos = status.details.filter((d) => anyIs(d, ErrorInfoSchema));
@@ -285,7 +268,7 @@ describe("rows that need a server of their own", () => {
       const { error } = await callMute(muteBody(limited), `Bearer ${token}`, c);
       expect(error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
       expect(error?.details).toBe(message);
-      const status = decodeStatus(error?.metadata.get("grpc-status-details-bin")[0] as Buffer);
+      const status = statusDetails(error?.metadata.get("grpc-status-details-bin")[0] as Buffer);
       const info = anyUnpack(status.details.find((d) => anyIs(d, ErrorInfoSchema)) as Any, ErrorInfoSchema);
       expect(info?.metadata["code"]).toBe("429");
       expect(Number(info?.metadata["retry_after_seconds"])).toBeGreaterThanOrEqual(1);

@@ -7,8 +7,6 @@
  * transport's status and Retry-After (the header, or `retry_after_seconds`).
  */
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { BinaryReader } from "@bufbuild/protobuf/wire";
-import { type Any, AnySchema, anyIs, anyUnpack } from "@bufbuild/protobuf/wkt";
 import { ConnectError, createClient } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
@@ -21,6 +19,7 @@ import type { Boardline } from "../harness/boardline.js";
 import { postJson } from "../harness/http.js";
 import { ROUTES, RPC_PATHS } from "../harness/routes.js";
 import { convertRequest, type ProtocolName, transport } from "./helpers-rpc.js";
+import { boardlineErrorInfo } from "../harness/grpc-status-details.js";
 
 export type KeyProtocol = "json" | "connect" | "grpc" | "grpc-web";
 export const KEY_PROTOCOLS: readonly KeyProtocol[] = ["json", "connect", "grpc", "grpc-web"];
@@ -123,29 +122,21 @@ function viaGrpcJs(
 }
 
 function failed(status: number, message: string, metadata: Record<string, string> | undefined): Answer {
-  const retryAfter = metadata?.["retry_after_seconds"];
+  const retryAfter = metadata?.retry_after_seconds;
   return {
     ok: false,
-    code: Number(metadata?.["code"] ?? Number.NaN),
+    code: Number(metadata?.code ?? Number.NaN),
     status,
     message,
     retryAfter: retryAfter === undefined ? undefined : Number(retryAfter),
   };
 }
 
-/** The ErrorInfo metadata in grpc-status-details-bin (a google.rpc.Status: 3 = repeated Any). */
+/** The ErrorInfo metadata in grpc-status-details-bin. */
 function errorInfoOf(error: grpc.ServiceError | null): Record<string, string> | undefined {
   const raw = error?.metadata.get("grpc-status-details-bin")[0];
   if (!(raw instanceof Buffer)) return undefined;
-  const reader = new BinaryReader(raw);
-  const details: Any[] = [];
-  while (reader.pos < reader.len) {
-    const [field, wireType] = reader.tag();
-    if (field === 3) details.push(fromBinary(AnySchema, reader.bytes()));
-    else reader.skip(wireType);
-  }
-  const info = details.find((d) => anyIs(d, ErrorInfoSchema));
-  return info === undefined ? undefined : anyUnpack(info, ErrorInfoSchema)?.metadata;
+  return boardlineErrorInfo(raw)?.metadata;
 }
 
 /** How many tasks the backend was asked to create for `resource` (the simulator records every request). */

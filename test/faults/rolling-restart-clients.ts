@@ -17,14 +17,12 @@ import {
   PstnEventSchema,
   WatchPstnEventsRequestSchema,
 } from "../../gen/channel/v1/pstn_pb.js";
-import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { AnySchema, anyUnpack } from "@bufbuild/protobuf/wkt";
-import { BinaryReader } from "@bufbuild/protobuf/wire";
 import type { LoadChannel, Outcome } from "../harness/instance-load.js";
 import { ROUTES, RPC_PATHS } from "../harness/routes.js";
 import { openSse } from "../harness/sse.js";
 import { sleep } from "../harness/sleep.js";
 import { WATCH_ROUTE, WATCH_RPC } from "../e2e/helpers-pstn-watch.js";
+import { boardlineErrorInfo } from "../harness/grpc-status-details.js";
 
 /** Longer than any documented bound: only a hung call meets it. */
 const CALL_TIMEOUT_MS = 5_000;
@@ -203,21 +201,11 @@ function documentedCode(metadata: grpc.Metadata): number | undefined {
   const bin = metadata.get("grpc-status-details-bin")[0];
   if (!(bin instanceof Buffer)) return undefined;
   try {
-    // google.rpc.Status (not among the generated types): its field 3 holds the details, as Any.
-    const reader = new BinaryReader(bin);
-    while (reader.pos < reader.len) {
-      const [field, wireType] = reader.tag();
-      if (field !== 3) {
-        reader.skip(wireType);
-        continue;
-      }
-      const info = anyUnpack(fromBinary(AnySchema, reader.bytes()), ErrorInfoSchema);
-      if (info?.domain === "boardline") return Number(info.metadata.code);
-    }
+    const info = boardlineErrorInfo(bin);
+    return info === undefined ? undefined : Number(info.metadata.code);
   } catch {
     return undefined;
   }
-  return undefined;
 }
 
 export interface WatchEnd {

@@ -9,11 +9,9 @@
 import http from "node:http";
 import http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { AnySchema, anyUnpack } from "@bufbuild/protobuf/wkt";
-import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { PstnEventSchema, WatchPstnEventsRequestSchema } from "../../gen/channel/v1/pstn_pb.js";
-import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { WATCH_ROUTE, WATCH_RPC } from "../e2e/helpers-pstn-watch.js";
+import { boardlineErrorInfo } from "../harness/grpc-status-details.js";
 
 /** How a watch was answered: open (a stream), or refused with a documented code. */
 export interface WatchAnswer {
@@ -129,7 +127,7 @@ export function grpcWatch(
 /** What a gRPC status with boardline's ErrorInfo says. */
 function grpcRefusal(status: number, details: string | string[] | undefined): WatchAnswer {
   if (status === 0) return { open: false, grpcStatus: 0 };
-  const info = typeof details === "string" ? errorInfo(Buffer.from(details, "base64")) : undefined;
+  const info = typeof details === "string" ? boardlineErrorInfo(Buffer.from(details, "base64")) : undefined;
   const retry = info?.metadata.retry_after_seconds;
   return {
     open: false,
@@ -137,21 +135,6 @@ function grpcRefusal(status: number, details: string | string[] | undefined): Wa
     ...(info === undefined ? {} : { code: Number(info.metadata.code) }),
     ...(retry === undefined ? {} : { retryAfterSeconds: Number(retry) }),
   };
-}
-
-/** The ErrorInfo of a google.rpc.Status (field 3 holds the details, as Any). */
-function errorInfo(bin: Buffer) {
-  const reader = new BinaryReader(bin);
-  while (reader.pos < reader.len) {
-    const [field, wireType] = reader.tag();
-    if (field !== 3) {
-      reader.skip(wireType);
-      continue;
-    }
-    const info = anyUnpack(fromBinary(AnySchema, reader.bytes()), ErrorInfoSchema);
-    if (info?.domain === "boardline") return info;
-  }
-  return undefined;
 }
 
 /** POST events:watch of `channel` after `after` ("": from now on), on a connection of its own. */
