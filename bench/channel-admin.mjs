@@ -41,9 +41,8 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
-import { cpuTicks, freePort, procKb, Servers, splitCpus, TICK_US, writeResultsSection } from "./processes.mjs";
+import { cpuTicks, procKb, Servers, splitCpus, TICK_US, writeResultsSection } from "./processes.mjs";
 
 const env = process.env;
 
@@ -102,36 +101,6 @@ function stallProbe() {
 }
 
 // --- servers -----------------------------------------------------------------------------------
-async function startBoardline(redisUrl, secret) {
-  const port = await freePort();
-  const flags = JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags.split(/\s+/).filter(Boolean);
-  const server = servers.spawn("boardline", [process.execPath, ...flags, "dist/src/main.js"], {
-    NODE_ENV: "production",
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    LOG_LEVEL: "warn",
-    GUESS_LIMIT: "0",
-    REDIS_URL: redisUrl,
-    REDIS_KEY_PREFIX: PREFIX,
-    JWT_SECRET: secret,
-    CONVERSION_API_BASE: "http://127.0.0.1:9",
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    if (server.child.exitCode !== null) throw new Error(`boardline exited: ${readFileSync(server.logFile, "utf8")}`);
-    if (
-      await fetch(`${url}/readyz`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      break;
-    if (i > 150) throw new Error("boardline not ready after 15 s");
-    await sleep(100);
-  }
-  return { ...server, url };
-}
-
 // --- wrk cells ---------------------------------------------------------------------------------
 function wrk(url, script, extraEnv, seconds) {
   const out = join(WORK, `wrk-${randomBytes(4).toString("hex")}.json`);
@@ -264,7 +233,11 @@ async function main() {
   log(`stall probe: ${JSON.stringify(stallBefore)}`);
   const redisServer = await servers.startRedis();
   const secret = randomBytes(32).toString("hex");
-  const bl = await startBoardline(redisServer.url, secret);
+  const bl = await servers.startBoardline("boardline", {
+    REDIS_URL: redisServer.url,
+    REDIS_KEY_PREFIX: PREFIX,
+    JWT_SECRET: secret,
+  });
   const enc = new TextEncoder().encode(secret);
   const admin = await mintToken({
     secret: enc,

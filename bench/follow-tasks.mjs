@@ -25,7 +25,7 @@
  */
 import { fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -33,7 +33,7 @@ import { mintToken } from "../dist/src/auth/jwt.js";
 import { createLogger } from "../dist/src/log.js";
 import { createSdkToken } from "../dist/src/netless/sdk-token.js";
 import { createRedisStore } from "../dist/src/store/redis/store.js";
-import { cpuTicks, freePort, procKb, Servers, TICK_US } from "./processes.mjs";
+import { cpuTicks, procKb, Servers, TICK_US } from "./processes.mjs";
 
 const CASES = (process.env.BENCH_FOLLOW_CASES ?? "1x2500,1x5000,1x10000,3x10000").split(",").map((c) => {
   const [instances, tasks] = c.split("x").map(Number);
@@ -54,7 +54,7 @@ function rssMb(pid) {
   return procKb(pid, "VmRSS") / 1024;
 }
 
-async function until(what, check, timeoutMs) {
+async function _until(what, check, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   while (!(await check().catch(() => false))) {
     if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms`);
@@ -73,25 +73,6 @@ async function startSimulator(sdkToken) {
     child.once("exit", () => reject(new Error("the simulator exited")));
   });
   return { child, pid: child.pid, url };
-}
-
-async function startBoardline(i, redisUrl, secret, simUrl) {
-  const port = await freePort();
-  const flags = JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags.split(/\s+/).filter(Boolean);
-  const server = servers.spawn(`boardline-${i}`, [process.execPath, ...flags, "dist/src/main.js"], {
-    NODE_ENV: "production",
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    LOG_LEVEL: "warn",
-    GUESS_LIMIT: "0",
-    REDIS_URL: redisUrl,
-    JWT_SECRET: secret,
-    CONVERSION_API_BASE: simUrl,
-    SHUTDOWN_DELAY_MS: "0",
-  });
-  const url = `http://127.0.0.1:${port}`;
-  await until("boardline /readyz", async () => (await fetch(`${url}/readyz`)).ok, 15_000);
-  return { ...server, url };
 }
 
 /** The lateness histogram's cumulative bucket counts (by upper bound, seconds) and its count. */
@@ -179,7 +160,10 @@ async function runCase({ instances, tasks }) {
   await store.close();
   const sim = await startSimulator(sdkToken);
   const bls = [];
-  for (let i = 0; i < instances; i++) bls.push(await startBoardline(i, redis.url, secret, sim.url));
+  for (let i = 0; i < instances; i++) {
+    const env = { REDIS_URL: redis.url, JWT_SECRET: secret, CONVERSION_API_BASE: sim.url, SHUTDOWN_DELAY_MS: "0" };
+    bls.push(await servers.startBoardline(`boardline-${i}`, env));
+  }
   const token = await mintToken({
     secret: new TextEncoder().encode(secret),
     project: PROJECT,

@@ -98,6 +98,40 @@ export class Servers {
     }
   }
 
+  /**
+   * The real service (`node <package.json's nodeFlags, or NODE_FLAGS> <nodeArgs> dist/src/main.js`) as
+   * production runs it, on a free port, with `env` over the bench's defaults (warn logs, no guess limit, a
+   * closed loopback port as the conversion backend); resolves with its `url` once `/readyz` answers 200.
+   */
+  async startBoardline(name, env, nodeArgs = []) {
+    const port = await freePort();
+    const flags = (process.env.NODE_FLAGS ?? JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags)
+      .split(/\s+/)
+      .filter(Boolean);
+    const server = this.spawn(name, [process.execPath, ...flags, ...nodeArgs, "dist/src/main.js"], {
+      NODE_ENV: "production",
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+      GUESS_LIMIT: "0",
+      CONVERSION_API_BASE: "http://127.0.0.1:9",
+      ...env,
+    });
+    const url = `http://127.0.0.1:${port}`;
+    for (let i = 0; ; i++) {
+      if (server.child.exitCode !== null) {
+        throw new Error(`boardline exited at start-up: ${readFileSync(server.logFile, "utf8").slice(-500)}`);
+      }
+      const ready = await fetch(`${url}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ready) return { ...server, url };
+      if (i > 150) throw new Error("boardline not ready after 15 s");
+      await sleep(100);
+    }
+  }
+
   /** Stops every server still running, the last started first. */
   async stopAll() {
     for (const child of [...this.#children].reverse()) await stop(child);

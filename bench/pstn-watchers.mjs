@@ -60,7 +60,7 @@ import { mintToken } from "../dist/src/auth/jwt.js";
 import { createLogger } from "../dist/src/log.js";
 import { keySchema } from "../dist/src/store/schema/keys.js";
 import { createRedisStore } from "../dist/src/store/redis/store.js";
-import { cpuTicks, freePort, procKb, Servers, TICK_US } from "./processes.mjs";
+import { cpuTicks, procKb, Servers, TICK_US } from "./processes.mjs";
 
 const env = process.env;
 const WORK = env.BENCH_WORK;
@@ -125,40 +125,21 @@ async function within(promise, ms) {
 const servers = new Servers({ work: WORK, cpu: env.BENCH_SERVER_CPU });
 
 async function startBoardline(redisUrl, jwtSecret) {
-  const port = await freePort();
-  const flags = (env.NODE_FLAGS ?? JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags)
-    .split(/\s+/)
-    .filter(Boolean);
   const probeFile = join(WORK, "pstn-boardline.memory.json");
   // --expose-gc and the probe only let memory() read the live heap after full GCs.
-  const argv = [process.execPath, ...flags, "--expose-gc", "-r", "./bench/gc-probe.cjs", "dist/src/main.js"];
-  const server = servers.spawn("pstn-boardline", argv, {
-    NODE_ENV: "production",
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    LOG_LEVEL: env.BENCH_PSTN_LOG_LEVEL ?? "warn",
-    GUESS_LIMIT: "0",
-    REDIS_URL: redisUrl,
-    REDIS_KEY_PREFIX: PREFIX,
-    JWT_SECRET: jwtSecret,
-    // Nothing here converts; a closed loopback port keeps the instance off any other address.
-    CONVERSION_API_BASE: "http://127.0.0.1:9",
-    MAX_WATCHES: String(WATCHERS),
-    BENCH_GC_PROBE_OUT: probeFile,
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    if (server.child.exitCode !== null)
-      throw new Error(`boardline exited at start-up: ${readFileSync(server.logFile, "utf8").slice(-500)}`);
-    const ok = await fetch(`${url}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-    if (i > 150) throw new Error("boardline not ready after 15 s");
-    await sleep(100);
-  }
-  return { ...server, url, port, probeFile };
+  const server = await servers.startBoardline(
+    "pstn-boardline",
+    {
+      LOG_LEVEL: env.BENCH_PSTN_LOG_LEVEL ?? "warn",
+      REDIS_URL: redisUrl,
+      REDIS_KEY_PREFIX: PREFIX,
+      JWT_SECRET: jwtSecret,
+      MAX_WATCHES: String(WATCHERS),
+      BENCH_GC_PROBE_OUT: probeFile,
+    },
+    ["--expose-gc", "-r", "./bench/gc-probe.cjs"],
+  );
+  return { ...server, port: Number(new URL(server.url).port), probeFile };
 }
 
 // --- measurements of processes -----------------------------------------------------------

@@ -1,3 +1,32 @@
+/**
+ * Issue 26's bench: a reconnect storm of watchers against one instance —
+ * WatchPstnEvents opened all at once (a burst) against the same number opened
+ * at 1 000 per second (paced), in the same run, for each storm size. Part of
+ * `npm run bench`; `npm run bench:storm` (BENCH_ONLY=storm) runs only it.
+ * Writes its section of bench/RESULTS.md between its own markers, formatted
+ * as biome formats Markdown (not with BENCH_NO_WRITE=1), and prints it.
+ *
+ * What runs, all on loopback, every process started and stopped here:
+ *   - a redis-server of its own (no persistence) and, per cell, a fresh
+ *     boardline (dist/src/main.js, the package's V8 flags, NODE_ENV=production,
+ *     MAX_WATCHES = BENCH_STORM_MAX_WATCHES, default 10 000) — a fresh instance,
+ *     as the one a storm reconnects to has none of the watches yet — both
+ *     pinned to the first allowed CPU when there are two; this process (the
+ *     watchers) on the second;
+ *   - channels of one project, each with one mute event, written through the
+ *     store's own code (dist/); half the watches are gRPC streams over 20
+ *     HTTP/2 connections (node:http2), half SSE over HTTP/1.1 (a connection
+ *     each), two per channel; each resumes from before the channel's event, so
+ *     its first message comes when it is established: "live" is that moment.
+ *
+ * Per size and mode: time from each watch's request until it is live (p50,
+ * p99, max), from the first request until every watch is live, and how many
+ * were refused (429 / RESOURCE_EXHAUSTED: MAX_WATCHES) or failed otherwise.
+ *
+ * Environment: BENCH_STORM_SIZES ("1000 2000 4000": watches per cell, even),
+ * BENCH_STORM_RATE (1000 per second, the paced cells), BENCH_STORM_MAX_WATCHES
+ * (10000), BENCH_NO_WRITE.
+ */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
@@ -5,7 +34,7 @@ import os from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { freePort, Servers, splitCpus, writeResultsSection } from "./processes.mjs";
+import { Servers, splitCpus, writeResultsSection } from "./processes.mjs";
 
 const env = process.env;
 const { WatchPstnEventsRequestSchema } = await import("../dist/gen/channel/v1/pstn_pb.js");
@@ -39,21 +68,6 @@ const log = (...args) => console.error(`[bench:storm ${new Date().toISOString().
 // --- CPUs: servers on the first allowed one, this process on the second ------------------------
 const { serverCpu: SERVER_CPU, loadCpu: LOAD_CPU } = splitCpus();
 const servers = new Servers({ work: WORK, cpu: SERVER_CPU });
-
-async function untilListening(url, child, what) {
-  for (let i = 0; i < 150; i++) {
-    if (child.exitCode !== null) throw new Error(`${what} exited at start-up`);
-    if (
-      await fetch(url).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      return;
-    await sleep(100);
-  }
-  throw new Error(`${what} not ready after 15 s`);
-}
 
 const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -143,21 +157,15 @@ async function connectSessions(url) {
 
 /** One cell: a fresh boardline, `size` watches opened at once (rate undefined) or at `rate` per second. */
 async function cell(redisUrl, token, size, rate) {
-  const port = await freePort();
-  const flags = JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags.split(/\s+/).filter(Boolean);
-  const bl = servers.spawn(`boardline-${size}-${rate ?? "burst"}`, [process.execPath, ...flags, "dist/src/main.js"], {
-    NODE_ENV: "production",
-    PORT: String(port),
-    HOST: "127.0.0.1",
+  const bl = await servers.startBoardline(`boardline-${size}-${rate ?? "burst"}`, {
     LOG_LEVEL: "warn",
+    GUESS_LIMIT: "10",
     REDIS_URL: redisUrl,
     REDIS_KEY_PREFIX: PREFIX,
     JWT_SECRET: SECRET,
-    CONVERSION_API_BASE: "http://127.0.0.1:9",
     MAX_WATCHES: String(MAX_WATCHES),
   });
-  const url = `http://127.0.0.1:${port}`;
-  await untilListening(`${url}/readyz`, bl.child, "boardline");
+  const url = bl.url;
   const sessions = await connectSessions(url);
   const watches = [];
   const t0 = performance.now();
