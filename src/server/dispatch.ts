@@ -1,7 +1,7 @@
 /**
  * Where every request goes, whatever its protocol — read this first.
  *
- *   HTTP/2 stream ─► a unary gRPC call of a served method, uncompressed?
+ *   HTTP/2 stream ─► a gRPC call of a served method (unary or a watch), uncompressed?
  *        │              yes ─► gRPC fast path (grpc-fast-path.ts), straight off the raw stream
  *        │ no: Node's compatibility layer makes it a request
  *        ▼

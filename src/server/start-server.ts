@@ -35,7 +35,7 @@ import type { ServedMethod, ServedStream } from "./call/served-methods.js";
 
 export interface ServerOptions extends ListenOptions {
   readonly methods: readonly ServedMethod[];
-  /** Server-streaming methods (connect-es and the JSON routes as server-sent events; not the fast path). */
+  /** Server-streaming methods (the gRPC fast path, connect-es, and the JSON routes as server-sent events). */
   readonly streams?: readonly ServedStream[];
   readonly authenticator: Authenticator;
   /** Resolves when the store answers (readiness and health); rejects when it does not. */
@@ -85,7 +85,7 @@ export async function startServer(o: ServerOptions): Promise<Server> {
   const streams = o.streams ?? [];
   const rpc = rpcRouter(o, pipeline, ready, draining.signal, cancelCalls.signal);
   const dispatch = createDispatch({
-    fastPath: new GrpcFastPath({ methods: o.methods, pipeline, maxBodyBytes: o.maxBodyBytes }),
+    fastPath: new GrpcFastPath({ methods: o.methods, streams, pipeline, maxBodyBytes: o.maxBodyBytes }),
     gateway: new JsonGateway([...o.methods, ...streams], pipeline, o.maxBodyBytes),
     rpc,
     ops: new OpsEndpoints({

@@ -1,40 +1,50 @@
 /**
- * The gRPC fast path: unary calls of our own operations over HTTP/2, driven
- * straight from the raw `http2` stream — no compatibility request/response
- * objects, no async-iterable pipeline, one data frame in, headers + one data
- * frame + trailers out. Measured at about 2–3× the throughput of the same call
- * through connect-node's adapter (bench/RESULTS.md).
+ * The gRPC fast path: our own operations over HTTP/2, driven straight from the
+ * raw `http2` stream — no compatibility request/response objects, no
+ * connect-es handler. A unary call is one data frame in, headers + one data
+ * frame + trailers out; a server-streaming call (a watch) is one data frame
+ * in, headers once it is established, a data frame per message, trailers at
+ * its end (grpc-answer.ts writes them). Measured at about 2–3× the throughput
+ * of the same unary call through connect-node's adapter, and a fraction of its
+ * memory per open watch (bench/RESULTS.md).
  *
  * It takes only what it fully understands: POST, `application/grpc` or
  * `application/grpc+proto`, no request compression, one uncompressed message.
- * Anything else (gRPC-Web, Connect, compressed or streaming calls, health,
- * reflection) returns false and goes to connect-es (src/server/rpc/router.ts), so the
+ * Anything else (gRPC-Web, Connect, compressed calls, health, reflection)
+ * returns false and goes to connect-es (src/server/rpc/router.ts), so the
  * protocol stays complete. The call itself runs through the same pipeline
  * and error table as every other protocol.
  */
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { Failure } from "../../services/failure.js";
-import { CallCancellation, DEADLINE_PASSED } from "../call/cancellation.js";
-import type { CallPipeline } from "../call/pipeline.js";
+import type { CallContext, CallPipeline } from "../call/pipeline.js";
 import { grpcTimeoutMs } from "../call/cancellation.js";
-import { grpcErrorStatus } from "./grpc-status-trailer.js";
+import { GrpcAnswer } from "./grpc-answer.js";
 import { firstHeader, requestIdFrom } from "../http/request-answer.js";
-import { IDEMPOTENCY_KEY_HEADER, rpcPath, type ServedMethod } from "../call/served-methods.js";
+import {
+  IDEMPOTENCY_KEY_HEADER,
+  isStream,
+  rpcPath,
+  type Served,
+  type ServedMethod,
+  type ServedStream,
+} from "../call/served-methods.js";
 
 const GRPC_CONTENT_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
 
 export interface GrpcFastPathOptions {
   readonly methods: readonly ServedMethod[];
+  readonly streams?: readonly ServedStream[];
   readonly pipeline: CallPipeline;
   readonly maxBodyBytes: number;
 }
 
 export class GrpcFastPath {
-  private readonly byPath = new Map<string, ServedMethod>();
+  private readonly byPath = new Map<string, Served>();
 
   constructor(private readonly o: GrpcFastPathOptions) {
-    for (const served of o.methods) this.byPath.set(rpcPath(served.method), served);
+    for (const served of [...o.methods, ...(o.streams ?? [])]) this.byPath.set(rpcPath(served.method), served);
   }
 
   /** Handles the stream and returns true, or returns false and leaves it untouched. */
@@ -47,14 +57,14 @@ export class GrpcFastPath {
     if (encoding !== undefined && encoding !== "identity") return false;
 
     const requestId = requestIdFrom(headers["x-request-id"]);
-    const call = new Call(stream, requestId);
+    const answer = new GrpcAnswer(stream, requestId);
     const timeoutMs = grpcTimeoutMs(firstHeader(headers["grpc-timeout"]));
     if (timeoutMs === null) {
-      call.fail(new Failure("invalid", { detail: "grpc-timeout is malformed" }));
+      answer.fail(new Failure("invalid", { detail: "grpc-timeout is malformed" }));
       stream.resume();
       return true;
     }
-    if (timeoutMs !== undefined) call.deadline(timeoutMs);
+    if (timeoutMs !== undefined) answer.deadline(timeoutMs);
 
     const chunks: Buffer[] = [];
     let size = 0;
@@ -62,37 +72,58 @@ export class GrpcFastPath {
     stream.on("data", (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
-        if (!call.done) call.fail(new Failure("invalid", { detail: "the request message is over the size limit" }));
+        if (!answer.done) answer.fail(new Failure("invalid", { detail: "the request message is over the size limit" }));
         return;
       }
       chunks.push(chunk);
     });
     stream.once("end", () => {
-      if (call.done) return;
+      if (answer.done) return;
       const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-      this.o.pipeline
-        .begin(op, {
-          protocol: "grpc",
-          authorization: firstHeader(headers.authorization),
-          requestId,
-          cancellation: call.cancellation,
-          traceCarrier: headers,
-          idempotencyKey: firstHeader(headers[IDEMPOTENCY_KEY_HEADER]),
-        })
-        .run(() => decode(op, body))
-        .then(
-          (output) => call.succeed(toBinary(op.method.output, output)),
-          (e: unknown) => call.fail(e),
-        );
+      const ctx: CallContext = {
+        protocol: "grpc",
+        authorization: firstHeader(headers.authorization),
+        requestId,
+        cancellation: answer.cancellation,
+        traceCarrier: headers,
+        idempotencyKey: firstHeader(headers[IDEMPOTENCY_KEY_HEADER]),
+      };
+      if (isStream(op)) void this.serveStream(op, ctx, body, answer);
+      else this.serveUnary(op, ctx, body, answer);
     });
     return true;
   }
+
+  private serveUnary(op: ServedMethod, ctx: CallContext, body: Buffer, answer: GrpcAnswer): void {
+    this.o.pipeline
+      .begin(op, ctx)
+      .run(() => decode(op.method.input, body))
+      .then(
+        (output) => answer.succeed(frame(toBinary(op.method.output, output))),
+        (e: unknown) => answer.fail(e),
+      );
+  }
+
+  /** A watch: its messages as they come, each waiting for room in the stream; the stream's close ends it. */
+  private async serveStream(op: ServedStream, ctx: CallContext, body: Buffer, answer: GrpcAnswer): Promise<void> {
+    try {
+      const messages = await this.o.pipeline.begin(op, ctx).runStream(() => decode(op.method.input, body));
+      answer.open();
+      for await (const message of messages) {
+        if (answer.done) break;
+        await answer.send(frame(toBinary(op.method.output, message)));
+      }
+      answer.close();
+    } catch (e) {
+      answer.fail(e);
+    }
+  }
 }
 
-function decode(op: ServedMethod, body: Buffer) {
+function decode<I extends DescMessage>(input: I, body: Buffer): MessageShape<I> {
   const bytes = unframe(body);
   try {
-    return fromBinary(op.method.input, bytes);
+    return fromBinary(input, bytes);
   } catch (e) {
     throw new Failure("invalid", { detail: "the request message is not valid protobuf", cause: e });
   }
@@ -106,69 +137,11 @@ export function unframe(body: Buffer): Uint8Array {
   return body.subarray(5);
 }
 
-/** The answer's one message in a gRPC frame, as `unframe` reads it. */
+/** A message in a gRPC frame, as `unframe` reads it. */
 export function frame(message: Uint8Array): Buffer {
   const framed = Buffer.allocUnsafe(5 + message.length);
   framed[0] = 0;
   framed.writeUInt32BE(message.length, 1);
   framed.set(message, 5);
   return framed;
-}
-
-/** The answer side of one call: exactly one of succeed / fail reaches the wire. */
-class Call {
-  done = false;
-  readonly cancellation = new CallCancellation();
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(
-    private readonly stream: ServerHttp2Stream,
-    private readonly requestId: string,
-  ) {
-    stream.once("close", () => {
-      this.finish();
-      this.cancellation.abort();
-    });
-    stream.on("error", () => {});
-  }
-
-  deadline(ms: number): void {
-    this.timer = setTimeout(() => {
-      this.fail(new Failure("deadline_exceeded", { detail: DEADLINE_PASSED }));
-      this.cancellation.abort("deadline");
-    }, ms);
-  }
-
-  succeed(message: Uint8Array): void {
-    if (!this.finish() || this.stream.closed) return;
-    const body = frame(message);
-    this.stream.respond(
-      { ":status": 200, "content-type": "application/grpc+proto", "x-request-id": this.requestId },
-      { waitForTrailers: true },
-    );
-    this.stream.once("wantTrailers", () => this.stream.sendTrailers({ "grpc-status": "0" }));
-    this.stream.end(body);
-  }
-
-  /** A trailers-only response carrying the error table's status, message and ErrorInfo. */
-  fail(e: unknown): void {
-    if (!this.finish() || this.stream.closed) return;
-    this.stream.respond(
-      {
-        ":status": 200,
-        "content-type": "application/grpc+proto",
-        "x-request-id": this.requestId,
-        ...grpcErrorStatus(e),
-      },
-      { endStream: true },
-    );
-  }
-
-  /** Marks the call answered; false when it already was. */
-  private finish(): boolean {
-    if (this.done) return false;
-    this.done = true;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    return true;
-  }
 }
