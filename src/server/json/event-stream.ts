@@ -16,6 +16,7 @@
  * `UNTAKEN_ANSWER_MS` later, as HTTP/2's guard resets an answer not taken.
  */
 import { type DescMessage, type MessageShape, toJsonString } from "@bufbuild/protobuf";
+import { encodedOnce } from "../call/encoded-once.js";
 import { toJsonError } from "../call/error-table.js";
 import type { NodeResponse } from "../http/request-answer.js";
 
@@ -36,6 +37,14 @@ function drained(res: NodeResponse): Promise<void> {
   });
 }
 
+/** One message as an event: its `id:` line (when the method says how to resume) and its `data:` line; made once per message. */
+const eventText = encodedOnce(
+  <O extends DescMessage>(message: MessageShape<O>, output: O, eventId?: (message: MessageShape<O>) => string) => {
+    const id = eventId === undefined ? "" : `id: ${eventId(message)}\n`;
+    return `${id}data: ${toJsonString(output, message, { useProtoFieldName: true, alwaysEmitImplicit: true })}\n\n`;
+  },
+);
+
 export async function writeEventStream<O extends DescMessage>(
   res: NodeResponse,
   output: O,
@@ -55,9 +64,7 @@ export async function writeEventStream<O extends DescMessage>(
   try {
     for await (const message of messages) {
       if (res.destroyed) break;
-      const id = eventId === undefined ? "" : `id: ${eventId(message)}\n`;
-      const text = `${id}data: ${toJsonString(output, message, { useProtoFieldName: true, alwaysEmitImplicit: true })}\n\n`;
-      if (!write(text)) await drained(res);
+      if (!write(eventText(message, output, eventId))) await drained(res);
     }
   } catch (e) {
     if (!res.destroyed) write(`event: error\ndata: ${toJsonError(e).body}\n\n`);

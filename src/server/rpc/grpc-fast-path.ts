@@ -20,6 +20,7 @@ import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufb
 import { Failure } from "../../services/failure.js";
 import type { CallContext, CallPipeline } from "../call/pipeline.js";
 import { grpcTimeoutMs } from "../call/cancellation.js";
+import { encodedOnce } from "../call/encoded-once.js";
 import { GrpcAnswer } from "./grpc-answer.js";
 import { firstHeader, requestIdFrom } from "../http/request-answer.js";
 import {
@@ -42,9 +43,17 @@ export interface GrpcFastPathOptions {
 
 export class GrpcFastPath {
   private readonly byPath = new Map<string, Served>();
+  /** Each stream's messages framed once, however many watchers get the same one. */
+  private readonly framed = new Map<ServedStream, (message: object) => Buffer>();
 
   constructor(private readonly o: GrpcFastPathOptions) {
     for (const served of [...o.methods, ...(o.streams ?? [])]) this.byPath.set(rpcPath(served.method), served);
+    for (const op of o.streams ?? []) {
+      this.framed.set(
+        op,
+        encodedOnce((message) => frame(toBinary(op.method.output, message as MessageShape<DescMessage>))),
+      );
+    }
   }
 
   /** Handles the stream and returns true, or returns false and leaves it untouched. */
@@ -106,12 +115,13 @@ export class GrpcFastPath {
 
   /** A watch: its messages as they come, each waiting for room in the stream; the stream's close ends it. */
   private async serveStream(op: ServedStream, ctx: CallContext, body: Buffer, answer: GrpcAnswer): Promise<void> {
+    const framed = this.framed.get(op) as (message: object) => Buffer;
     try {
       const messages = await this.o.pipeline.begin(op, ctx).runStream(() => decode(op.method.input, body));
       answer.open();
       for await (const message of messages) {
         if (answer.done) break;
-        await answer.send(frame(toBinary(op.method.output, message)));
+        await answer.send(framed(message));
       }
       answer.close();
     } catch (e) {

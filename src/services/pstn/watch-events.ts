@@ -4,9 +4,9 @@
  * request validated. Channel ids are taken within the caller's project, so
  * another project's channel is simply one nobody muted in.
  */
-import type { MessageInitShape } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import type { PstnEventSchema, WatchPstnEventsRequest } from "../../../gen/channel/v1/pstn_pb.js";
+import { type PstnEvent, PstnEventSchema, type WatchPstnEventsRequest } from "../../../gen/channel/v1/pstn_pb.js";
 import { Failure } from "../failure.js";
 import { type Caller, type MuteEvent, PSTN_GATEWAY_SCOPE } from "../ports.js";
 import { channelHash, decodeAfter, WatchCursor } from "./cursor.js";
@@ -43,15 +43,7 @@ export class PstnWatches {
       });
     }
     const events = await this.open(caller.project, req.channelIds, req.after, signal);
-    return mapIterable(events, (e) => ({
-      eventId: e.event.id,
-      cursor: e.cursor,
-      channelId: e.channelId,
-      uid: e.event.uid,
-      mute: e.event.mute,
-      by: e.event.by,
-      at: timestampFromMs(e.event.at),
-    }));
+    return mapIterable(events, messageOf);
   }
 
   /** The events of these channels of `project` after `after` (a cursor or an event id; "" = from now on). */
@@ -76,6 +68,28 @@ export class PstnWatches {
       cursor: w.cursor,
     }));
   }
+}
+
+/**
+ * The message of an event: one object for every watch that gets the same
+ * event with the same cursor (every one-channel watch of a channel does), so
+ * a transport encodes it once for all of them (src/server/call/encoded-once.ts).
+ */
+const messages = new WeakMap<MuteEvent, PstnEvent>();
+function messageOf(e: ChannelEvent): PstnEvent {
+  const known = messages.get(e.event);
+  if (known !== undefined && known.cursor === e.cursor && known.channelId === e.channelId) return known;
+  const message = create(PstnEventSchema, {
+    eventId: e.event.id,
+    cursor: e.cursor,
+    channelId: e.channelId,
+    uid: e.event.uid,
+    mute: e.event.mute,
+    by: e.event.by,
+    at: timestampFromMs(e.event.at),
+  });
+  messages.set(e.event, message);
+  return message;
 }
 
 /** `source` with each value mapped, passing `return` through (so a client going away ends the source at once). */

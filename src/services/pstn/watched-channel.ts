@@ -37,6 +37,13 @@ export interface WatchedChannelMember {
   settle(failure?: unknown): void;
 }
 
+/** Members a read hands events to before it lets the event loop turn (their events go out meanwhile). */
+const MEMBERS_PER_TURN = 100;
+
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 export const TRIMMED_AWAY =
   "the events after this cursor were trimmed away: take a new snapshot (GetPstnState) and watch from its as_of_event_id";
 
@@ -112,13 +119,19 @@ export class WatchedChannel {
     let after = known.length === 0 ? undefined : known.reduce(earlierStreamId);
     for (;;) {
       const page = await this.log.readEvents(this.ref, after, this.s.pageSize);
-      this.deliver(members, page);
+      await this.deliver(members, page);
       if (page.complete) return this.caughtUp(members, page);
       after = page.through;
     }
   }
 
-  private deliver(members: readonly WatchedChannelMember[], page: PstnEventPage): void {
+  /**
+   * Hands the page's events to the members, `MEMBERS_PER_TURN` members at a
+   * time with a turn of the event loop between them: the first members' events
+   * go out on the wire while the next are served, rather than all at the end.
+   * Each member still gets the events in order (reads do not overlap).
+   */
+  private async deliver(members: readonly WatchedChannelMember[], page: PstnEventPage): Promise<void> {
     for (const m of members) {
       if (m.position !== undefined && compareStreamIds(m.position, page.lostBefore) < 0 && this.members.has(m)) {
         const gone = new Failure("out_of_range", { detail: TRIMMED_AWAY });
@@ -127,14 +140,18 @@ export class WatchedChannel {
         else m.settle(gone);
       }
     }
-    for (const event of page.events) {
-      for (const m of members) {
-        if (m.position === undefined || compareStreamIds(event.id, m.position) <= 0 || !this.members.has(m)) continue;
-        m.position = event.id;
-        m.watch.deliver(m.index, event);
+    for (let from = 0; from < members.length; from += MEMBERS_PER_TURN) {
+      if (from > 0 && page.events.length > 0) await nextTurn();
+      const turn = members.slice(from, from + MEMBERS_PER_TURN);
+      for (const event of page.events) {
+        for (const m of turn) {
+          if (m.position === undefined || compareStreamIds(event.id, m.position) <= 0 || !this.members.has(m)) continue;
+          m.position = event.id;
+          m.watch.deliver(m.index, event);
+        }
       }
+      for (const m of turn) if (m.position !== undefined) m.position = laterStreamId(m.position, page.through);
     }
-    for (const m of members) if (m.position !== undefined) m.position = laterStreamId(m.position, page.through);
   }
 
   private caughtUp(members: readonly WatchedChannelMember[], page: PstnEventPage): void {

@@ -5,7 +5,10 @@
  * out; a watch that ends gives its slot back and its channels' subscriptions;
  * a client that does not keep up is ended (it resumes from its cursor).
  */
+import { create } from "@bufbuild/protobuf";
 import { afterEach, describe, expect, it } from "vitest";
+import { WatchPstnEventsRequestSchema } from "../../../gen/channel/v1/pstn_pb.js";
+import { type Caller, PSTN_GATEWAY_SCOPE } from "../../../src/services/ports.js";
 import { PstnWatches } from "../../../src/services/pstn/watch-events.js";
 import { PstnWatchHub, DEFAULT_PSTN_WATCH_SETTINGS } from "../../../src/services/pstn/watch-hub.js";
 import { channelHash, decodeAfter } from "../../../src/services/pstn/cursor.js";
@@ -18,10 +21,10 @@ const PROJECT = "proj";
 let hub: PstnWatchHub | undefined;
 afterEach(() => hub?.close());
 
-function setUp(o: { maxQueue?: number } = {}) {
+function setUp(o: { maxQueue?: number; maxWatches?: number } = {}) {
   const clock = { offset: 0 };
   const store = new MemoryStore({ now: () => Date.now() + clock.offset });
-  const slots = new WatchSlots(10);
+  const slots = new WatchSlots(o.maxWatches ?? 10);
   hub = new PstnWatchHub(store.pstnEvents, slots, {
     ...DEFAULT_PSTN_WATCH_SETTINGS,
     sweepMs: 3_600_000, // swept by hand below
@@ -132,5 +135,41 @@ describe("the life of a watch", () => {
     store.setUnavailable(true);
     await expect(watch.open(PROJECT, ["x"], "")).rejects.toMatchObject({ kind: "unavailable" });
     expect(slots.inUse).toBe(0);
+  });
+});
+
+describe("many watchers of one channel", () => {
+  it("each of 250 watchers gets every event of a burst once, in order, across the turns a read hands them out in", async () => {
+    const { watch, mute } = setUp({ maxWatches: 250 });
+    const watchers = await Promise.all(
+      Array.from({ length: 250 }, async () => (await watch.open(PROJECT, ["busy"], ""))[Symbol.asyncIterator]()),
+    );
+    const uids = Array.from({ length: 30 }, (_, i) => `u${i}`);
+    await Promise.all(uids.map((uid) => mute("busy", uid)));
+    const got = await Promise.all(watchers.map((w) => take(w, uids.length)));
+    for (const events of got) {
+      expect(events.map((e) => e.event.uid).sort()).toEqual([...uids].sort());
+      const ids = events.map((e) => e.event.id);
+      expect(ids).toEqual([...ids].sort(compareStreamIds));
+    }
+    await Promise.all(watchers.map((w) => w.return?.()));
+  });
+
+  it("watchers of the same event share one message, unless their cursors differ (a watch of several channels)", async () => {
+    const { watch, mute } = setUp();
+    const caller: Caller = { project: PROJECT, subject: "gw", scopes: new Set([PSTN_GATEWAY_SCOPE]) };
+    const open = async (channelIds: string[]) =>
+      (await watch.watchPstnEvents(caller, create(WatchPstnEventsRequestSchema, { channelIds })))[
+        Symbol.asyncIterator
+      ]();
+    const [one, other, several] = await Promise.all([open(["room"]), open(["room"]), open(["room", "hall"])]);
+    await mute("room", "u1");
+    const [a, b, c] = await Promise.all([one.next(), other.next(), several.next()]);
+    expect(a.value).toBe(b.value); // one object: a transport encodes it once for both
+    expect(a.value.cursor).toBe(a.value.eventId);
+    expect(c.value).not.toBe(a.value);
+    expect(c.value.cursor).toMatch(/^v1\./);
+    expect({ ...c.value, cursor: "" }).toEqual({ ...a.value, cursor: "" });
+    await Promise.all([one.return?.(), other.return?.(), several.return?.()]);
   });
 });
