@@ -75,7 +75,25 @@ export class GrpcFastPath {
     }
     if (timeoutMs !== undefined) answer.deadline(timeoutMs);
 
-    const chunks: Buffer[] = [];
+    // Everything the call needs from the headers, taken now: a watch lives long, and keeps nothing else of them.
+    const ctx: CallContext = {
+      protocol: "grpc",
+      authorization: firstHeader(headers.authorization),
+      requestId,
+      cancellation: answer.cancellation,
+      traceCarrier: traceHeaders(headers),
+      idempotencyKey: firstHeader(headers[IDEMPOTENCY_KEY_HEADER]),
+    };
+    this.readBody(stream, answer, (body) => {
+      if (isStream(op)) void this.serveStream(op, ctx, body, answer);
+      else this.serveUnary(op, ctx, body, answer);
+    });
+    return true;
+  }
+
+  /** The request's bytes, up to the size limit (past it the call fails), once the client ended its side. */
+  private readBody(stream: ServerHttp2Stream, answer: GrpcAnswer, then: (body: Buffer) => void): void {
+    let chunks: Buffer[] = [];
     let size = 0;
     const limit = this.o.maxBodyBytes + 5;
     stream.on("data", (chunk: Buffer) => {
@@ -89,18 +107,9 @@ export class GrpcFastPath {
     stream.once("end", () => {
       if (answer.done) return;
       const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-      const ctx: CallContext = {
-        protocol: "grpc",
-        authorization: firstHeader(headers.authorization),
-        requestId,
-        cancellation: answer.cancellation,
-        traceCarrier: headers,
-        idempotencyKey: firstHeader(headers[IDEMPOTENCY_KEY_HEADER]),
-      };
-      if (isStream(op)) void this.serveStream(op, ctx, body, answer);
-      else this.serveUnary(op, ctx, body, answer);
+      chunks = [];
+      then(body);
     });
-    return true;
   }
 
   private serveUnary(op: ServedMethod, ctx: CallContext, body: Buffer, answer: GrpcAnswer): void {
@@ -116,8 +125,13 @@ export class GrpcFastPath {
   /** A watch: its messages as they come, each waiting for room in the stream; the stream's close ends it. */
   private async serveStream(op: ServedStream, ctx: CallContext, body: Buffer, answer: GrpcAnswer): Promise<void> {
     const framed = this.framed.get(op) as (message: object) => Buffer;
+    let request: Buffer | undefined = body; // dropped once read: the stream may stay open for hours
     try {
-      const messages = await this.o.pipeline.begin(op, ctx).runStream(() => decode(op.method.input, body));
+      const messages = await this.o.pipeline.begin(op, ctx).runStream(() => {
+        const bytes = request as Buffer;
+        request = undefined;
+        return decode(op.method.input, bytes);
+      });
       answer.open();
       for await (const message of messages) {
         if (answer.done) break;
@@ -128,6 +142,15 @@ export class GrpcFastPath {
       answer.fail(e);
     }
   }
+}
+
+/** The W3C trace context headers, the only ones the tracer reads (src/tracing/otel-sdk.ts), without the rest. */
+function traceHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const { traceparent, tracestate } = headers;
+  return {
+    ...(traceparent === undefined ? {} : { traceparent }),
+    ...(tracestate === undefined ? {} : { tracestate }),
+  };
 }
 
 function decode<I extends DescMessage>(input: I, body: Buffer): MessageShape<I> {

@@ -11,6 +11,7 @@ import { Failure } from "../failure.js";
 import { type Caller, type MuteEvent, PSTN_GATEWAY_SCOPE } from "../ports.js";
 import { channelHash, decodeAfter, WatchCursor } from "./cursor.js";
 import type { PstnWatchHub } from "./watch-hub.js";
+import type { WatchedEvent } from "./watch.js";
 
 type PstnEventMessage = MessageInitShape<typeof PstnEventSchema>;
 
@@ -42,8 +43,8 @@ export class PstnWatches {
         detail: `watching mute events needs a token with scope ${PSTN_GATEWAY_SCOPE}`,
       });
     }
-    const events = await this.open(caller.project, req.channelIds, req.after, signal);
-    return mapIterable(events, messageOf);
+    const watch = await this.watch(caller.project, req.channelIds, req.after, signal);
+    return mapIterable(watch, (w) => messageOf(channelEvent(req.channelIds, w)));
   }
 
   /** The events of these channels of `project` after `after` (a cursor or an event id; "" = from now on). */
@@ -53,6 +54,11 @@ export class PstnWatches {
     after: string,
     signal?: AbortSignal,
   ): Promise<AsyncIterable<ChannelEvent>> {
+    const watch = await this.watch(project, channelIds, after, signal);
+    return mapIterable(watch, (w) => channelEvent(channelIds, w));
+  }
+
+  private watch(project: string, channelIds: readonly string[], after: string, signal?: AbortSignal) {
     const hashes = channelIds.map(channelHash);
     const start = decodeAfter(after, hashes);
     if (channelIds.length > this.maxChannels) {
@@ -61,13 +67,12 @@ export class PstnWatches {
       });
     }
     const refs = channelIds.map((channel) => ({ project, channel }));
-    const watch = await this.hub.open(refs, start, new WatchCursor(hashes, start), signal);
-    return mapIterable(watch, (w) => ({
-      channelId: channelIds[w.index] as string,
-      event: w.event,
-      cursor: w.cursor,
-    }));
+    return this.hub.open(refs, start, new WatchCursor(hashes, start), signal);
   }
+}
+
+function channelEvent(channelIds: readonly string[], w: WatchedEvent): ChannelEvent {
+  return { channelId: channelIds[w.index] as string, event: w.event, cursor: w.cursor };
 }
 
 /**
@@ -92,20 +97,20 @@ function messageOf(e: ChannelEvent): PstnEvent {
   return message;
 }
 
-/** `source` with each value mapped, passing `return` through (so a client going away ends the source at once). */
+/**
+ * `source` with each value mapped, passing `return` through (so a client going
+ * away ends the source at once). Plain promise chains, not async functions: an
+ * open watch waits in here, and a suspended async function would hold a frame
+ * per watch.
+ */
 function mapIterable<A, B>(source: AsyncIterable<A>, map: (a: A) => B): AsyncIterable<B> {
+  const done: IteratorReturnResult<undefined> = { done: true, value: undefined };
   return {
     [Symbol.asyncIterator]() {
       const it = source[Symbol.asyncIterator]();
       return {
-        async next() {
-          const r = await it.next();
-          return r.done === true ? { done: true, value: undefined } : { done: false, value: map(r.value) };
-        },
-        async return() {
-          await it.return?.();
-          return { done: true, value: undefined };
-        },
+        next: () => it.next().then((r) => (r.done === true ? done : { done: false, value: map(r.value) })),
+        return: () => Promise.resolve(it.return?.()).then(() => done),
       };
     },
   };
