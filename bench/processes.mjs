@@ -6,7 +6,7 @@
  * part writes its figures (its own section of bench/RESULTS.md).
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { openSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -38,6 +38,40 @@ export function procKb(pid, key) {
     .split("\n")
     .find((l) => l.startsWith(`${key}:`));
   return Number(line?.split(/\s+/)[1]);
+}
+
+/**
+ * A server's memory: VmRSS in kB (the median of 5 readings 200 ms apart), then — for a server
+ * started with `--expose-gc -r ./bench/gc-probe.cjs` and BENCH_GC_PROBE_OUT=`probeFile` — the live
+ * heap and the external memory after two full GCs, in kB (NaN without the probe), and its open
+ * file descriptors.
+ */
+export async function serverMemory(pid, probeFile) {
+  const readings = [];
+  for (let i = 0; i < 5; i++) {
+    readings.push(procKb(pid, "VmRSS"));
+    if (i < 4) await sleep(200);
+  }
+  readings.sort((a, b) => a - b);
+  rmSync(probeFile, { force: true });
+  process.kill(pid, "SIGUSR2");
+  for (let i = 0; i < 100 && !existsSync(probeFile); i++) await sleep(50);
+  const usage = existsSync(probeFile) ? JSON.parse(readFileSync(probeFile, "utf8")) : {};
+  return {
+    rssKb: readings[2],
+    heapKb: usage.heapUsed / 1024,
+    externalKb: usage.external / 1024,
+    fds: readdirSync(`/proc/${pid}/fd`).length,
+  };
+}
+
+/**
+ * The longest event-loop delay a boardline at `url` saw since the last call, in ms (prom-client's
+ * `nodejs_eventloop_lag_max_seconds`, which each scrape resets).
+ */
+export async function loopLagMaxMs(url) {
+  const text = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.text());
+  return Number(/^boardline_nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text)?.[1]) * 1000;
 }
 
 /** The servers one script starts: in `work`, on `cpu` ("" or undefined: anywhere). */
