@@ -74,6 +74,13 @@ export async function loopLagMaxMs(url) {
   return Number(/^boardline_nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text)?.[1]) * 1000;
 }
 
+/** The V8 flags the servers run with: NODE_FLAGS, else package.json's `config.nodeFlags` (as `npm start`). */
+export function nodeFlags() {
+  return (process.env.NODE_FLAGS ?? JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags)
+    .split(/\s+/)
+    .filter(Boolean);
+}
+
 /** The servers one script starts: in `work`, on `cpu` ("" or undefined: anywhere). */
 export class Servers {
   #children = new Set();
@@ -139,10 +146,7 @@ export class Servers {
    */
   async startBoardline(name, env, nodeArgs = []) {
     const port = await freePort();
-    const flags = (process.env.NODE_FLAGS ?? JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags)
-      .split(/\s+/)
-      .filter(Boolean);
-    const server = this.spawn(name, [process.execPath, ...flags, ...nodeArgs, "dist/src/main.js"], {
+    const server = this.spawn(name, [process.execPath, ...nodeFlags(), ...nodeArgs, "dist/src/main.js"], {
       NODE_ENV: "production",
       PORT: String(port),
       HOST: "127.0.0.1",
@@ -198,6 +202,30 @@ export function splitCpus() {
   const loadCpu = allowed.length >= 2 ? String(allowed[1]) : "";
   if (loadCpu) execFileSync("taskset", ["-cp", loadCpu, String(process.pid)], { stdio: "ignore" });
   return { serverCpu, loadCpu };
+}
+
+/**
+ * bench/stall.mjs's reading: `measure` for 5 s on `serverCpu` while `spin` keeps `loadCpu` busy (as the
+ * CPUs are during a cell; "" pins nothing) — how much CPU time the machine itself takes from the servers.
+ */
+export function stallProbe(serverCpu, loadCpu) {
+  const pin = (cpu, args) => (cpu ? ["taskset", "-c", cpu, process.execPath, ...args] : [process.execPath, ...args]);
+  const [sc, ...sa] = pin(loadCpu, ["bench/stall.mjs", "spin", "5"]);
+  const spinner = spawn(sc, sa, { stdio: "ignore" });
+  const [mc, ...ma] = pin(serverCpu, ["bench/stall.mjs", "measure", "5"]);
+  const out = spawnSync(mc, ma, { encoding: "utf8" });
+  spinner.kill();
+  return JSON.parse(out.stdout.trim());
+}
+
+/** One CPU's time so far (its /proc/stat line, in clock ticks): `busy` (all but idle and iowait) and `total`. */
+export function cpuTime(cpu) {
+  const line = readFileSync("/proc/stat", "utf8")
+    .split("\n")
+    .find((l) => l.startsWith(`cpu${cpu} `));
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = (line ?? "").split(/\s+/).slice(1).map(Number);
+  const busy = user + nice + system + irq + softirq + steal;
+  return { busy, total: busy + idle + iowait };
 }
 
 /** Writes `md` into bench/RESULTS.md between the part's own `start` and `end` markers, formatted as biome formats Markdown. */
