@@ -13,15 +13,16 @@
  * A context: { pool (bench/fanout-watchers.mjs), work, seconds, warmup, probes,
  * serverCpu, loadCpu, log }.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { runMuteLoad } from "./mute-calls.mjs";
 import { cpuTicks, cpuTime, TICK_US } from "./processes.mjs";
 import { now, quantile, within } from "./watch-clients.mjs";
 
-/** The longest wait for watches to get their attach mutes, or to catch up after a cell. */
+/** The longest wait for watches to get their attach mutes, to catch up after a cell, or to be let go. */
 const WAIT_LIMIT_MS = 60_000;
+const openFiles = (pid) => readdirSync(`/proc/${pid}/fd`).length;
 let attaches = 0;
 
 /** The CPU time counters a cell reads before and after. */
@@ -59,6 +60,7 @@ function cpuSince(ctx, target, c0) {
 export async function attach(ctx, target, watches) {
   const channels = [...new Set(watches.map((w) => w.channel))];
   const afterOf = await target.lastIds(channels);
+  const fdsBefore = openFiles(target.pid);
   const tag = `attach-${target.name}-${++attaches}`;
   await target.lagMs();
   const c0 = cpuNow(ctx, target);
@@ -69,7 +71,7 @@ export async function attach(ctx, target, watches) {
   const arrived = Promise.all(channels.map((c) => ctx.pool.arrival(`${tag}-${c}`, c)));
   await Promise.all(channels.map((c) => target.mute(c, `${tag}-${c}`, { retry503: true })));
   if (!(await within(arrived, WAIT_LIMIT_MS))) {
-    const { errors } = await ctx.pool.counts();
+    const { errors } = await ctx.pool.problems();
     throw new Error(`${target.name}: attach mutes missing after 60 s (${errors.slice(0, 3).join("; ")})`);
   }
   const cpu = cpuSince(ctx, target, c0);
@@ -78,6 +80,7 @@ export async function attach(ctx, target, watches) {
   const attached = {
     watches,
     channels,
+    fdsBefore,
     baseCounts: counts,
     baseAdded: await target.added(channels),
     ms: cpu.seconds * 1000,
@@ -91,9 +94,18 @@ export async function attach(ctx, target, watches) {
   return attached;
 }
 
-export async function detach(ctx) {
+/**
+ * Closes every watch, then waits until the target has let them go — its open descriptors back to
+ * what they were before the attach (give or take 20) — so what comes next does not share its CPU
+ * with the closing (at most WAIT_LIMIT_MS).
+ */
+export async function detach(ctx, target, attached) {
   await ctx.pool.close();
-  await sleep(500);
+  const t0 = now();
+  while (openFiles(target.pid) > attached.fdsBefore + 20 && now() - t0 < WAIT_LIMIT_MS) await sleep(50);
+  const left = openFiles(target.pid) - attached.fdsBefore;
+  if (left > 20) ctx.log(`${target.name}: ${left} more descriptors open than before the attach, 60 s after the detach`);
+  await sleep(200);
 }
 
 /**
@@ -115,15 +127,12 @@ async function drained(ctx, target, attached, countsAtT0) {
     if (missing === 0 || now() - t0 > WAIT_LIMIT_MS) break;
     await sleep(20);
   }
-  const { counts, errors, reconnects, outOfOrder } = state;
+  const { counts } = state;
   return {
     deliveries: counts.reduce((n, count, i) => n + Math.min(count, due[i]) - countsAtT0[i], 0),
     missing: counts.reduce((n, count, i) => n + Math.max(0, due[i] - count), 0),
     extra: counts.reduce((n, count, i) => n + Math.max(0, count - due[i]), 0),
     drainMs: now() - t0,
-    errors,
-    reconnects,
-    outOfOrder,
   };
 }
 
@@ -207,8 +216,7 @@ export async function probeDelays(ctx, target, protocol, channel, watchers) {
     await sleep(10 + Math.random() * 10);
   }
   const cpu = cpuSince(ctx, target, c0);
-  const state = await ctx.pool.counts();
-  await detach(ctx);
+  await detach(ctx, target, attached);
   const last = probes.map((p) => p.ackToLast);
   const result = {
     target: target.name,
@@ -232,9 +240,6 @@ export async function probeDelays(ctx, target, protocol, channel, watchers) {
     serverCpuMsPerProbe: cpu.serverMs / ctx.probes,
     watchersCpuMsPerProbe: cpu.watchersMs / ctx.probes,
     attachMs: attached.ms,
-    errors: state.errors,
-    reconnects: state.reconnects,
-    outOfOrder: state.outOfOrder,
   };
   ctx.log(
     `${target.name} ${protocol} × ${watchers} on one channel: answer → event p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, last watcher p50 ${result.lastP50.toFixed(2)} ms`,

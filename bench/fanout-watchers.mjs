@@ -104,7 +104,7 @@ export class WatcherProcesses {
     this.#arrivals.delete(uid);
   }
 
-  /** Each open watch's event count, in the order the watches were given to `open`, and what went wrong. */
+  /** Each open watch's event count, in the order the watches were given to `open`. */
   async counts() {
     const answers = await Promise.all(this.#children.map((c) => this.#ask(c, "counts")));
     const n = answers.reduce((s, a) => s + a.counts.length, 0);
@@ -112,12 +112,23 @@ export class WatcherProcesses {
       { length: n },
       (_, k) => answers[k % answers.length].counts[Math.floor(k / answers.length)],
     );
+    return { counts };
+  }
+
+  /**
+   * What went wrong at the watchers since the last call: errors, events out of order, and why
+   * watches were opened again ({ reason: count }).
+   */
+  async problems() {
+    const answers = await Promise.all(this.#children.map((c) => this.#ask(c, "problems")));
+    const reconnects = {};
+    for (const a of answers) {
+      for (const [why, n] of Object.entries(a.reconnects)) reconnects[why] = (reconnects[why] ?? 0) + n;
+    }
     return {
-      counts,
       errors: answers.flatMap((a) => a.errors),
       outOfOrder: answers.reduce((s, a) => s + a.outOfOrder, 0),
-      reconnects: answers.reduce((s, a) => s + Object.values(a.reconnects).reduce((x, y) => x + y, 0), 0),
-      events: answers.reduce((s, a) => s + a.events, 0),
+      reconnects,
     };
   }
 

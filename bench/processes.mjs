@@ -55,7 +55,7 @@ export async function serverMemory(pid, probeFile) {
   readings.sort((a, b) => a - b);
   rmSync(probeFile, { force: true });
   process.kill(pid, "SIGUSR2");
-  for (let i = 0; i < 100 && !existsSync(probeFile); i++) await sleep(50);
+  for (let i = 0; i < 300 && !existsSync(probeFile); i++) await sleep(50);
   const usage = existsSync(probeFile) ? JSON.parse(readFileSync(probeFile, "utf8")) : {};
   return {
     rssKb: readings[2],

@@ -122,10 +122,18 @@ async function seed(redisUrl) {
   await store.waitUntilReady();
   const all = [...WATCHED, ...IDLE, ONE];
   const passphrases = new Map(all.map((c) => [c, `${c} host ${randomBytes(6).toString("hex")}`]));
-  for (let i = 0; i < all.length; i += 100) {
+  // As CreateChannel writes them (the channel steps, no scan for older records), 20 at a time.
+  for (let i = 0; i < all.length; i += 20) {
     await Promise.all(
-      all.slice(i, i + 100).map(async (channel) => {
-        await store.createChannel({ project: PROJECT, channel, hostPassphrase: passphrases.get(channel) });
+      all.slice(i, i + 20).map(async (channel) => {
+        await store.channels.create({
+          project: PROJECT,
+          channel,
+          passphrases: [{ role: "host", passphrase: passphrases.get(channel) }],
+          createdBy: "bench",
+          createdAt: Date.now(),
+          expireAt: undefined,
+        });
         await store.setMute({ project: PROJECT, channel, uid: "seed", mute: true, by: "bench", at: Date.now() });
       }),
     );
@@ -156,7 +164,16 @@ function bodiesFor(name, bodyOf) {
 
 // --- the targets ---------------------------------------------------------------------------------
 
-async function boardlineTarget(redisUrl, passphrases, jwtFile) {
+/** The mutes' token (also in `jwtFile`, for wrk) and the watches' (scope pstn.gateway). */
+async function tokens(jwtFile) {
+  const secret = new TextEncoder().encode(SECRET);
+  const common = { secret, project: PROJECT, ttlSeconds: 24 * 3600 };
+  const muteJwt = await mintToken({ ...common, subject: "bench" });
+  writeFileSync(jwtFile, muteJwt);
+  return { muteJwt, watchJwt: await mintToken({ ...common, subject: "bench-gateway", scopes: ["pstn.gateway"] }) };
+}
+
+async function boardlineTarget(redisUrl, passphrases, jwtFile, { muteJwt, watchJwt }) {
   const probeFile = join(WORK, "boardline.memory.json");
   const bl = await servers.startBoardline(
     "boardline",
@@ -169,10 +186,6 @@ async function boardlineTarget(redisUrl, passphrases, jwtFile) {
     },
     ["--expose-gc", "-r", "./bench/gc-probe.cjs"],
   );
-  const secret = new TextEncoder().encode(SECRET);
-  const common = { secret, project: PROJECT, ttlSeconds: 24 * 3600 };
-  const muteJwt = await mintToken({ ...common, subject: "bench" });
-  writeFileSync(jwtFile, muteJwt);
   const redis = new Redis(redisUrl, { connectionName: "bench-probe", maxRetriesPerRequest: 1 });
   const keys = keySchema(PREFIX);
   const streamKeys = (channels) => channels.map((c) => keys.pstnEvents(PROJECT, c));
@@ -184,7 +197,7 @@ async function boardlineTarget(redisUrl, passphrases, jwtFile) {
     probeFile,
     sseUrl: bl.url,
     grpcUrl: bl.url,
-    watchJwt: await mintToken({ ...common, subject: "bench-gateway", scopes: ["pstn.gateway"] }),
+    watchJwt,
     waitGrpc: false,
     muteUrl,
     jwtFile,
@@ -263,9 +276,10 @@ const MIXED = Array.from({ length: WATCHES }, (_, i) => ({
 
 async function measure(ctx, target) {
   log(`${target.name}: warm-up`);
+  await ctx.pool.problems(); // from here on, this target's
   await muteCell(ctx, target, "watched", undefined, 0);
   const few = MIXED.filter((_, i) => i % (WATCHES / WARMUP_WATCHES) === 0);
-  await detach(ctx, await attach(ctx, target, few));
+  await detach(ctx, target, await attach(ctx, target, few));
   const memory = [{ label: "idle, after a warm-up", ...(await serverMemory(target.pid, target.probeFile)) }];
   const cells = [];
   const attaches = [];
@@ -282,13 +296,13 @@ async function measure(ctx, target) {
       ...(await serverMemory(target.pid, target.probeFile)),
     });
     for (const bodies of ["unwatched", "watched"]) cells.push(await muteCell(ctx, target, bodies, attached, round));
-    await detach(ctx);
+    await detach(ctx, target, attached);
     memory.push({ label: `after they closed (round ${round})`, ...(await serverMemory(target.pid, target.probeFile)) });
     if (round % 2 === 0) await noWatcherCells(round);
   }
   const delays = [];
   for (const protocol of ["grpc", "sse"]) delays.push(await probeDelays(ctx, target, protocol, ONE, DELAY_WATCHERS));
-  return { name: target.name, memory, cells, attaches, delays };
+  return { name: target.name, memory, cells, attaches, delays, problems: await ctx.pool.problems() };
 }
 
 async function main() {
@@ -300,13 +314,14 @@ async function main() {
   log(`seeding ${CHANNELS + UNWATCHED + 1} channels`);
   const passphrases = await seed(redis.url);
   const jwtFile = join(WORK, "jwt.txt");
+  const jwts = await tokens(jwtFile);
   const pool = new WatcherProcesses(CLIENTS);
   const ctx = { pool, work: WORK, seconds: SECONDS, warmup: WARMUP, probes: PROBES, serverCpu: SERVER_CPU };
   Object.assign(ctx, { loadCpu: LOAD_CPU, log });
   const targets = [];
   for (const name of TARGETS) {
     const target =
-      name === "boardline" ? await boardlineTarget(redis.url, passphrases, jwtFile) : await floorTarget(jwtFile);
+      name === "boardline" ? await boardlineTarget(redis.url, passphrases, jwtFile, jwts) : await floorTarget(jwtFile);
     targets.push(await measure(ctx, target));
     await target.stop();
   }

@@ -11,7 +11,8 @@
  *       opens them (SSE at most 250 waiting for their answer at once) and answers
  *       { opened, failed, ms } once every SSE watch — and with `waitGrpc` every
  *       gRPC watch — has its response headers (at most 60 s);
- *   { op: "counts", id }  → { counts (per watch, in the order opened), errors, outOfOrder, reconnects, events };
+ *   { op: "counts", id }  → { counts: each watch's events, in the order opened };
+ *   { op: "problems", id } → { errors, outOfOrder, reconnects: { reason: n } } since the last time asked;
  *   { op: "close", id }   → ends every watch and connection.
  * Unasked: for each event whose uid does not start with "load-", once every watch of
  * this process on its channel has it, { op: "arrived", uid, times } — the receipt time of
@@ -102,16 +103,21 @@ async function close() {
 }
 
 function counts() {
-  return {
-    counts: watchers.map((w) => w.count),
+  return { counts: watchers.map((w) => w.count) };
+}
+
+function problems() {
+  const answer = {
     errors: seen.errors.splice(0),
     outOfOrder: seen.outOfOrder,
     reconnects: Object.fromEntries(seen.reconnects),
-    events: seen.events,
   };
+  seen.outOfOrder = 0;
+  seen.reconnects.clear();
+  return answer;
 }
 
-const ops = { open, close, counts };
+const ops = { open, close, counts, problems };
 process.on("message", async (message) => {
   try {
     const answer = await ops[message.op](message);
