@@ -155,8 +155,9 @@ function reconnect(w, why, again) {
 
 /**
  * A watcher of one channel over JSON: server-sent events on an HTTP/1.1 connection of its own
- * (`POST /v1/channel/pstn/events:watch`). A 503 answer or an `event: error` with code 503 is
- * UNAVAILABLE (opened again from the last event id, as with gRPC).
+ * (`POST /v1/channel/pstn/events:watch`). A 503 answer, an `event: error` with code 503 or a
+ * connection that fails before the answer (reset, refused) is UNAVAILABLE: opened again from the
+ * last event id, as with gRPC (and as an EventSource does).
  */
 export function openSseWatch(url, jwt, channel, after) {
   const w = watcherState(channel);
@@ -197,7 +198,7 @@ export function openSseWatch(url, jwt, channel, after) {
         res.on("close", () => ended(false, "the response was cut short"));
       },
     );
-    req.on("error", (e) => ended(false, e.message));
+    req.on("error", (e) => ended(true, e.message)); // a transport error, before any answer: as UNAVAILABLE
     w.cancel = () => req.destroy();
     req.end(JSON.stringify({ channel_ids: [channel], after: from }));
   };
@@ -207,9 +208,10 @@ export function openSseWatch(url, jwt, channel, after) {
 
 /**
  * A watcher of one channel: WatchPstnEvents over the gRPC protocol on a raw HTTP/2 stream,
- * each message decoded. Like a real client, a watch that ends with UNAVAILABLE is
- * opened again (100–200 ms later) from the last event id received: counted in
- * `seen.reconnects`; any other end is an error.
+ * each message decoded. Like a real client, a watch that ends with UNAVAILABLE — or with a
+ * stream error, which gRPC clients report as UNAVAILABLE — is opened again (100–200 ms later,
+ * while its connection lives) from the last event id received: counted in `seen.reconnects`
+ * with the reason; any other end is an error.
  */
 export function openGrpcWatch(session, jwt, channel, after) {
   const w = watcherState(channel);
@@ -254,7 +256,7 @@ export function openGrpcWatch(session, jwt, channel, after) {
       const [status, message] = statusOf(t);
       ended(status === "14", `the watch ended: grpc-status ${status} ${message}`);
     });
-    stream.on("error", (e) => ended(false, e.message));
+    stream.on("error", (e) => ended(true, e.message)); // a transport error: gRPC's UNAVAILABLE
     stream.on("close", () => ended(false, "the stream closed without a status"));
     stream.end(frame);
   };
