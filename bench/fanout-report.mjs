@@ -149,9 +149,15 @@ function details(r) {
     ]),
   );
   const attachRows = r.targets.flatMap((t) =>
-    t.attaches.map((a) => [t.name, a.round, n0(a.ms), n0(a.serverCpuMs), f(a.lagMs, 0)]),
+    t.attaches.map((a) => [
+      t.name,
+      a.round,
+      n0(a.ms),
+      n0(a.serverCpuMs),
+      a.lagMs === Number.POSITIVE_INFINITY ? "over 10 000 (/metrics did not answer)" : f(a.lagMs, 0),
+    ]),
   );
-  const checks = r.targets.map(({ name, problems: p }) => {
+  const checks = r.targets.map(({ name, problems: p = { errors: [], outOfOrder: 0, reconnects: {} } }) => {
     const reasons = Object.entries(p.reconnects).map(([why, n]) => `${n} × "${why}"`);
     return `- ${name}: errors ${p.errors.length === 0 ? "none" : `${p.errors.length} (${p.errors.slice(0, 5).join("; ")})`}; events out of order ${p.outOfOrder}; watches ended with UNAVAILABLE (or a transport error, which a gRPC client sees as UNAVAILABLE) and opened again from their last event id: ${reasons.length === 0 ? "none" : reasons.join("; ")}.`;
   });
@@ -186,7 +192,7 @@ function details(r) {
     "",
     "### Answer → event, watchers of one channel",
     "",
-    `Probe mutes one at a time (10–20 ms apart), from the time this process had read each mute's answer to the time a watcher process read its event (the monotonic clock, the same in every process); p50 / p99 over every (probe × watcher) delivery; "first" and "last": per probe, the first and the last watcher; CPU per probe: the server's and the watcher processes' own time.`,
+    `Probe mutes one at a time (10–20 ms apart), from the time this process had read each mute's answer to the time a watcher process read its event (the monotonic clock, the same in every process); p50 / p99 over every (probe × watcher) delivery; "first" and "last": per probe, the first and the last watcher; CPU per probe: the server's and the watcher processes' own time. The watcher processes share one CPU, so their CPU per probe is spent one event after another: it bounds the last watcher's delay from below and adds about half of itself to the p50, for the floor as for boardline.`,
     "",
     table(
       [

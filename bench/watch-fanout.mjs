@@ -208,7 +208,8 @@ async function boardlineTarget(redisUrl, passphrases, jwtFile, { muteJwt, watchJ
       return new Map(channels.map((c, i) => [c, ids[i]]));
     },
     added: (channels) => eventsAdded(redis, streamKeys(channels)),
-    lagMs: () => loopLagMaxMs(bl.url),
+    // An instance too busy to answer /metrics within 10 s says nothing rather than ending the run.
+    lagMs: () => loopLagMaxMs(bl.url).catch(() => Number.POSITIVE_INFINITY),
     stop: () => {
       redis.disconnect();
       return bl.stop();
