@@ -36,13 +36,13 @@
  * BENCH_CHANNELS (100000), BENCH_LIST_PASSES (2), BENCH_NO_WRITE, BENCH_KEEP
  * (keep the work directory with the logs).
  */
-import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { cpuTicks, procKb, Servers, splitCpus, TICK_US, writeResultsSection } from "./processes.mjs";
+import { cpuTicks, procKb, Servers, splitCpus, stallProbe, TICK_US, writeResultsSection } from "./processes.mjs";
 
 const env = process.env;
 
@@ -88,17 +88,6 @@ const median = (xs) => {
 };
 const fmt = (n, digits = 0) =>
   Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits }).replace(/,/g, " ") : "—";
-
-// --- the stall probe ---------------------------------------------------------------------------
-function stallProbe() {
-  const pin = (cpu, args) => (cpu ? ["taskset", "-c", cpu, process.execPath, ...args] : [process.execPath, ...args]);
-  const [sc, ...sa] = pin(LOAD_CPU, ["bench/stall.mjs", "spin", "5"]);
-  const spinner = spawn(sc, sa, { stdio: "ignore" });
-  const [mc, ...ma] = pin(SERVER_CPU, ["bench/stall.mjs", "measure", "5"]);
-  const out = spawnSync(mc, ma, { encoding: "utf8" });
-  spinner.kill();
-  return JSON.parse(out.stdout.trim());
-}
 
 // --- servers -----------------------------------------------------------------------------------
 // --- wrk cells ---------------------------------------------------------------------------------
@@ -229,7 +218,7 @@ async function scanChild(url, prefix, project) {
 
 // --- the run -------------------------------------------------------------------------------------
 async function main() {
-  const stallBefore = stallProbe();
+  const stallBefore = stallProbe(SERVER_CPU, LOAD_CPU);
   log(`stall probe: ${JSON.stringify(stallBefore)}`);
   const redisServer = await servers.startRedis();
   const secret = randomBytes(32).toString("hex");
@@ -327,7 +316,7 @@ async function main() {
     scans.push(JSON.parse(r.stdout.trim()));
     log(`SCAN pass ${pass}: ${r.stdout.trim()}`);
   }
-  const stallAfter = stallProbe();
+  const stallAfter = stallProbe(SERVER_CPU, LOAD_CPU);
   log(`stall probe after: ${JSON.stringify(stallAfter)}`);
   const errorLines = readFileSync(bl.logFile, "utf8")
     .split("\n")

@@ -6,7 +6,7 @@
  * part writes its figures (its own section of bench/RESULTS.md).
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { openSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -38,6 +38,47 @@ export function procKb(pid, key) {
     .split("\n")
     .find((l) => l.startsWith(`${key}:`));
   return Number(line?.split(/\s+/)[1]);
+}
+
+/**
+ * A server's memory: VmRSS in kB (the median of 5 readings 200 ms apart), then — for a server
+ * started with `--expose-gc -r ./bench/gc-probe.cjs` and BENCH_GC_PROBE_OUT=`probeFile` — the live
+ * heap and the external memory after two full GCs, in kB (NaN without the probe), and its open
+ * file descriptors.
+ */
+export async function serverMemory(pid, probeFile) {
+  const readings = [];
+  for (let i = 0; i < 5; i++) {
+    readings.push(procKb(pid, "VmRSS"));
+    if (i < 4) await sleep(200);
+  }
+  readings.sort((a, b) => a - b);
+  rmSync(probeFile, { force: true });
+  process.kill(pid, "SIGUSR2");
+  for (let i = 0; i < 300 && !existsSync(probeFile); i++) await sleep(50);
+  const usage = existsSync(probeFile) ? JSON.parse(readFileSync(probeFile, "utf8")) : {};
+  return {
+    rssKb: readings[2],
+    heapKb: usage.heapUsed / 1024,
+    externalKb: usage.external / 1024,
+    fds: readdirSync(`/proc/${pid}/fd`).length,
+  };
+}
+
+/**
+ * The longest event-loop delay a boardline at `url` saw since the last call, in ms (prom-client's
+ * `nodejs_eventloop_lag_max_seconds`, which each scrape resets).
+ */
+export async function loopLagMaxMs(url) {
+  const text = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.text());
+  return Number(/^boardline_nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text)?.[1]) * 1000;
+}
+
+/** The V8 flags the servers run with: NODE_FLAGS, else package.json's `config.nodeFlags` (as `npm start`). */
+export function nodeFlags() {
+  return (process.env.NODE_FLAGS ?? JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags)
+    .split(/\s+/)
+    .filter(Boolean);
 }
 
 /** The servers one script starts: in `work`, on `cpu` ("" or undefined: anywhere). */
@@ -105,10 +146,7 @@ export class Servers {
    */
   async startBoardline(name, env, nodeArgs = []) {
     const port = await freePort();
-    const flags = (process.env.NODE_FLAGS ?? JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags)
-      .split(/\s+/)
-      .filter(Boolean);
-    const server = this.spawn(name, [process.execPath, ...flags, ...nodeArgs, "dist/src/main.js"], {
+    const server = this.spawn(name, [process.execPath, ...nodeFlags(), ...nodeArgs, "dist/src/main.js"], {
       NODE_ENV: "production",
       PORT: String(port),
       HOST: "127.0.0.1",
@@ -164,6 +202,30 @@ export function splitCpus() {
   const loadCpu = allowed.length >= 2 ? String(allowed[1]) : "";
   if (loadCpu) execFileSync("taskset", ["-cp", loadCpu, String(process.pid)], { stdio: "ignore" });
   return { serverCpu, loadCpu };
+}
+
+/**
+ * bench/stall.mjs's reading: `measure` for 5 s on `serverCpu` while `spin` keeps `loadCpu` busy (as the
+ * CPUs are during a cell; "" pins nothing) — how much CPU time the machine itself takes from the servers.
+ */
+export function stallProbe(serverCpu, loadCpu) {
+  const pin = (cpu, args) => (cpu ? ["taskset", "-c", cpu, process.execPath, ...args] : [process.execPath, ...args]);
+  const [sc, ...sa] = pin(loadCpu, ["bench/stall.mjs", "spin", "5"]);
+  const spinner = spawn(sc, sa, { stdio: "ignore" });
+  const [mc, ...ma] = pin(serverCpu, ["bench/stall.mjs", "measure", "5"]);
+  const out = spawnSync(mc, ma, { encoding: "utf8" });
+  spinner.kill();
+  return JSON.parse(out.stdout.trim());
+}
+
+/** One CPU's time so far (its /proc/stat line, in clock ticks): `busy` (all but idle and iowait) and `total`. */
+export function cpuTime(cpu) {
+  const line = readFileSync("/proc/stat", "utf8")
+    .split("\n")
+    .find((l) => l.startsWith(`cpu${cpu} `));
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = (line ?? "").split(/\s+/).slice(1).map(Number);
+  const busy = user + nice + system + irq + softirq + steal;
+  return { busy, total: busy + idle + iowait };
 }
 
 /** Writes `md` into bench/RESULTS.md between the part's own `start` and `end` markers, formatted as biome formats Markdown. */

@@ -205,7 +205,7 @@ Per watcher (attached − no watcher, ÷ ${s.watchers}): ${perWatcher.join("; ")
 - Events received by the watchers: ${n0(r.events)}; out of order: ${r.outOfOrder}; errors: ${r.errors.length}${r.errors.length > 0 ? ` (${r.errors.slice(0, 5).join("; ")})` : ""}.
 - Attaching ${s.watchers} watchers at once (until each had its channel's attach mute), ms: ${r.attaches.map((a) => `${a.layout} ${n0(a.ms)} (loop delay ${n0(a.lagMs)}${a.reconnects > 0 ? `, ${a.reconnects} reconnects` : ""})`).join(", ")}; "loop delay": the longest event-loop delay boardline saw meanwhile (\`nodejs_eventloop_lag_max_seconds\`). Attach mutes answered 503 and sent again: ${r.mutes503}.
 - Probe mutes that failed (left out of the delays): ${r.muteFailures.length === 0 ? "none" : `${r.muteFailures.length} (${[...new Set(r.muteFailures)].slice(0, 3).join("; ")})`}.
-- Watches ended by the server with UNAVAILABLE and opened again from their last event id: ${
+- Watches ended with UNAVAILABLE (or a transport error, which a gRPC client sees as UNAVAILABLE) and opened again from their last event id: ${
     Object.keys(r.reconnects).length === 0
       ? "none"
       : Object.entries(r.reconnects)

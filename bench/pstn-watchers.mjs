@@ -45,22 +45,21 @@
  * BENCH_PSTN_PROBES (100 sequential probes per layout and round), BENCH_PSTN_PROTOCOL (grpc | sse),
  * BENCH_PSTN_LAYOUTS ("spread one"), BENCH_PSTN_LOG_LEVEL (boardline's LOG_LEVEL, warn), BENCH_NO_WRITE.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import http from "node:http";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import http2 from "node:http2";
 import os from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Redis } from "ioredis";
-import { PstnEventSchema, WatchPstnEventsRequestSchema } from "../dist/gen/channel/v1/pstn_pb.js";
 import { mintToken } from "../dist/src/auth/jwt.js";
 import { createLogger } from "../dist/src/log.js";
 import { keySchema } from "../dist/src/store/schema/keys.js";
 import { createRedisStore } from "../dist/src/store/redis/store.js";
-import { cpuTicks, procKb, Servers, TICK_US } from "./processes.mjs";
+import { eventsAdded, lastEventIds, muter, runMuteLoad } from "./mute-calls.mjs";
+import { cpuTicks, loopLagMaxMs, Servers, serverMemory, TICK_US } from "./processes.mjs";
+import { median, now, openGrpcWatch, openSseWatch, probe, seen, within } from "./watch-clients.mjs";
 
 const env = process.env;
 const WORK = env.BENCH_WORK;
@@ -90,36 +89,12 @@ const PROJECT = "bench-proj";
 const keys = keySchema(PREFIX);
 const channelId = (i) => `pw-${String(i).padStart(3, "0")}`;
 
-const now = () => performance.timeOrigin + performance.now();
 const log = (text) => process.stderr.write(`[pstn ${new Date().toISOString().slice(11, 19)}] ${text}\n`);
 
-// --- child processes -----------------------------------------------------------------
+// --- the servers ---------------------------------------------------------------------
 
-const children = new Set();
-function track(child) {
-  children.add(child);
-  child.once("exit", () => children.delete(child));
-  return child;
-}
-const killChildren = () => {
-  for (const child of children) child.kill("SIGTERM");
-};
-process.once("exit", killChildren);
 for (const signal of ["SIGINT", "SIGTERM"]) {
   process.once(signal, () => process.exit(signal === "SIGINT" ? 130 : 143));
-}
-
-/** Resolves to whether `promise` settled within `ms` (the timer does not outlive it). */
-async function within(promise, ms) {
-  const timer = new AbortController();
-  try {
-    return await Promise.race([
-      promise.then(() => true),
-      sleep(ms, false, { signal: timer.signal }).catch(() => false),
-    ]);
-  } finally {
-    timer.abort();
-  }
 }
 
 const servers = new Servers({ work: WORK, cpu: env.BENCH_SERVER_CPU });
@@ -144,39 +119,8 @@ async function startBoardline(redisUrl, jwtSecret) {
 
 // --- measurements of processes -----------------------------------------------------------
 
-const quantile = (xs, q) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
-};
-const median = (xs) => quantile(xs, 0.5);
-
-/** VmRSS in kB (median of 5 readings 200 ms apart), then the live heap after two full GCs, in kB. */
-async function memory(bl) {
-  const readings = [];
-  for (let i = 0; i < 5; i++) {
-    readings.push(procKb(bl.pid, "VmRSS"));
-    if (i < 4) await sleep(200);
-  }
-  rmSync(bl.probeFile, { force: true });
-  process.kill(bl.pid, "SIGUSR2");
-  for (let i = 0; i < 100 && !existsSync(bl.probeFile); i++) await sleep(50);
-  const usage = existsSync(bl.probeFile) ? JSON.parse(readFileSync(bl.probeFile, "utf8")) : {};
-  return {
-    rssKb: median(readings),
-    heapKb: usage.heapUsed / 1024,
-    externalKb: usage.external / 1024,
-    fds: readdirSync(`/proc/${bl.pid}/fd`).length,
-  };
-}
-
-/**
- * The longest event-loop delay boardline saw since the last call, in ms (prom-client's
- * `nodejs_eventloop_lag_max_seconds`, which each scrape resets).
- */
-async function loopLagMaxMs(bl) {
-  const text = await fetch(`${bl.url}/metrics`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.text());
-  return Number(/^boardline_nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text)?.[1]) * 1000;
-}
+/** The instance's memory (bench/processes.mjs serverMemory: RSS, live heap after two full GCs, descriptors). */
+const memory = (bl) => serverMemory(bl.pid, bl.probeFile);
 
 // --- seeding ------------------------------------------------------------------------------
 
@@ -202,270 +146,16 @@ async function seed(redisUrl, jwtSecret) {
   };
 }
 
-// --- mutes from this process ----------------------------------------------------------------
-
-function muter(bl, jwt, passphrases) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
-  /** Resolves with the time the whole 200 answer was read. */
-  const once = (channel, uid, mute) =>
-    new Promise((resolve, reject) => {
-      const body = JSON.stringify({ uid, passphrase: passphrases[channel], mute });
-      const req = http.request(
-        `${bl.url}/v1/channel/pstn/mute`,
-        {
-          method: "POST",
-          agent,
-          headers: { "content-type": "application/json", authorization: `Bearer ${jwt}` },
-          timeout: 10_000,
-        },
-        (res) => {
-          let text = "";
-          res.setEncoding("utf8");
-          res.on("data", (c) => {
-            text += c;
-          });
-          res.on("end", () => {
-            const at = now();
-            if (res.statusCode === 200) resolve(at);
-            else reject(new Error(`mute answered ${res.statusCode}: ${text}`));
-          });
-        },
-      );
-      req.on("timeout", () => req.destroy(new Error("mute timed out")));
-      req.on("error", reject);
-      req.end(body);
-    });
-  /** With `retry503`, a 503 is tried again (at most 10 times, 100 ms apart) and counted in `seen.mutes503`. */
-  return async (channel, uid, { mute = true, retry503 = false } = {}) => {
-    for (let i = 0; ; i++) {
-      try {
-        return await once(channel, uid, mute);
-      } catch (e) {
-        if (!retry503 || i >= 10 || !/answered 503/.test(e.message)) throw e;
-        seen.mutes503++;
-        await sleep(100);
-      }
-    }
-  };
-}
-
 // --- watchers ------------------------------------------------------------------------------
-
-/** Stream ids "ms-seq" compared as numbers. */
-function laterId(a, b) {
-  const [am, as] = a.split("-").map(Number);
-  const [bm, bs] = b.split("-").map(Number);
-  return am > bm || (am === bm && as > bs);
-}
 
 const reconnectsOf = (attached) => attached.watchers.reduce((n, w) => n + w.reconnects, 0);
 
-/** Everything the watchers have seen, shared by them. */
-const seen = {
-  /** uid → the probe waiting for it. */
-  probes: new Map(),
-  errors: [],
-  outOfOrder: 0,
-  /** Why watches ended with UNAVAILABLE (and were opened again), and how often. */
-  reconnects: new Map(),
-  /** Each attach: how long until every watcher had the attach mute, and how many reconnected meanwhile. */
-  attaches: [],
-  /**
-   * Probe mutes that failed (not sent again: reported, not a failure of the bench — a server
-   * fanning out a backlog may take longer to read a request than its headers time-out allows).
-   */
-  muteFailures: [],
-  /** Attach mutes answered 503 (and sent again). */
-  mutes503: 0,
-  /** Events received by all watchers. */
-  events: 0,
-};
-
-/** An event a watcher received: `event` has at least eventId, channelId and uid. */
-function onEvent(w, event, at) {
-  seen.events++;
-  w.count++;
-  if (w.lastId !== undefined && !laterId(event.eventId, w.lastId)) seen.outOfOrder++;
-  w.lastId = event.eventId;
-  if (event.channelId !== w.channel) seen.errors.push(`${w.channel}: an event of ${event.channelId}`);
-  const probe = seen.probes.get(event.uid);
-  if (probe !== undefined) {
-    probe.received++;
-    probe.firstAt ??= at;
-    probe.lastAt = at;
-    if (probe.received === probe.expected) probe.done();
-  }
-}
-
-/** The longest a watcher goes on reconnecting after its watch ended (UNAVAILABLE, as a client does). */
-const MAX_RECONNECTS = 20;
-
-function watcherState(channel) {
-  return { channel, count: 0, lastId: undefined, closed: false, detaching: false, cancel: () => {}, reconnects: 0 };
-}
-
-/**
- * The end of one attempt of a watch, taken once: when detaching, nothing; else `retry(unavailable, why)`
- * may open the watch again (returns true), or the end is an error.
- */
-function endOnce(w, retry) {
-  let over = false;
-  return (unavailable, why) => {
-    if (over) return;
-    over = true;
-    if (w.detaching) {
-      w.closed = true;
-      return;
-    }
-    if (retry(unavailable, why)) return;
-    seen.errors.push(`${w.channel}: ${why}`);
-    w.closed = true;
-  };
-}
-
-/** Opens the watch again 100–200 ms from now (as a client does after UNAVAILABLE), at most MAX_RECONNECTS times. */
-function reconnect(w, why, again) {
-  if (w.reconnects >= MAX_RECONNECTS) return false;
-  w.reconnects++;
-  seen.reconnects.set(why, (seen.reconnects.get(why) ?? 0) + 1);
-  setTimeout(
-    () => {
-      if (!w.detaching) again();
-    },
-    100 + Math.random() * 100,
-  );
-  return true;
-}
-
-/**
- * A watcher of one channel over JSON: server-sent events on an HTTP/1.1 connection of its own
- * (`POST /v1/channel/pstn/events:watch`). A 503 answer or an `event: error` with code 503 is
- * UNAVAILABLE (opened again from the last event id, as with gRPC).
- */
-function openSseWatch(url, jwt, channel, after) {
-  const w = watcherState(channel);
-  const attempt = (from) => {
-    const ended = endOnce(w, (unavailable, why) =>
-      unavailable ? reconnect(w, why, () => attempt(w.lastId ?? after)) : false,
-    );
-    const req = http.request(
-      `${url}/v1/channel/pstn/events:watch`,
-      {
-        method: "POST",
-        agent: false,
-        headers: { "content-type": "application/json", authorization: `Bearer ${jwt}` },
-      },
-      (res) => {
-        res.setEncoding("utf8");
-        let buffer = "";
-        res.on("data", (chunk) => {
-          const at = now();
-          buffer += chunk;
-          for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-            const lines = buffer.slice(0, end).split("\n");
-            buffer = buffer.slice(end + 2);
-            const data = lines.find((l) => l.startsWith("data: "))?.slice(6);
-            if (data === undefined) continue;
-            if (res.statusCode !== 200 || lines.includes("event: error")) {
-              ended(/"code":503/.test(data), `${res.statusCode} ${data}`);
-              continue;
-            }
-            const e = JSON.parse(data);
-            onEvent(w, { eventId: e.event_id, channelId: e.channel_id, uid: e.uid }, at);
-          }
-        });
-        res.on("end", () =>
-          ended(res.statusCode === 503, `HTTP ${res.statusCode}: the stream ended ${buffer.slice(0, 200)}`),
-        );
-        res.on("close", () => ended(false, "the response was cut short"));
-      },
-    );
-    req.on("error", (e) => ended(false, e.message));
-    w.cancel = () => req.destroy();
-    req.end(JSON.stringify({ channel_ids: [channel], after: from }));
-  };
-  attempt(after);
-  return w;
-}
-
-/**
- * A watcher of one channel: WatchPstnEvents over the gRPC protocol on a raw HTTP/2 stream,
- * each message decoded. Like a real client, a watch that ends with UNAVAILABLE is
- * opened again (100–200 ms later) from the last event id received: counted in
- * `seen.reconnects`; any other end is an error.
- */
-function openWatch(session, jwt, channel, after) {
-  const w = watcherState(channel);
-  const attempt = (from) => {
-    const request = toBinary(
-      WatchPstnEventsRequestSchema,
-      create(WatchPstnEventsRequestSchema, { channelIds: [channel], after: from }),
-    );
-    const frame = Buffer.alloc(5 + request.length);
-    frame.writeUInt32BE(request.length, 1);
-    frame.set(request, 5);
-    const stream = session.request({
-      ":method": "POST",
-      ":path": "/channel.v1.PstnService/WatchPstnEvents",
-      "content-type": "application/grpc",
-      te: "trailers",
-      authorization: `Bearer ${jwt}`,
-    });
-    w.cancel = () => stream.close(http2.constants.NGHTTP2_CANCEL);
-    let buffer = Buffer.alloc(0);
-    stream.on("data", (chunk) => {
-      const at = now();
-      buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
-      while (buffer.length >= 5) {
-        const length = buffer.readUInt32BE(1);
-        if (buffer.length < 5 + length) break;
-        onEvent(w, fromBinary(PstnEventSchema, buffer.subarray(5, 5 + length)), at);
-        buffer = buffer.subarray(5 + length);
-      }
-    });
-    const ended = endOnce(w, (unavailable, why) =>
-      unavailable && !session.destroyed ? reconnect(w, why, () => attempt(w.lastId ?? after)) : false,
-    );
-    const statusOf = (h) => [String(h["grpc-status"]), decodeURIComponent(String(h["grpc-message"] ?? ""))];
-    stream.on("response", (headers) => {
-      const [status, message] = statusOf(headers);
-      if (headers["grpc-status"] !== undefined && status !== "0")
-        ended(status === "14", `grpc-status ${status} ${message}`);
-    });
-    stream.on("trailers", (t) => {
-      const [status, message] = statusOf(t);
-      ended(status === "14", `the watch ended: grpc-status ${status} ${message}`);
-    });
-    stream.on("error", (e) => ended(false, e.message));
-    stream.on("close", () => ended(false, "the stream closed without a status"));
-    stream.end(frame);
-  };
-  attempt(after);
-  return w;
-}
-
+/** The event streams of these channels (by number). */
+const eventKeys = (channels) => channels.map((c) => keys.pstnEvents(PROJECT, channelId(c)));
 /** The last event id of each channel (all were muted at seeding, so there is one). */
-async function lastIds(redis, channels) {
-  const pipeline = redis.pipeline();
-  for (const c of channels) pipeline.xrevrange(keys.pstnEvents(PROJECT, channelId(c)), "+", "-", "COUNT", 1);
-  const replies = await pipeline.exec();
-  return replies.map(([err, entries]) => {
-    if (err) throw err;
-    return entries[0][0];
-  });
-}
-
-/** How many events each channel's stream ever had (XINFO STREAM's entries-added). */
-async function entriesAdded(redis, channels) {
-  const pipeline = redis.pipeline();
-  for (const c of channels) pipeline.xinfo("STREAM", keys.pstnEvents(PROJECT, channelId(c)));
-  const replies = await pipeline.exec();
-  return replies.map(([err, info]) => {
-    if (err) throw err;
-    const i = info.indexOf("entries-added");
-    return Number(info[i + 1]);
-  });
-}
+const lastIds = (redis, channels) => lastEventIds(redis, eventKeys(channels));
+/** How many events each channel's stream ever had. */
+const entriesAdded = (redis, channels) => eventsAdded(redis, eventKeys(channels));
 
 /**
  * A layout: which channel each watcher watches, and which channels the mutes go to.
@@ -480,7 +170,7 @@ const LAYOUTS = {
 async function attach(ctx, layoutName, round) {
   const layout = LAYOUTS[layoutName];
   const after = await lastIds(ctx.redis, layout.muted);
-  await loopLagMaxMs(ctx.bl);
+  await loopLagMaxMs(ctx.bl.url);
   const started = now();
   const cpu0 = cpuTicks(ctx.bl.pid);
   const afterOf = new Map(layout.muted.map((c, i) => [c, after[i]]));
@@ -497,7 +187,7 @@ async function attach(ctx, layoutName, round) {
       session.on("error", (e) => seen.errors.push(`session: ${e.message}`));
       sessions.push(session);
     }
-    watchers.push(openWatch(sessions.at(-1), ctx.jwts.gatewayJwt, channelId(c), afterOf.get(c)));
+    watchers.push(openGrpcWatch(sessions.at(-1), ctx.jwts.gatewayJwt, channelId(c), afterOf.get(c)));
   }
   // One mute per channel, after the watchers' positions: each must reach each of its watchers.
   const perChannel = WATCHERS / layout.muted.length;
@@ -513,7 +203,7 @@ async function attach(ctx, layoutName, round) {
     );
   }
   const attachMs = now() - started;
-  const lagMs = await loopLagMaxMs(ctx.bl);
+  const lagMs = await loopLagMaxMs(ctx.bl.url);
   const cpuMs = ((cpuTicks(ctx.bl.pid) - cpu0) * TICK_US) / 1000;
   log(
     `${layoutName}: ${WATCHERS} ${PROTOCOL} watchers attached in ${attachMs.toFixed(0)} ms (longest event-loop delay ${lagMs.toFixed(0)} ms)`,
@@ -559,15 +249,6 @@ async function redisConnections(ctx) {
   return byName;
 }
 
-function probe(uid, expected) {
-  const p = { uid, expected, received: 0, firstAt: undefined, lastAt: undefined, notifyAt: undefined };
-  p.arrived = new Promise((resolve) => {
-    p.done = resolve;
-  });
-  seen.probes.set(uid, p);
-  return p;
-}
-
 // --- the cells ---------------------------------------------------------------------------
 
 function runWrk(ctx, layoutName, seconds, out) {
@@ -581,17 +262,8 @@ function runWrk(ctx, layoutName, seconds, out) {
           lines.push(JSON.stringify({ uid: `load-${u}`, passphrase: ctx.jwts.passphrases[c], mute }));
     writeFileSync(bodies, `${lines.join("\n")}\n`);
   }
-  const args = ["-t", "1", "-c", String(CONCURRENCY), "-d", `${seconds}s`, "--timeout", "5s", "--latency"];
-  args.push("-s", "bench/pstn-mute.lua", `${ctx.bl.url}/v1/channel/pstn/mute`);
-  const child = track(
-    spawn("wrk", args, {
-      env: { ...env, BENCH_BODIES: bodies, BENCH_AUTH: ctx.jwtFile, BENCH_OUT: out ?? "" },
-      stdio: ["ignore", "ignore", "inherit"],
-    }),
-  );
-  return new Promise((resolve, reject) => {
-    child.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`wrk exited ${code}`))));
-  });
+  const url = `${ctx.bl.url}/v1/channel/pstn/mute`;
+  return runMuteLoad({ url, bodies, jwtFile: ctx.jwtFile, seconds, out, concurrency: CONCURRENCY });
 }
 
 /**
@@ -608,7 +280,7 @@ async function cell(ctx, layoutName, attached, round) {
   const reconnects0 = attached ? reconnectsOf(attached) : 0;
   const cpu0 = { server: cpuTicks(ctx.bl.pid), redis: cpuTicks(ctx.redisServer.pid), client: process.cpuUsage() };
   const out = join(WORK, `pstn-${layoutName}-w${attached ? WATCHERS : 0}-r${round}.json`);
-  await loopLagMaxMs(ctx.bl);
+  await loopLagMaxMs(ctx.bl.url);
   const t0 = now();
   let loadDone = false;
   const load = runWrk(ctx, layoutName, SECONDS, out).finally(() => {
@@ -651,7 +323,7 @@ async function cell(ctx, layoutName, attached, round) {
   let drain;
   if (attached) drain = await drained(ctx, attached, t0, counts);
   const probes = (await Promise.all(loaded)).filter((p) => p?.lastAt !== undefined);
-  const lagMs = await loopLagMaxMs(ctx.bl);
+  const lagMs = await loopLagMaxMs(ctx.bl.url);
   const wrk = JSON.parse(readFileSync(out, "utf8"));
   const result = {
     layout: layoutName,
@@ -785,7 +457,11 @@ async function main() {
     const wait = ctx.notifyWait;
     if (wait !== undefined && wait.channel === channel) wait.probe.notifyAt ??= now();
   });
-  ctx.mute = muter(bl, jwts.muteJwt, jwts.passphrases);
+  ctx.mute = muter(`${bl.url}/v1/channel/pstn/mute`, jwts.muteJwt, (c, uid, mute) => ({
+    uid,
+    passphrase: jwts.passphrases[c],
+    mute,
+  }));
   // Every channel gets an event, so every watch can start from an event id.
   for (let c = 0; c < CHANNELS; c++) await ctx.mute(c, "seed");
 

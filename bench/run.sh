@@ -12,6 +12,8 @@
 #                                       bench/follow-tasks.mjs; also `npm run bench:follow`)
 #   BENCH_ONLY=storm npm run bench     (only issue 26's reconnect storm of watchers, bench/watch-storm.mjs;
 #                                       also `npm run bench:storm`)
+#   BENCH_ONLY=fanout npm run bench    (only issue 24 part 2's watch fan-out against a bare fan-out floor,
+#                                       bench/watch-fanout.mjs; also `npm run bench:fanout`)
 #
 # Other knobs: BENCH_WARMUP (s, default 1), BENCH_CONCURRENCY (default "1 16 64"),
 # BENCH_SKIP_BUILD=1 (use dist/ as it is), BENCH_KEEP=1 (keep the work directory
@@ -72,8 +74,8 @@ die() {
   log "FAILED: $*"
   exit 1
 }
-[[ -z $BENCH_ONLY || $BENCH_ONLY == conversions || $BENCH_ONLY == pstn || $BENCH_ONLY == channels || $BENCH_ONLY == follow || $BENCH_ONLY == storm ]] ||
-  die "BENCH_ONLY must be empty, \"conversions\", \"pstn\", \"channels\", \"follow\" or \"storm\" (got \"$BENCH_ONLY\")"
+[[ -z $BENCH_ONLY || $BENCH_ONLY == conversions || $BENCH_ONLY == pstn || $BENCH_ONLY == channels || $BENCH_ONLY == follow || $BENCH_ONLY == storm || $BENCH_ONLY == fanout ]] ||
+  die "BENCH_ONLY must be empty, \"conversions\", \"pstn\", \"channels\", \"follow\", \"storm\" or \"fanout\" (got \"$BENCH_ONLY\")"
 
 # --- tools -------------------------------------------------------------------
 if ! command -v wrk >/dev/null || ! command -v h2load >/dev/null; then
@@ -234,6 +236,18 @@ if [[ -z $BENCH_ONLY || $BENCH_ONLY == storm ]]; then
   log "reconnect storm: bench/watch-storm.mjs"
   run_load node bench/watch-storm.mjs >&2 || die "the reconnect storm part failed"
   [[ $BENCH_ONLY != storm ]] || exit 0
+fi
+
+# --- issue 24 part 2: the watch fan-out, 10 000 watches on one instance (BENCH_ONLY=fanout) -------
+# bench/watch-fanout.mjs starts its own redis-server, boardline and bare fan-out floor
+# (bench/fanout-floor.mjs, the anchor), pins them and itself like the channel admin part, writes
+# its own section of bench/RESULTS.md and stops everything it started; ~5 min. Its knobs
+# (BENCH_FANOUT_*) are at its top; it needs `ulimit -n` of at least 6 000 for 10 000 watches.
+if [[ -z $BENCH_ONLY || $BENCH_ONLY == fanout ]]; then
+  log "watch fan-out: bench/watch-fanout.mjs"
+  run_load env BENCH_SECONDS="$BENCH_SECONDS" BENCH_WARMUP="$BENCH_WARMUP" node bench/watch-fanout.mjs >&2 ||
+    die "the watch fan-out part failed"
+  [[ $BENCH_ONLY != fanout ]] || exit 0
 fi
 
 read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT FH_PORT FG_PORT RH_PORT RG_PORT < <(node -e '
