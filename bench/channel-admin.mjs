@@ -36,13 +36,22 @@
  * BENCH_CHANNELS (100000), BENCH_LIST_PASSES (2), BENCH_NO_WRITE, BENCH_KEEP
  * (keep the work directory with the logs).
  */
-import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { cpuTicks, procKb, Servers, splitCpus, TICK_US, writeResultsSection } from "./processes.mjs";
+import {
+  cpuTicks,
+  median,
+  procKb,
+  Servers,
+  splitCpus,
+  stallProbe,
+  TICK_US,
+  writeResultsSection,
+} from "./processes.mjs";
 
 const env = process.env;
 
@@ -80,25 +89,8 @@ const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
 };
-/** The middle value (the mean of the two middle ones for an even count). */
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length / 2;
-  return s.length === 0 ? Number.NaN : s.length % 2 === 1 ? s[Math.floor(m)] : (s[m - 1] + s[m]) / 2;
-};
 const fmt = (n, digits = 0) =>
   Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits }).replace(/,/g, " ") : "—";
-
-// --- the stall probe ---------------------------------------------------------------------------
-function stallProbe() {
-  const pin = (cpu, args) => (cpu ? ["taskset", "-c", cpu, process.execPath, ...args] : [process.execPath, ...args]);
-  const [sc, ...sa] = pin(LOAD_CPU, ["bench/stall.mjs", "spin", "5"]);
-  const spinner = spawn(sc, sa, { stdio: "ignore" });
-  const [mc, ...ma] = pin(SERVER_CPU, ["bench/stall.mjs", "measure", "5"]);
-  const out = spawnSync(mc, ma, { encoding: "utf8" });
-  spinner.kill();
-  return JSON.parse(out.stdout.trim());
-}
 
 // --- servers -----------------------------------------------------------------------------------
 // --- wrk cells ---------------------------------------------------------------------------------
@@ -229,7 +221,7 @@ async function scanChild(url, prefix, project) {
 
 // --- the run -------------------------------------------------------------------------------------
 async function main() {
-  const stallBefore = stallProbe();
+  const stallBefore = stallProbe({ serverCpu: SERVER_CPU, loadCpu: LOAD_CPU });
   log(`stall probe: ${JSON.stringify(stallBefore)}`);
   const redisServer = await servers.startRedis();
   const secret = randomBytes(32).toString("hex");
@@ -327,7 +319,7 @@ async function main() {
     scans.push(JSON.parse(r.stdout.trim()));
     log(`SCAN pass ${pass}: ${r.stdout.trim()}`);
   }
-  const stallAfter = stallProbe();
+  const stallAfter = stallProbe({ serverCpu: SERVER_CPU, loadCpu: LOAD_CPU });
   log(`stall probe after: ${JSON.stringify(stallAfter)}`);
   const errorLines = readFileSync(bl.logFile, "utf8")
     .split("\n")

@@ -99,16 +99,14 @@ export class Servers {
   }
 
   /**
-   * The real service (`node <package.json's nodeFlags, or NODE_FLAGS> <nodeArgs> dist/src/main.js`) as
-   * production runs it, on a free port, with `env` over the bench's defaults (warn logs, no guess limit, a
-   * closed loopback port as the conversion backend); resolves with its `url` once `/readyz` answers 200.
+   * The real service (`node <nodeFlags()> <nodeArgs> <root>/dist/src/main.js`) as production runs it, on a
+   * free port, with `env` over the bench's defaults (warn logs, no guess limit, a closed loopback port as
+   * the conversion backend); resolves with its `url` once `/readyz` answers 200. `root`: another build of
+   * boardline (a directory holding its dist/, e.g. an earlier commit's) instead of this checkout's.
    */
-  async startBoardline(name, env, nodeArgs = []) {
+  async startBoardline(name, env, nodeArgs = [], root = ".") {
     const port = await freePort();
-    const flags = (process.env.NODE_FLAGS ?? JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags)
-      .split(/\s+/)
-      .filter(Boolean);
-    const server = this.spawn(name, [process.execPath, ...flags, ...nodeArgs, "dist/src/main.js"], {
+    const server = this.spawn(name, [process.execPath, ...nodeFlags(), ...nodeArgs, join(root, "dist/src/main.js")], {
       NODE_ENV: "production",
       PORT: String(port),
       HOST: "127.0.0.1",
@@ -138,6 +136,13 @@ export class Servers {
   }
 }
 
+/** The V8 flags every server runs with: package.json's `config.nodeFlags` (what `npm start` uses), or NODE_FLAGS. */
+export function nodeFlags() {
+  return (process.env.NODE_FLAGS ?? JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags)
+    .split(/\s+/)
+    .filter(Boolean);
+}
+
 async function stop(child) {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once("exit", resolve));
@@ -164,6 +169,27 @@ export function splitCpus() {
   const loadCpu = allowed.length >= 2 ? String(allowed[1]) : "";
   if (loadCpu) execFileSync("taskset", ["-cp", loadCpu, String(process.pid)], { stdio: "ignore" });
   return { serverCpu, loadCpu };
+}
+
+/**
+ * The stall probe (bench/stall.mjs): how much of 5 s the machine took the servers' CPU away while the
+ * load's CPU was busy too (a spinner there) — the share of a p99 no server code can remove. Its JSON line.
+ */
+export function stallProbe({ serverCpu, loadCpu }) {
+  const pin = (cpu, args) => (cpu ? ["taskset", "-c", cpu, process.execPath, ...args] : [process.execPath, ...args]);
+  const [sc, ...sa] = pin(loadCpu, ["bench/stall.mjs", "spin", "5"]);
+  const spinner = spawn(sc, sa, { stdio: "ignore" });
+  const [mc, ...ma] = pin(serverCpu, ["bench/stall.mjs", "measure", "5"]);
+  const out = spawnSync(mc, ma, { encoding: "utf8" });
+  spinner.kill();
+  return JSON.parse(out.stdout.trim());
+}
+
+/** The middle value (the mean of the two middle ones for an even count); NaN for none. */
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length / 2;
+  return s.length === 0 ? Number.NaN : s.length % 2 === 1 ? s[Math.floor(m)] : (s[m - 1] + s[m]) / 2;
 }
 
 /** Writes `md` into bench/RESULTS.md between the part's own `start` and `end` markers, formatted as biome formats Markdown. */
