@@ -11,14 +11,16 @@
  * (dist/src/main.js, the package's V8 flags, NODE_ENV=production, GUESS_LIMIT=0), floor+redis, and with
  * BENCH_BEFORE a second boardline built from that git ref — all pinned to the first allowed CPU, with
  * Redis, as bench/run.sh pins them; this process, wrk and h2load on the second. The stall probe
- * (bench/stall.mjs) before the cells.
+ * (bench/stall.mjs) before and after the cells.
  *
  * Cells: BENCH_RUNS rounds; each round runs JSON then gRPC, and per protocol every target once, the
  * targets' order rotating from round to round (so drift and position hit each alike); each cell is a
  * BENCH_WARMUP s warm-up, then BENCH_SECONDS s measured. Per cell: req/s, p50, p99 (wrk's histogram; for
  * h2load nearest-rank over its per-request log, bench/collect.mjs), and the CPU the target and Redis
  * used per response (/proc/<pid>/stat). The summary: medians over the rounds, and each target's ratio to
- * floor+redis (the target: req/s ≥ 0.9×, p99 ≤ 1.3×).
+ * floor+redis (the target: req/s ≥ 0.9×, p99 ≤ 1.3×), and the ratio of CPU per call (server + Redis, the
+ * median of the per-round sums) that req/s follows on a saturated CPU — what to compare when the stall
+ * probe says the machine itself took the CPU away.
  *
  * --profile: afterwards, a boardline of its own with `--cpu-prof`, one c16 cell of each protocol
  * (BENCH_SECONDS each, a fresh process per protocol), and its self time over the measured seconds
@@ -194,7 +196,11 @@ function summarize(cells, targets) {
   for (const proto of ["JSON", "gRPC"]) {
     const of = (name) => cells.filter((c) => c.proto === proto && c.target === name);
     const anchor = of("floor+redis");
-    const a = { rps: median(anchor.map((c) => c.rps)), p99: median(anchor.map((c) => c.p99)) };
+    const a = {
+      rps: median(anchor.map((c) => c.rps)),
+      p99: median(anchor.map((c) => c.p99)),
+      cpu: median(anchor.map((c) => c.serverUs + c.redisUs)),
+    };
     for (const t of targets) {
       const cs = of(t.name);
       const m = (k) => median(cs.map((c) => c[k]));
@@ -210,6 +216,9 @@ function summarize(cells, targets) {
         redisUs: m("redisUs"),
         rpsRatio: m("rps") / a.rps,
         p99Ratio: m("p99") / a.p99,
+        // The servers' CPU is saturated at c16, so req/s ≈ 1 ÷ CPU per call (server + Redis): the ratio
+        // the CPU costs predict, which a machine that stalls the CPU (the stall probe) moves far less.
+        cpuRatio: a.cpu / median(cs.map((c) => c.serverUs + c.redisUs)),
         failures: cs.reduce((s, c) => s + c.failures, 0),
       });
     }
@@ -217,17 +226,19 @@ function summarize(cells, targets) {
   return rows;
 }
 
-function printSummary(rows, stall) {
+function printSummary(rows, [before, after]) {
+  const stalls = (s) =>
+    `${fmt(s.stalled_pct, 1)} % of 5 s stalled, ${s.gaps_over_2ms} gaps > 2 ms, longest ${fmt(s.max_gap_ms, 1)} ms`;
   const lines = [
     `Medians of ${RUNS} runs, ${SECONDS} s cells, c16; ratios against floor+redis of the same run (target: req/s ≥ 0.9×, p99 ≤ 1.3×).`,
-    `Stall probe before the cells: ${fmt(stall.stalled_pct, 1)} % of 5 s stalled, ${stall.gaps_over_2ms} gaps > 2 ms, longest ${fmt(stall.max_gap_ms, 1)} ms.`,
+    `Stall probe (bench/stall.mjs) before the cells: ${stalls(before)}; after: ${stalls(after)}.`,
     "",
-    "| target | protocol | req/s (each run) | req/s median | ÷ floor+redis | p50 / p99 ms | p99 ÷ floor+redis | CPU µs/call server + Redis | failures |",
-    "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    "| target | protocol | req/s (each run) | req/s median | ÷ floor+redis | p50 / p99 ms | p99 ÷ floor+redis | CPU µs/call server + Redis | floor+redis CPU ÷ this CPU | failures |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ...rows.map(
       (r) =>
         `| ${r.target} | ${r.proto} | ${r.rpsEach.join(", ")} | ${fmt(r.rps)} | ${fmt(r.rpsRatio, 2)}× | ` +
-        `${fmt(r.p50, 2)} / ${fmt(r.p99, 2)} | ${fmt(r.p99Ratio, 2)}× | ${fmt(r.serverUs)} + ${fmt(r.redisUs)} | ${r.failures} |`,
+        `${fmt(r.p50, 2)} / ${fmt(r.p99, 2)} | ${fmt(r.p99Ratio, 2)}× | ${fmt(r.serverUs)} + ${fmt(r.redisUs)} | ${fmt(r.cpuRatio, 2)}× | ${r.failures} |`,
     ),
   ];
   console.log(lines.join("\n"));
@@ -270,8 +281,11 @@ async function main() {
     const stall = stallProbe(cpus);
     log(`stall probe: ${JSON.stringify(stall)}`);
     const rows = summarize(await measureCells(targets, redis.pid), targets);
-    printSummary(rows, stall);
-    if (env.BENCH_RESULTS_OUT) writeFileSync(env.BENCH_RESULTS_OUT, JSON.stringify({ stall, rows }, null, 2));
+    const stallAfter = stallProbe(cpus);
+    printSummary(rows, [stall, stallAfter]);
+    if (env.BENCH_RESULTS_OUT) {
+      writeFileSync(env.BENCH_RESULTS_OUT, JSON.stringify({ stall, stallAfter, rows }, null, 2));
+    }
     for (const t of targets) await t.stop?.();
   }
   if (PROFILE) for (const proto of ["JSON", "gRPC"]) await profile(proto, serverEnv);
