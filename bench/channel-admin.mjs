@@ -42,7 +42,16 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { cpuTicks, procKb, Servers, splitCpus, stallProbe, TICK_US, writeResultsSection } from "./processes.mjs";
+import {
+  cpuTicks,
+  median,
+  procKb,
+  Servers,
+  splitCpus,
+  stallProbe,
+  TICK_US,
+  writeResultsSection,
+} from "./processes.mjs";
 
 const env = process.env;
 
@@ -79,12 +88,6 @@ const log = (...args) => console.error(`[bench:channels ${new Date().toISOString
 const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
-};
-/** The middle value (the mean of the two middle ones for an even count). */
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length / 2;
-  return s.length === 0 ? Number.NaN : s.length % 2 === 1 ? s[Math.floor(m)] : (s[m - 1] + s[m]) / 2;
 };
 const fmt = (n, digits = 0) =>
   Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits }).replace(/,/g, " ") : "—";

@@ -140,13 +140,14 @@ export class Servers {
   }
 
   /**
-   * The real service (`node <package.json's nodeFlags, or NODE_FLAGS> <nodeArgs> dist/src/main.js`) as
-   * production runs it, on a free port, with `env` over the bench's defaults (warn logs, no guess limit, a
-   * closed loopback port as the conversion backend); resolves with its `url` once `/readyz` answers 200.
+   * The real service (`node <nodeFlags()> <nodeArgs> <root>/dist/src/main.js`) as production runs it, on a
+   * free port, with `env` over the bench's defaults (warn logs, no guess limit, a closed loopback port as
+   * the conversion backend); resolves with its `url` once `/readyz` answers 200. `root`: another build of
+   * boardline (a directory holding its dist/, e.g. an earlier commit's) instead of this checkout's.
    */
-  async startBoardline(name, env, nodeArgs = []) {
+  async startBoardline(name, env, nodeArgs = [], root = ".") {
     const port = await freePort();
-    const server = this.spawn(name, [process.execPath, ...nodeFlags(), ...nodeArgs, "dist/src/main.js"], {
+    const server = this.spawn(name, [process.execPath, ...nodeFlags(), ...nodeArgs, join(root, "dist/src/main.js")], {
       NODE_ENV: "production",
       PORT: String(port),
       HOST: "127.0.0.1",
@@ -174,6 +175,13 @@ export class Servers {
   async stopAll() {
     for (const child of [...this.#children].reverse()) await stop(child);
   }
+}
+
+/** The V8 flags every server runs with: package.json's `config.nodeFlags` (what `npm start` uses), or NODE_FLAGS. */
+export function nodeFlags() {
+  return (process.env.NODE_FLAGS ?? JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags)
+    .split(/\s+/)
+    .filter(Boolean);
 }
 
 async function stop(child) {
@@ -206,7 +214,8 @@ export function splitCpus() {
 
 /**
  * bench/stall.mjs's reading: `measure` for 5 s on `serverCpu` while `spin` keeps `loadCpu` busy (as the
- * CPUs are during a cell; "" pins nothing) — how much CPU time the machine itself takes from the servers.
+ * CPUs are during a cell; "" pins nothing) — how much CPU time the machine itself takes from the servers,
+ * the share of a p99 no server code can remove. Its JSON line.
  */
 export function stallProbe(serverCpu, loadCpu) {
   const pin = (cpu, args) => (cpu ? ["taskset", "-c", cpu, process.execPath, ...args] : [process.execPath, ...args]);
@@ -226,6 +235,13 @@ export function cpuTime(cpu) {
   const [user, nice, system, idle, iowait, irq, softirq, steal] = (line ?? "").split(/\s+/).slice(1).map(Number);
   const busy = user + nice + system + irq + softirq + steal;
   return { busy, total: busy + idle + iowait };
+}
+
+/** The middle value (the mean of the two middle ones for an even count); NaN for none. */
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length / 2;
+  return s.length === 0 ? Number.NaN : s.length % 2 === 1 ? s[Math.floor(m)] : (s[m - 1] + s[m]) / 2;
 }
 
 /** Writes `md` into bench/RESULTS.md between the part's own `start` and `end` markers, formatted as biome formats Markdown. */

@@ -13,6 +13,7 @@ import type { CallTracer, TraceCarrier } from "../../tracing/hooks.js";
 import { type Cancellation, DEADLINE_PASSED } from "./cancellation.js";
 import { isUnexpected, type PublicError, publicError } from "./error-table.js";
 import type { Metrics } from "../ops/metrics.js";
+import { matchPattern } from "./pattern-match.js";
 import type { CallMetadata, Served } from "./served-methods.js";
 
 /** One call as its transport hands it over; its metadata goes on to the domain call. */
@@ -37,7 +38,7 @@ export interface Reported {
 }
 
 export class CallSteps {
-  private readonly validator: Validator = createValidator();
+  private readonly validator: Validator = createValidator({ regexMatch: matchPattern });
 
   constructor(
     readonly auth: Authenticator,

@@ -22,8 +22,10 @@ export class PstnControl {
   async mute(caller: Caller, req: MuteRequest): Promise<MessageInitShape<typeof MuteResponseSchema>> {
     // `mute` has explicit presence and validation requires it; the fallback is unreachable.
     const mute = req.mute ?? false;
-    // The lock-out check and the lookup run side by side: one round trip of latency.
-    const [, record] = await Promise.all([this.guard.check(caller), this.store.lookupPassphrase(req.passphrase)]);
+    // The lock-out check and the lookup run side by side: one round trip of latency. (Indexed, not
+    // destructured: destructuring an array walks an iterator, allocated on every mute.)
+    const both = await Promise.all([this.guard.check(caller), this.store.lookupPassphrase(req.passphrase)]);
+    const record = both[1];
     if (record === undefined || record.project !== caller.project || record.role !== "host") {
       await this.guard.recordMiss(caller);
       throw new Failure("permission_denied", { detail: NOT_A_HOST_PASSPHRASE });
