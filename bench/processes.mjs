@@ -177,13 +177,6 @@ export class Servers {
   }
 }
 
-/** The V8 flags every server runs with: package.json's `config.nodeFlags` (what `npm start` uses), or NODE_FLAGS. */
-export function nodeFlags() {
-  return (process.env.NODE_FLAGS ?? JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags)
-    .split(/\s+/)
-    .filter(Boolean);
-}
-
 async function stop(child) {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once("exit", resolve));
