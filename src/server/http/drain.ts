@@ -56,7 +56,7 @@ export class Drain {
   /** A raw HTTP/2 stream the gRPC fast path took. */
   stream(stream: http2.ServerHttp2Stream): void {
     this.inFlight++;
-    stream.once("close", () => this.done());
+    stream.on("close", () => this.done()); // fires once; `once` would keep a wrapper for the stream's life
   }
 
   async shutdown(graceMs: number, servers: ServerClosers): Promise<void> {

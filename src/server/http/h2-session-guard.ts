@@ -74,11 +74,12 @@ export function guardSession(session: http2.ServerHttp2Session, d: H2Deadlines):
   const resets = resetBucket(session, d);
   session.on("stream", (stream: http2.ServerHttp2Stream) => {
     everHadStream = true;
-    stream.once("aborted", () => {
+    // `on`, not `once`: each fires at most once, and a long-lived stream (a watch) would keep once's wrapper.
+    stream.on("aborted", () => {
       if (!ourResets.has(stream)) resets();
     });
     streams.set(stream, { openedAt: performance.now(), answeredAt: undefined });
-    stream.once("close", () => {
+    stream.on("close", () => {
       streams.delete(stream);
       if (streams.size === 0) idleSince = performance.now();
     });

@@ -30,7 +30,8 @@ export class GrpcAnswer {
     private readonly stream: ServerHttp2Stream,
     private readonly requestId: string,
   ) {
-    stream.once("close", () => {
+    // "close" fires once; `once` would keep a wrapper as long as the stream (a watch: hours).
+    stream.on("close", () => {
       this.end();
       this.cancellation.abort();
     });

@@ -96,15 +96,17 @@ export class GrpcFastPath {
     let chunks: Buffer[] = [];
     let size = 0;
     const limit = this.o.maxBodyBytes + 5;
-    stream.on("data", (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
         if (!answer.done) answer.fail(new Failure("invalid", { detail: "the request message is over the size limit" }));
         return;
       }
       chunks.push(chunk);
-    });
+    };
+    stream.on("data", onData);
     stream.once("end", () => {
+      stream.off("data", onData);
       if (answer.done) return;
       const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
       chunks = [];

@@ -134,18 +134,15 @@ export class PstnWatchHub implements PstnNotificationListener {
       channel = new WatchedChannel(ref, this.log.notifications.subscribe(ref), this.log, this.s);
       this.channels.set(key, channel);
     }
-    let settle!: (failure?: unknown) => void;
+    const member: WatchedChannelMember = { watch, index, position, joined: false, settle: settledAlready };
     const joined = new Promise<void>((resolve, reject) => {
-      let settled = false;
-      settle = (failure) => {
-        if (settled) return;
-        settled = true;
+      member.settle = (failure) => {
+        member.settle = settledAlready; // settles once, and keeps nothing of the join (a watch lives long)
         if (failure === undefined) resolve();
         else reject(failure);
       };
     });
     joined.catch(() => {}); // observed by `open`
-    const member: WatchedChannelMember = { watch, index, position, joined: false, settle };
     channel.members.add(member);
     const list = this.watches.get(watch) ?? [];
     list.push({ member, channel });
@@ -175,6 +172,8 @@ export class PstnWatchHub implements PstnNotificationListener {
     return list.map(({ channel }) => channel.safe).reduce(earlierStreamId);
   }
 }
+
+function settledAlready(): void {}
 
 function startOf(start: WatchStart, index: number): string | undefined {
   return start.kind === "now" ? undefined : (start.positions.get(index) ?? start.base);
