@@ -46,7 +46,8 @@ export class Drain {
   /** A request of the compatibility layer (HTTP/1.1 or HTTP/2). */
   request(req: NodeRequest, res: NodeResponse): void {
     this.inFlight++;
-    res.once("close", () => {
+    res.on("close", () => {
+      // fires once (`on`: no wrapper kept for a long answer, a watch)
       if (this.draining && req.httpVersionMajor === 1) req.socket.destroySoon?.();
       this.done();
     });
@@ -112,7 +113,7 @@ function writingDone(socket: Duplex): Promise<void> {
 
 function track(set: Set<Duplex>, socket: Duplex): void {
   set.add(socket);
-  socket.once("close", () => set.delete(socket));
+  socket.on("close", () => set.delete(socket)); // fires once (`on`: no wrapper kept for the connection's life)
 }
 
 function delay(ms: number): Promise<void> {

@@ -82,7 +82,8 @@ function linger(socket: Socket): void {
 
 function start(turn: Turn): void {
   const socket = turn.req.socket;
-  turn.res.once("close", () => {
+  turn.res.on("close", () => {
+    // fires once (`on`: no wrapper kept for a long answer, a watch)
     const queue = waiting.get(socket) ?? [];
     const closes = closesConnection(turn);
     if (closes) closing.add(socket);

@@ -43,7 +43,7 @@ export class JsonGateway {
     if (body.kind === "answered") return;
     const cancellation = new CallCancellation();
     const onClose = () => cancellation.abort();
-    res.once("close", onClose);
+    res.on("close", onClose); // fires once; `once` would keep a wrapper as long as a watch lives
     const { served } = found.route;
     const ctx = {
       protocol: "json" as const,
