@@ -102,13 +102,14 @@ export class Servers {
    * The real service (`node <package.json's nodeFlags, or NODE_FLAGS> <nodeArgs> dist/src/main.js`) as
    * production runs it, on a free port, with `env` over the bench's defaults (warn logs, no guess limit, a
    * closed loopback port as the conversion backend); resolves with its `url` once `/readyz` answers 200.
+   * `main`: another build's entry (an A/B against an earlier commit built elsewhere).
    */
-  async startBoardline(name, env, nodeArgs = []) {
+  async startBoardline(name, env, nodeArgs = [], main = "dist/src/main.js") {
     const port = await freePort();
     const flags = (process.env.NODE_FLAGS ?? JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags)
       .split(/\s+/)
       .filter(Boolean);
-    const server = this.spawn(name, [process.execPath, ...flags, ...nodeArgs, "dist/src/main.js"], {
+    const server = this.spawn(name, [process.execPath, ...flags, ...nodeArgs, main], {
       NODE_ENV: "production",
       PORT: String(port),
       HOST: "127.0.0.1",
