@@ -24,30 +24,62 @@ export function stalledFor(due: number): number {
   return late > STALL_MS ? late : 0;
 }
 
-/** Calls `expire` once `ms` of responsive loop have passed and what arrived was read; the function it answers cancels it. */
-export function afterDeadline(ms: number, expire: () => void): () => void {
-  let timer: NodeJS.Timeout | undefined;
-  let immediate: NodeJS.Immediate | undefined;
-  const arm = (wait: number) => {
-    const due = performance.now() + wait;
-    timer = setTimeout(() => {
-      const stalled = stalledFor(due);
-      if (stalled > 0) arm(stalled);
-      else immediate = setImmediate(expire);
-    }, wait);
-  };
-  arm(ms);
-  return () => {
-    clearTimeout(timer);
-    if (immediate !== undefined) clearImmediate(immediate);
-  };
+/**
+ * One deadline: a timer that re-arms itself by as long as the loop stalled, then
+ * expires in the check phase. One object and one timer, no closure per arming:
+ * every Redis call makes one (a conversion poll makes about six).
+ */
+class Deadline {
+  private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
+  private due = 0;
+
+  constructor(
+    ms: number,
+    private readonly expire: () => void,
+  ) {
+    this.arm(ms);
+  }
+
+  cancel(): void {
+    clearTimeout(this.timer);
+    if (this.immediate !== undefined) clearImmediate(this.immediate);
+  }
+
+  private arm(wait: number): void {
+    this.due = performance.now() + wait;
+    this.timer = setTimeout(Deadline.fire, wait, this);
+  }
+
+  private static fire(this: void, deadline: Deadline): void {
+    const stalled = stalledFor(deadline.due);
+    if (stalled > 0) deadline.arm(stalled);
+    else deadline.immediate = setImmediate(deadline.expire);
+  }
 }
 
-/** `promise`, or a rejection with `message` once `ms` passed without it (see `afterDeadline`). */
+/** Calls `expire` once `ms` of responsive loop have passed and what arrived was read; the function it answers cancels it. */
+export function afterDeadline(ms: number, expire: () => void): () => void {
+  const deadline = new Deadline(ms, expire);
+  return () => deadline.cancel();
+}
+
+/**
+ * `promise`, or a rejection with `message` once `ms` passed without it (see `afterDeadline`). One promise
+ * settled by whichever comes first, rather than a race of two and a `finally`: half the garbage per call.
+ */
 export function withDeadline<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let cancel: (() => void) | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    cancel = afterDeadline(ms, () => reject(new Error(message)));
+  return new Promise<T>((resolve, reject) => {
+    const deadline = new Deadline(ms, () => reject(new Error(message)));
+    promise.then(
+      (value) => {
+        deadline.cancel();
+        resolve(value);
+      },
+      (error: unknown) => {
+        deadline.cancel();
+        reject(error);
+      },
+    );
   });
-  return Promise.race([promise, deadline]).finally(() => cancel?.());
 }
