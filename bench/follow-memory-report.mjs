@@ -32,7 +32,7 @@ function perTask(results, builds) {
 export function memoryReport({ results, diffs, builds, stall, machine, load, windowS, node }) {
   const when = new Date().toISOString().slice(0, 16).replace("T", " ");
   const out = [
-    `## Issue 24, part 4: memory while following tasks — ${when} UTC`,
+    `### Issue 24, part 4: bench/follow-memory.mjs — ${when} UTC`,
     "",
     `\`node bench/follow-memory.mjs\`: ${machine}; Node ${node} with package.json's nodeFlags; load average ` +
       `${load[0].map((x) => x.toFixed(2)).join(" ")} at the start, ${load[1].map((x) => x.toFixed(2)).join(" ")} at the end; ` +
