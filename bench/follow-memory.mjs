@@ -27,14 +27,13 @@
  * a multiple of 5), BENCH_MEMORY_SNAPSHOTS ("1": heap snapshots and their diff; "0": none),
  * BENCH_MEMORY_WRITE ("1": this part's section of bench/RESULTS.md), BENCH_MEMORY_BEFORE.
  */
-import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createTasks, lateness, seedFollowProject, startFollowSimulator } from "./follow-setup.mjs";
 import { heapBytes, heapGrowth, summarizeHeap } from "./heap-summary.mjs";
-import { procKb, Servers, splitCpus } from "./processes.mjs";
+import { procKb, Servers, splitCpus, stallProbe } from "./processes.mjs";
 import { memoryReport } from "./follow-memory-report.mjs";
 
 const env = process.env;
@@ -177,16 +176,8 @@ function snapshotDiffs(results) {
   return diffs;
 }
 
-/** The stall probe (bench/stall.mjs) on the servers' CPU while this process's CPU spins, as run.sh runs it. */
-function stalls() {
-  const measure = `${serverCpu ? `taskset -c ${serverCpu} ` : ""}node bench/stall.mjs measure 5`;
-  const both = loadCpu ? `node bench/stall.mjs spin 5 & ${measure}; wait` : measure;
-  const run = spawnSync("bash", ["-c", both], { encoding: "utf8" });
-  return JSON.parse(run.stdout.trim().split("\n").pop());
-}
-
 const loadStart = loadavg();
-const stall = stalls();
+const stall = stallProbe(serverCpu, loadCpu);
 log(`stall probe: ${JSON.stringify(stall)}`);
 const results = [];
 try {

@@ -19,9 +19,9 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { procKb, Servers, splitCpus } from "./processes.mjs";
+import { procKb, Servers, splitCpus, stallProbe } from "./processes.mjs";
 
 const env = process.env;
 const SECONDS = Number(env.BENCH_SECONDS ?? 5);
@@ -29,7 +29,7 @@ const WARMUP = Number(env.BENCH_WARMUP ?? 1);
 const CONCURRENCY = (env.BENCH_CONCURRENCY ?? "1 16 64").split(/\s+/).map(Number);
 const MODES = (env.BENCH_MUTE_MEMORY_MODES ?? "fresh,row").split(",");
 const WORK = mkdtempSync(join(tmpdir(), "bl-mute-memory-"));
-const { serverCpu } = splitCpus();
+const { serverCpu, loadCpu } = splitCpus();
 const servers = new Servers({ work: WORK, cpu: serverCpu });
 const log = (...args) => console.error(`[bench:mute-memory ${new Date().toISOString().slice(11, 19)}]`, ...args);
 const mb = (bytes) => (bytes / 1024 / 1024).toFixed(1);
@@ -131,6 +131,13 @@ async function startBoardline(name, redis) {
   return servers.startBoardline(name, { REDIS_URL: redis.url, JWT_SECRET: env.JWT_SECRET, REDIS_KEY_PREFIX: "bl:" });
 }
 
+const stall = stallProbe(serverCpu, loadCpu);
+log(
+  `stall probe (bench/stall.mjs): ${stall.stalled_pct.toFixed(1)} % of 5 s stalled, ${stall.gaps_over_2ms} gaps > 2 ms, ` +
+    `longest ${stall.max_gap_ms.toFixed(1)} ms; load average ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(" ")}`,
+);
 const cells = CONCURRENCY.flatMap((c) => ["JSON", "gRPC"].map((proto) => ({ proto, c })));
 const rows = [];
 try {

@@ -2,8 +2,9 @@
  * The bench scripts' servers: child processes on free loopback ports, their
  * output appended to `<work>/<name>.log`, pinned to a CPU when one is given
  * (taskset), stopped together (SIGTERM, then SIGKILL after 10 s) — also when
- * the script itself exits — and what they cost, read from /proc; and where a
- * part writes its figures (its own section of bench/RESULTS.md).
+ * the script itself exits — and what they cost, read from /proc; the machine's
+ * stall probe (bench/stall.mjs); and where a part writes its figures (its own
+ * section of bench/RESULTS.md).
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { openSync, readFileSync, writeFileSync } from "node:fs";
@@ -165,6 +166,17 @@ export function splitCpus() {
   const loadCpu = allowed.length >= 2 ? String(allowed[1]) : "";
   if (loadCpu) execFileSync("taskset", ["-cp", loadCpu, String(process.pid)], { stdio: "ignore" });
   return { serverCpu, loadCpu };
+}
+
+/**
+ * The stall probe (bench/stall.mjs) as run.sh runs it: `measure` on the servers' CPU for 5 s while
+ * `spin` keeps the load CPU (this process's, after splitCpus) busy; its JSON line.
+ */
+export function stallProbe(serverCpu, loadCpu) {
+  const measure = `${serverCpu ? `taskset -c ${serverCpu} ` : ""}node bench/stall.mjs measure 5`;
+  const both = loadCpu ? `node bench/stall.mjs spin 5 & ${measure}; wait` : measure;
+  const run = spawnSync("bash", ["-c", both], { encoding: "utf8" });
+  return JSON.parse(run.stdout.trim().split("\n").pop());
 }
 
 /** Writes `md` into bench/RESULTS.md between the part's own `start` and `end` markers, formatted as biome formats Markdown. */
