@@ -23,16 +23,11 @@
  * "1x2500,1x5000,1x10000,3x10000"), BENCH_FOLLOW_WINDOW_S (20; whole poll periods of 5 s),
  * BENCH_FOLLOW_OUT (a JSON file for the figures; default: stdout only).
  */
-import { fork } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { mintToken } from "../dist/src/auth/jwt.js";
-import { createLogger } from "../dist/src/log.js";
-import { createSdkToken } from "../dist/src/netless/sdk-token.js";
-import { createRedisStore } from "../dist/src/store/redis/store.js";
+import { createTasks, lateness, seedFollowProject, startFollowSimulator } from "./follow-setup.mjs";
 import { cpuTicks, procKb, Servers, TICK_US } from "./processes.mjs";
 
 const CASES = (process.env.BENCH_FOLLOW_CASES ?? "1x2500,1x5000,1x10000,3x10000").split(",").map((c) => {
@@ -45,48 +40,11 @@ const WINDOW_S = Number(process.env.BENCH_FOLLOW_WINDOW_S ?? 20);
 // Tasks created together come due together: a window of whole poll periods sees each one as often.
 if (!(WINDOW_S > 0 && (WINDOW_S * 1000) % POLL_MAX_MS === 0)) throw new Error("BENCH_FOLLOW_WINDOW_S: a multiple of 5");
 const WORK = mkdtempSync(join(tmpdir(), "bl-follow-"));
-const PROJECT = "bench-proj";
-const PASSPHRASE = `bench-host-${randomBytes(8).toString("hex")}`;
 const servers = new Servers({ work: WORK });
 const log = (...args) => console.error(`[bench:follow ${new Date().toISOString().slice(11, 19)}]`, ...args);
 
 function rssMb(pid) {
   return procKb(pid, "VmRSS") / 1024;
-}
-
-async function _until(what, check, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
-
-async function startSimulator(sdkToken) {
-  const child = fork("bench/watch-simulator.mjs", [], {
-    env: { ...process.env, SIM_SDK_TOKEN: sdkToken, SIM_PROGRESS_MS: String(3_600_000) },
-    stdio: ["ignore", "ignore", "inherit", "ipc"],
-  });
-  process.once("exit", () => child.kill());
-  const url = await new Promise((resolve, reject) => {
-    child.once("message", (m) => resolve(m.ready));
-    child.once("exit", () => reject(new Error("the simulator exited")));
-  });
-  return { child, pid: child.pid, url };
-}
-
-/** The lateness histogram's cumulative bucket counts (by upper bound, seconds) and its count. */
-async function lateness(url) {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const buckets = new Map();
-  let count = 0;
-  for (const line of text.split("\n")) {
-    const bucket = /^boardline_conversion_poll_lateness_seconds_bucket\{le="([^"]+)"\} (\d+)/.exec(line);
-    if (bucket) buckets.set(bucket[1] === "+Inf" ? Number.POSITIVE_INFINITY : Number(bucket[1]), Number(bucket[2]));
-    const total = /^boardline_conversion_poll_lateness_seconds_count (\d+)/.exec(line);
-    if (total) count = Number(total[1]);
-  }
-  return { buckets, count };
 }
 
 /** The smallest bucket bound under which a share `q` of the window's polls began. */
@@ -96,32 +54,6 @@ function quantileBound(start, end, q) {
     if (n - (start.buckets.get(le) ?? 0) >= q * total) return le;
   }
   return Number.NaN;
-}
-
-/** `count` ConvertFile calls, `concurrency` at a time, spread over the instances. */
-async function createTasks(urls, token, count, concurrency = 64) {
-  const uuids = [];
-  let next = 0;
-  const body = JSON.stringify({
-    resource_url: "https://docs.example.com/deck.pptx",
-    passphrase: PASSPHRASE,
-    conversion_type: "static",
-  });
-  const worker = async () => {
-    while (next < count) {
-      const i = next++;
-      const res = await fetch(`${urls[i % urls.length]}/v1/whiteboard/fileconvert`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body,
-      });
-      const text = await res.text();
-      if (res.status !== 200) throw new Error(`ConvertFile: ${res.status} ${text}`);
-      uuids.push(JSON.parse(text).task_uuid);
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  return uuids;
 }
 
 /** The anchor: queries of the simulator's tasks by a bare client, 64 at once, for `seconds`. */
@@ -143,37 +75,24 @@ async function bareQueries(simUrl, sdkToken, uuids, seconds) {
 }
 
 async function runCase({ instances, tasks }) {
-  const secret = randomBytes(32).toString("base64url");
-  const sdkToken = createSdkToken({
-    accessKey: `bench-${randomBytes(4).toString("hex")}`,
-    secretKey: randomBytes(24).toString("base64url"),
-    role: "writer",
-  });
   const redis = await servers.startRedis();
-  const store = createRedisStore(
-    { mode: "single", url: redis.url },
-    { keyPrefix: "bl:", logger: createLogger("warn") },
-  );
-  await store.waitUntilReady();
-  await store.createChannel({ project: PROJECT, channel: "bench-chan", hostPassphrase: PASSPHRASE });
-  await store.setWhiteboard(PROJECT, { region: "us-sv", credentials: { sdkToken } });
-  await store.close();
-  const sim = await startSimulator(sdkToken);
+  const project = await seedFollowProject(redis.url);
+  const { sdkToken } = project;
+  const sim = await startFollowSimulator(sdkToken);
   const bls = [];
   for (let i = 0; i < instances; i++) {
-    const env = { REDIS_URL: redis.url, JWT_SECRET: secret, CONVERSION_API_BASE: sim.url, SHUTDOWN_DELAY_MS: "0" };
+    const env = {
+      REDIS_URL: redis.url,
+      JWT_SECRET: project.jwtSecret,
+      CONVERSION_API_BASE: sim.url,
+      SHUTDOWN_DELAY_MS: "0",
+    };
     bls.push(await servers.startBoardline(`boardline-${i}`, env));
   }
-  const token = await mintToken({
-    secret: new TextEncoder().encode(secret),
-    project: PROJECT,
-    subject: "bench",
-    ttlSeconds: 3600,
-  });
   const createdAt = Date.now();
   const uuids = await createTasks(
     bls.map((b) => b.url),
-    token,
+    project,
     tasks,
   );
   const createS = (Date.now() - createdAt) / 1000;

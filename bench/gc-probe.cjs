@@ -1,18 +1,29 @@
 /**
- * A measuring instrument for bench/watchers.mjs and bench/pstn-watchers.mjs,
- * preloaded (`node --expose-gc -r ./bench/gc-probe.cjs dist/src/main.js`) into
- * those scenarios' boardline only: on SIGUSR2 it runs two full garbage collections and writes
- * `process.memoryUsage()` as JSON to $BENCH_GC_PROBE_OUT, so the live heap per
- * watcher can be read apart from garbage not yet collected. It changes nothing else.
+ * A measuring instrument for bench/watchers.mjs, bench/pstn-watchers.mjs and
+ * bench/follow-memory.mjs, preloaded (`node --expose-gc -r ./bench/gc-probe.cjs
+ * dist/src/main.js`) into those scenarios' boardline only: on SIGUSR2 it runs two
+ * full garbage collections and writes `process.memoryUsage()` as JSON to
+ * $BENCH_GC_PROBE_OUT, so the live heap can be read apart from garbage not yet
+ * collected (and, as `beforeGc`, the figures as they were when the signal came). With $BENCH_GC_PROBE_SNAPSHOT it also writes a heap snapshot there
+ * (after reading the figures, before writing them out: once the JSON is there,
+ * so is the snapshot). It changes nothing else.
  */
 const { renameSync, writeFileSync } = require("node:fs");
+const { writeHeapSnapshot } = require("node:v8");
 
 const out = process.env.BENCH_GC_PROBE_OUT;
+const snapshot = process.env.BENCH_GC_PROBE_SNAPSHOT;
 if (out && typeof global.gc === "function") {
   process.on("SIGUSR2", () => {
+    const beforeGc = process.memoryUsage();
     global.gc();
     global.gc();
-    writeFileSync(`${out}.tmp`, JSON.stringify(process.memoryUsage()));
+    const usage = process.memoryUsage();
+    if (snapshot) {
+      writeHeapSnapshot(`${snapshot}.tmp`);
+      renameSync(`${snapshot}.tmp`, snapshot);
+    }
+    writeFileSync(`${out}.tmp`, JSON.stringify({ ...usage, beforeGc }));
     renameSync(`${out}.tmp`, out);
   });
 }

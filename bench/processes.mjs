@@ -2,8 +2,9 @@
  * The bench scripts' servers: child processes on free loopback ports, their
  * output appended to `<work>/<name>.log`, pinned to a CPU when one is given
  * (taskset), stopped together (SIGTERM, then SIGKILL after 10 s) — also when
- * the script itself exits — and what they cost, read from /proc; and where a
- * part writes its figures (its own section of bench/RESULTS.md).
+ * the script itself exits — and what they cost, read from /proc; the machine's
+ * stall probe (bench/stall.mjs); and where a part writes its figures (its own
+ * section of bench/RESULTS.md).
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
