@@ -157,6 +157,23 @@ for (const [proto, floorName, minRps] of [
   // The ceiling: the floor plus the mute's one Redis write, and nothing else (no verdict: a reference).
   const ceiling = medianOf("floor+redis", proto, "rps");
   const ceilingP99 = medianOf("floor+redis", proto, "p99_ms");
+  // Issue 24, part 1: boardline against that ceiling (req/s ≥ 0.9×, p99 ≤ 1.3×), medians of the same runs.
+  if (ceiling.values.length > 0) {
+    const toCeiling = rps.value / ceiling.value;
+    row(
+      `${what} ÷ floor+redis, req/s, c16 (issue 24)`,
+      `${f(toCeiling)}× (${f(rps.value, 0)} / ${f(ceiling.value, 0)}; floor+redis ${runsText(ceiling.values, 0)})`,
+      "≥ 0.9×",
+      toCeiling >= 0.9,
+    );
+    const p99ToCeiling = p99.value / ceilingP99.value;
+    row(
+      `${what} p99 ÷ floor+redis p99, c16 (issue 24)`,
+      `${f(p99ToCeiling)}× (${f(p99.value)} / ${f(ceilingP99.value)} ms; floor+redis ${runsText(ceilingP99.values, 2)})`,
+      "≤ 1.3×",
+      p99ToCeiling <= 1.3,
+    );
+  }
   if (ceiling.values.length > 0)
     targets.push([
       `floor+redis ${proto} ÷ ${floorName}, c16: the most a server making the mute's write can reach`,
