@@ -14,7 +14,16 @@ const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  */
 export function sniff(socket: net.Socket, timeoutMs: number, route: (isH2: boolean) => void): void {
   let seen: Buffer = Buffer.alloc(0);
-  const timer = setTimeout(() => socket.destroy(), timeoutMs);
+  let sniffed = false;
+  // The timer's turn comes before the loop reads sockets: after an event loop blocked past the deadline,
+  // bytes that came in time are still unread. Dropping the client waits for that read (setImmediate).
+  const timer = setTimeout(
+    () =>
+      setImmediate(() => {
+        if (!sniffed) socket.destroy();
+      }),
+    timeoutMs,
+  );
   const onData = (chunk: Buffer) => {
     seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
     const n = Math.min(seen.length, PREFACE.length);
@@ -31,6 +40,7 @@ export function sniff(socket: net.Socket, timeoutMs: number, route: (isH2: boole
   };
   const onGone = () => done();
   function done() {
+    sniffed = true;
     clearTimeout(timer);
     socket.off("data", onData);
     socket.off("close", onGone);
