@@ -29,7 +29,7 @@ async function sniffing(o: { blockMs: number }): Promise<{ port: number; routed:
   const routed = new Promise<boolean | "dropped">((resolve) => {
     settle = resolve;
   });
-  server = net.createServer((socket) => {
+  const listening = net.createServer((socket) => {
     socket.on("close", () => settle("dropped"));
     socket.on("error", () => {});
     sniff(socket, TIMEOUT_MS, (isH2) => {
@@ -38,8 +38,9 @@ async function sniffing(o: { blockMs: number }): Promise<{ port: number; routed:
     });
     blockLoop(o.blockMs);
   });
-  await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", () => resolve()));
-  return { port: (server?.address() as net.AddressInfo).port, routed };
+  server = listening;
+  await new Promise<void>((resolve) => listening.listen(0, "127.0.0.1", () => resolve()));
+  return { port: (listening.address() as net.AddressInfo).port, routed };
 }
 
 /** A client in a process of its own (it writes while this one's loop is blocked): connects, writes `bytes`, waits. */
