@@ -75,13 +75,14 @@ export class GrpcFastPath {
     }
     if (timeoutMs !== undefined) answer.deadline(timeoutMs);
 
-    // Everything the call needs from the headers, taken now: a watch lives long, and keeps nothing else of them.
+    // Everything the call needs from the headers, taken now: a watch lives long, and keeps nothing else of them
+    // (a unary call ends at once: it reads the trace headers from the headers themselves).
     const ctx: CallContext = {
       protocol: "grpc",
       authorization: firstHeader(headers.authorization),
       requestId,
       cancellation: answer.cancellation,
-      traceCarrier: traceHeaders(headers),
+      traceCarrier: isStream(op) ? traceHeaders(headers) : headers,
       idempotencyKey: firstHeader(headers[IDEMPOTENCY_KEY_HEADER]),
     };
     this.readBody(stream, answer, (body) => {
