@@ -4,6 +4,7 @@
  * bytes, so both share one port.
  */
 import type net from "node:net";
+import { afterDeadline } from "../../loop-aware-deadline.js";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
@@ -14,16 +15,8 @@ const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  */
 export function sniff(socket: net.Socket, timeoutMs: number, route: (isH2: boolean) => void): void {
   let seen: Buffer = Buffer.alloc(0);
-  let sniffed = false;
-  // The timer's turn comes before the loop reads sockets: after an event loop blocked past the deadline,
-  // bytes that came in time are still unread. Dropping the client waits for that read (setImmediate).
-  const timer = setTimeout(
-    () =>
-      setImmediate(() => {
-        if (!sniffed) socket.destroy();
-      }),
-    timeoutMs,
-  );
+  // Judged after the loop read what arrived: bytes that came in time while the loop was busy still count.
+  const cancelDrop = afterDeadline(timeoutMs, () => socket.destroy());
   const onData = (chunk: Buffer) => {
     seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
     const n = Math.min(seen.length, PREFACE.length);
@@ -40,8 +33,7 @@ export function sniff(socket: net.Socket, timeoutMs: number, route: (isH2: boole
   };
   const onGone = () => done();
   function done() {
-    sniffed = true;
-    clearTimeout(timer);
+    cancelDrop();
     socket.off("data", onData);
     socket.off("close", onGone);
     socket.off("error", onGone);

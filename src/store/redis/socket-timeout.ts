@@ -11,7 +11,7 @@
  * nothing is replaced (test/faults/watch-storm.test.ts then fails).
  */
 import { Redis } from "ioredis";
-import { stalledFor } from "./deadline.js";
+import { stalledFor } from "../../loop-aware-deadline.js";
 
 interface SocketTimeoutState {
   stream: { once(event: "data", f: () => void): void; destroy(e: Error): void };

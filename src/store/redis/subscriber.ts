@@ -24,7 +24,7 @@
  */
 import type { Redis } from "ioredis";
 import { Failure } from "../../services/failure.js";
-import { afterDeadline } from "./deadline.js";
+import { afterDeadline } from "../../loop-aware-deadline.js";
 
 export interface SubscriberEvents {
   message(channel: string, message: string): void;
