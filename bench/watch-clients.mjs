@@ -154,6 +154,26 @@ function reconnect(w, why, again) {
 }
 
 /**
+ * A server-sent events answer split into its events: `handle({ lines, data, at })` for each (`data`: its
+ * `data:` line's text, if it has one; `at`: `clock()` when the chunk that completed it came). Answers a
+ * function that reads what is left unparsed.
+ */
+export function sseEvents(res, clock, handle) {
+  res.setEncoding("utf8");
+  let buffer = "";
+  res.on("data", (chunk) => {
+    const at = clock();
+    buffer += chunk;
+    for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+      const lines = buffer.slice(0, end).split("\n");
+      buffer = buffer.slice(end + 2);
+      handle({ lines, data: lines.find((l) => l.startsWith("data: "))?.slice(6), at });
+    }
+  });
+  return () => buffer;
+}
+
+/**
  * A watcher of one channel over JSON: server-sent events on an HTTP/1.1 connection of its own
  * (`POST /v1/channel/pstn/events:watch`). A 503 answer, an `event: error` with code 503 or a
  * connection that fails before the answer (reset, refused) is UNAVAILABLE: opened again from the
@@ -174,26 +194,17 @@ export function openSseWatch(url, jwt, channel, after) {
       },
       (res) => {
         w.opened ||= res.statusCode === 200;
-        res.setEncoding("utf8");
-        let buffer = "";
-        res.on("data", (chunk) => {
-          const at = now();
-          buffer += chunk;
-          for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-            const lines = buffer.slice(0, end).split("\n");
-            buffer = buffer.slice(end + 2);
-            const data = lines.find((l) => l.startsWith("data: "))?.slice(6);
-            if (data === undefined) continue;
-            if (res.statusCode !== 200 || lines.includes("event: error")) {
-              ended(/"code":503/.test(data), `${res.statusCode} ${data}`);
-              continue;
-            }
-            const e = JSON.parse(data);
-            onEvent(w, { eventId: e.event_id, channelId: e.channel_id, uid: e.uid }, at);
+        const unparsed = sseEvents(res, now, ({ lines, data, at }) => {
+          if (data === undefined) return;
+          if (res.statusCode !== 200 || lines.includes("event: error")) {
+            ended(/"code":503/.test(data), `${res.statusCode} ${data}`);
+            return;
           }
+          const e = JSON.parse(data);
+          onEvent(w, { eventId: e.event_id, channelId: e.channel_id, uid: e.uid }, at);
         });
         res.on("end", () =>
-          ended(res.statusCode === 503, `HTTP ${res.statusCode}: the stream ended ${buffer.slice(0, 200)}`),
+          ended(res.statusCode === 503, `HTTP ${res.statusCode}: the stream ended ${unparsed().slice(0, 200)}`),
         );
         res.on("close", () => ended(false, "the response was cut short"));
       },

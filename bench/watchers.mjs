@@ -51,6 +51,7 @@ import { WhiteboardService } from "../dist/gen/whiteboard/v1/whiteboard_pb.js";
 import { createSdkToken } from "../dist/src/netless/sdk-token.js";
 import { createLogger } from "../dist/src/log.js";
 import { createRedisStore } from "../dist/src/store/redis/store.js";
+import { sseEvents } from "./watch-clients.mjs";
 
 const env = process.env;
 const WORK = env.BENCH_WORK;
@@ -329,25 +330,16 @@ function sseWatcher(bl, uuid) {
       `${bl.url}/v1/whiteboard/fileconvert/${uuid}/watch`,
       { agent: false, headers: { authorization: AUTH } },
       (res) => {
-        res.setEncoding("utf8");
-        let buffer = "";
-        res.on("data", (chunk) => {
-          const at = now();
-          buffer += chunk;
-          for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-            const lines = buffer.slice(0, end).split("\n");
-            buffer = buffer.slice(end + 2);
-            const data = lines.find((l) => l.startsWith("data: "))?.slice(6);
-            if (res.statusCode !== 200 || lines.includes("event: error")) w.error ??= `${res.statusCode} ${data}`;
-            else if (data !== undefined) {
-              const m = JSON.parse(data);
-              w.messages.push({ status: m.status, updatedAt: Date.parse(m.updated_at), at });
-              w.markAttached();
-            }
+        const unparsed = sseEvents(res, now, ({ lines, data, at }) => {
+          if (res.statusCode !== 200 || lines.includes("event: error")) w.error ??= `${res.statusCode} ${data}`;
+          else if (data !== undefined) {
+            const m = JSON.parse(data);
+            w.messages.push({ status: m.status, updatedAt: Date.parse(m.updated_at), at });
+            w.markAttached();
           }
         });
         res.on("end", () =>
-          finish(res.statusCode === 200 ? undefined : `HTTP ${res.statusCode} ${buffer.slice(0, 200)}`),
+          finish(res.statusCode === 200 ? undefined : `HTTP ${res.statusCode} ${unparsed().slice(0, 200)}`),
         );
         res.on("close", () => finish(res.complete ? undefined : "the response was cut short"));
       },
