@@ -21,7 +21,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { build } from "esbuild";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { type BrowserContext, chromium, type Page, type Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { GUESS_LIMIT, type LiveBoardline, startLiveBoardline } from "../harness/live-boardline.js";
 import { spawnTied } from "../harness/tied-spawn.js";
@@ -124,8 +124,9 @@ function run(command: string, args: string[], cwd: string): Promise<void> {
   });
 }
 
+/** One mute the page sent: when, and when its answer came (the browser's own timing once it finished). */
 interface MuteCall {
-  readonly at: number;
+  at: number;
   answeredAt?: number;
 }
 
@@ -152,9 +153,15 @@ async function openPage(transport: TransportName, values: Record<string, string>
     mutes.push(call);
     calls.set(r, call);
   });
-  const answered = (r: object) => {
+  // The browser's own clock for both ends of a call: this process hears of a finished request late on a busy
+  // machine, which would shorten the gap between an answer and the next attempt.
+  const answered = (r: Request) => {
     const call = calls.get(r);
-    if (call !== undefined) call.answeredAt = Date.now();
+    if (call === undefined) return;
+    const timing = r.timing();
+    if (timing.startTime > 0) call.at = timing.startTime;
+    call.answeredAt =
+      timing.startTime > 0 && timing.responseEnd >= 0 ? timing.startTime + timing.responseEnd : Date.now();
   };
   page.on("requestfinished", answered);
   page.on("requestfailed", answered);
