@@ -34,10 +34,14 @@
  * Environment: BENCH_FANOUT_WATCHES (10000; a multiple of 10), BENCH_FANOUT_DELAY_WATCHERS
  * (1000), BENCH_FANOUT_PROBES (100), BENCH_FANOUT_ROUNDS (2), BENCH_FANOUT_CLIENTS (watcher
  * processes, 2), BENCH_FANOUT_TARGETS ("boardline floor"), BENCH_SECONDS (5), BENCH_WARMUP (1),
- * BENCH_KEEP (keep the work directory), BENCH_NO_WRITE.
+ * BENCH_KEEP (keep the work directory), BENCH_NO_WRITE; BENCH_FANOUT_SNAPSHOTS=1 also writes a heap
+ * snapshot with each memory reading and prints, per target, the kinds of objects that grew the most
+ * per open watch (bench/heap-summary.mjs; keep the snapshots with BENCH_KEEP=1), and
+ * BENCH_FANOUT_PROTOCOLS ("grpc sse") which protocols the watches take turns in (one alone: every watch
+ * over it), to read one protocol's cost apart.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -48,6 +52,7 @@ import { createRedisStore } from "../dist/src/store/redis/store.js";
 import { keySchema } from "../dist/src/store/schema/keys.js";
 import { attach, detach, muteCell, probeDelays } from "./fanout-phases.mjs";
 import { render } from "./fanout-report.mjs";
+import { heapGrowth, summarizeHeap } from "./heap-summary.mjs";
 import { WatcherProcesses } from "./fanout-watchers.mjs";
 import { eventsAdded, lastEventIds, muter } from "./mute-calls.mjs";
 import {
@@ -70,10 +75,15 @@ const PROBES = Number(env.BENCH_FANOUT_PROBES ?? 100);
 const ROUNDS = Number(env.BENCH_FANOUT_ROUNDS ?? 2);
 const CLIENTS = Number(env.BENCH_FANOUT_CLIENTS ?? 2);
 const TARGETS = (env.BENCH_FANOUT_TARGETS ?? "boardline floor").split(/\s+/).filter(Boolean);
+const PROTOCOLS = (env.BENCH_FANOUT_PROTOCOLS ?? "grpc sse").split(/\s+/).filter(Boolean);
+const SNAPSHOTS = env.BENCH_FANOUT_SNAPSHOTS === "1";
 const SECONDS = Number(env.BENCH_SECONDS ?? 5);
 const WARMUP = Number(env.BENCH_WARMUP ?? 1);
 if (!(WATCHES >= 10 && WATCHES % 10 === 0) || !(DELAY_WATCHERS >= 1) || !(PROBES >= 1) || !(ROUNDS >= 1)) {
   throw new Error("BENCH_FANOUT_WATCHES must be a multiple of 10; delay watchers, probes and rounds at least 1");
+}
+if (PROTOCOLS.length === 0 || PROTOCOLS.some((p) => p !== "grpc" && p !== "sse")) {
+  throw new Error('BENCH_FANOUT_PROTOCOLS must be "grpc", "sse" or both');
 }
 if (!(CLIENTS >= 1) || TARGETS.some((t) => t !== "boardline" && t !== "floor")) {
   throw new Error('BENCH_FANOUT_CLIENTS must be at least 1, BENCH_FANOUT_TARGETS "boardline" and/or "floor"');
@@ -183,6 +193,7 @@ async function boardlineTarget(redisUrl, passphrases, jwtFile, { muteJwt, watchJ
       JWT_SECRET: SECRET,
       MAX_WATCHES: String(WATCHES + DELAY_WATCHERS + 1000),
       BENCH_GC_PROBE_OUT: probeFile,
+      ...(SNAPSHOTS ? { BENCH_GC_PROBE_SNAPSHOT: `${probeFile}.heapsnapshot` } : {}),
     },
     ["--expose-gc", "-r", "./bench/gc-probe.cjs"],
   );
@@ -232,6 +243,7 @@ async function floorTarget(jwtFile) {
     PORT: String(port),
     GRPC_PORT: String(grpcPort),
     BENCH_GC_PROBE_OUT: probeFile,
+    ...(SNAPSHOTS ? { BENCH_GC_PROBE_SNAPSHOT: `${probeFile}.heapsnapshot` } : {}),
   });
   const url = `http://127.0.0.1:${port}`;
   for (
@@ -271,7 +283,7 @@ async function floorTarget(jwtFile) {
 // --- one target's measurements -----------------------------------------------------------------------
 
 const MIXED = Array.from({ length: WATCHES }, (_, i) => ({
-  protocol: i < WATCHES / 2 ? "grpc" : "sse",
+  protocol: PROTOCOLS[Math.floor((i * PROTOCOLS.length) / WATCHES)],
   channel: WATCHED[i % CHANNELS],
 }));
 
@@ -281,7 +293,12 @@ async function measure(ctx, target) {
   await muteCell(ctx, target, "watched", undefined, 0);
   const few = MIXED.filter((_, i) => i % (WATCHES / WARMUP_WATCHES) === 0);
   await detach(ctx, target, await attach(ctx, target, few));
-  const memory = [{ label: "idle, after a warm-up", ...(await serverMemory(target.pid, target.probeFile)) }];
+  const reading = async (label) => {
+    const figures = await serverMemory(target.pid, target.probeFile);
+    if (SNAPSHOTS) renameSync(`${target.probeFile}.heapsnapshot`, join(WORK, `${target.name} ${label}.heapsnapshot`));
+    return { label, ...figures };
+  };
+  const memory = [await reading("idle, after a warm-up")];
   const cells = [];
   const attaches = [];
   const noWatcherCells = async (round) => {
@@ -292,18 +309,25 @@ async function measure(ctx, target) {
     const attached = await attach(ctx, target, MIXED);
     attaches.push({ round, ms: attached.ms, lagMs: attached.lagMs, serverCpuMs: attached.serverCpuMs });
     await sleep(1000);
-    memory.push({
-      label: `${WATCHES} watches open (round ${round})`,
-      ...(await serverMemory(target.pid, target.probeFile)),
-    });
+    memory.push(await reading(`${WATCHES} watches open (round ${round})`));
+    if (SNAPSHOTS && round === 1) printGrowth(target.name, memory[0].label, memory.at(-1).label);
     for (const bodies of ["unwatched", "watched"]) cells.push(await muteCell(ctx, target, bodies, attached, round));
     await detach(ctx, target, attached);
-    memory.push({ label: `after they closed (round ${round})`, ...(await serverMemory(target.pid, target.probeFile)) });
+    memory.push(await reading(`after they closed (round ${round})`));
     if (round % 2 === 0) await noWatcherCells(round);
   }
   const delays = [];
   for (const protocol of ["grpc", "sse"]) delays.push(await probeDelays(ctx, target, protocol, ONE, DELAY_WATCHERS));
   return { name: target.name, memory, cells, attaches, delays, problems: await ctx.pool.problems() };
+}
+
+/** BENCH_FANOUT_SNAPSHOTS: the kinds of live objects that grew the most from one reading to another, per watch. */
+function printGrowth(name, from, to) {
+  const [before, after] = [from, to].map((label) => summarizeHeap(join(WORK, `${name} ${label}.heapsnapshot`)));
+  log(`${name}: live objects per open watch (${PROTOCOLS.join(" + ")}), "${from}" → "${to}", the 30 that grew most:`);
+  for (const r of heapGrowth(before, after, 30)) {
+    log(`  ${(r.bytes / WATCHES).toFixed(0).padStart(6)} B ${(r.count / WATCHES).toFixed(2).padStart(6)} × ${r.kind}`);
+  }
 }
 
 async function main() {
