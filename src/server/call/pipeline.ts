@@ -184,11 +184,11 @@ export class StreamCall<I extends DescMessage = DescMessage, O extends DescMessa
       const invoked = op.invoke(caller, request, ctx.cancellation);
       if (invoked instanceof Promise) {
         const messages = (await invoked)[Symbol.asyncIterator]();
-        return this.streamRest(messages, undefined, { started, span });
+        return new ReportedStream(steps, op, ctx, messages, undefined, started, span);
       }
       const messages = invoked[Symbol.asyncIterator]();
       const first = await messages.next();
-      return this.streamRest(messages, first, { started, span });
+      return new ReportedStream(steps, op, ctx, messages, first, started, span);
     } catch (thrown) {
       const e = steps.asFailure(ctx, thrown);
       const r = steps.report(op, ctx, e);
@@ -197,31 +197,97 @@ export class StreamCall<I extends DescMessage = DescMessage, O extends DescMessa
       throw e;
     }
   }
+}
 
-  private async *streamRest(
-    messages: AsyncIterator<MessageInitShape<O>>,
-    first: IteratorResult<MessageInitShape<O>> | undefined,
-    call: { readonly started: number; readonly span: CallSpan | undefined },
-  ): AsyncIterable<MessageShape<O>> {
-    const { op, ctx, steps } = this;
-    let reported: Reported | undefined;
-    let done = first?.done === true;
-    try {
-      for (let r = first ?? (await messages.next()); r.done !== true; r = await messages.next()) {
-        yield create(op.method.output, r.value);
-      }
-      done = true;
-    } catch (thrown) {
-      const e = steps.asFailure(ctx, thrown);
-      reported = steps.report(op, ctx, e);
-      throw e;
-    } finally {
-      if (!done) await messages.return?.(); // the transport stopped reading: let the domain clean up
-      const code = reported === undefined ? "ok" : String(reported.p.code);
-      steps.metrics.observeCall(op.method.name, ctx.protocol, code, call.started);
-      call.span?.end(
-        reported === undefined ? SUCCEEDED : failed(ctx.protocol, reported.p, "stream-end", reported.cancelled),
-      );
+const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+
+/**
+ * The rest of a stream as its transport takes it: each of the domain's
+ * messages made a message of the output type, and the call counted (and its
+ * span ended) once, when the stream ends — it ran out, it failed (reported as
+ * any call's failure), or the transport stopped taking it (`return`, which
+ * lets the domain clean up first). A plain iterator rather than an async
+ * generator: an open watch waits in here for hours, and a suspended generator
+ * holds a frame, its registers and its promises for each. Its transport takes
+ * one message at a time, as `for await` does.
+ */
+class ReportedStream<O extends DescMessage> implements AsyncIterableIterator<MessageShape<O>> {
+  private ended = false;
+
+  constructor(
+    private readonly steps: CallSteps,
+    private readonly op: ServedStream<DescMessage, O>,
+    private readonly ctx: CallContext,
+    private readonly messages: AsyncIterator<MessageInitShape<O>>,
+    private first: IteratorResult<MessageInitShape<O>> | undefined,
+    private readonly started: number,
+    private readonly span: CallSpan | undefined,
+  ) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<MessageShape<O>>> {
+    if (this.ended) return Promise.resolve(DONE);
+    const first = this.first;
+    if (first !== undefined) {
+      this.first = undefined;
+      return new Promise((resolve) => resolve(this.take(first)));
     }
+    return this.messages.next().then(
+      (r) => this.take(r),
+      (e: unknown) => this.fail(e),
+    );
+  }
+
+  /** The transport stopped taking messages: the domain cleans up, then the call is counted. */
+  return(): Promise<IteratorResult<MessageShape<O>>> {
+    if (this.ended) return Promise.resolve(DONE);
+    this.ended = true;
+    return this.closeSource().then(() => {
+      this.report(undefined);
+      return DONE;
+    });
+  }
+
+  private take(
+    r: IteratorResult<MessageInitShape<O>>,
+  ): IteratorResult<MessageShape<O>> | Promise<IteratorResult<MessageShape<O>>> {
+    if (this.ended) return DONE; // `return` came while the domain was still finding this one
+    if (r.done === true) {
+      this.ended = true;
+      this.report(undefined);
+      return DONE;
+    }
+    try {
+      return { done: false, value: create(this.op.method.output, r.value) };
+    } catch (e) {
+      return this.fail(e);
+    }
+  }
+
+  /** The stream failed: reported as a call's failure; the domain cleans up; the transport gets the failure. */
+  private fail(thrown: unknown): Promise<IteratorResult<MessageShape<O>>> {
+    if (this.ended) return Promise.resolve(DONE); // the transport had stopped taking messages
+    this.ended = true;
+    const e = this.steps.asFailure(this.ctx, thrown);
+    const reported = this.steps.report(this.op, this.ctx, e);
+    return this.closeSource().then(() => {
+      this.report(reported);
+      throw e;
+    });
+  }
+
+  private closeSource(): Promise<unknown> {
+    return Promise.resolve(this.messages.return?.()).catch(() => undefined);
+  }
+
+  /** Counts the call and ends its span: `reported` is its failure, or undefined for OK. */
+  private report(reported: Reported | undefined): void {
+    const { op, ctx, steps, span } = this;
+    const code = reported === undefined ? "ok" : String(reported.p.code);
+    steps.metrics.observeCall(op.method.name, ctx.protocol, code, this.started);
+    span?.end(reported === undefined ? SUCCEEDED : failed(ctx.protocol, reported.p, "stream-end", reported.cancelled));
   }
 }

@@ -20,9 +20,49 @@ import { encodedOnce } from "../call/encoded-once.js";
 import { toJsonError } from "../call/error-table.js";
 import type { NodeResponse } from "../http/request-answer.js";
 
-const KEEP_ALIVE_MS = 15_000;
+const KEEP_ALIVE_S = 15;
 /** How long a finished stream may wait for a client that does not read its end (the README's 10 s). */
 export const UNTAKEN_ANSWER_MS = 10_000;
+
+/**
+ * The keep-alive comments of every open event stream, from one timer rather than one per stream
+ * (a watch lives long, and each timer is an object it holds): a stream joins the slot of the
+ * second it opened, and each second the slot whose streams opened a multiple of 15 s ago gets its
+ * comment — spread over the seconds as the streams opened, not all at once.
+ */
+class KeepAlives {
+  private readonly slots = Array.from({ length: KEEP_ALIVE_S }, () => new Set<NodeResponse>());
+  private at = 0;
+  private open = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  add(res: NodeResponse): void {
+    (this.slots[this.at] as Set<NodeResponse>).add(res);
+    this.open++;
+    if (this.timer !== undefined) return;
+    this.timer = setInterval(() => this.tick(), 1000);
+    this.timer.unref();
+  }
+
+  remove(res: NodeResponse): void {
+    for (const slot of this.slots) if (slot.delete(res)) this.open--;
+    if (this.open > 0 || this.timer === undefined) return;
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private tick(): void {
+    this.at = (this.at + 1) % KEEP_ALIVE_S;
+    for (const res of this.slots[this.at] as Set<NodeResponse>) writeText(res, ": keep-alive\n\n");
+  }
+}
+
+const keepAlives = new KeepAlives();
+
+/** Both response kinds write strings alike; their overloads just do not unify in the types. */
+function writeText(res: NodeResponse, text: string): boolean {
+  return (res as { write(chunk: string): boolean }).write(text);
+}
 
 /** Resolves when `res` can take more (or is gone). */
 function drained(res: NodeResponse): Promise<void> {
@@ -45,36 +85,62 @@ const eventText = encodedOnce(
   },
 );
 
-export async function writeEventStream<O extends DescMessage>(
+/**
+ * Writes the stream as server-sent events; resolves once the response is ended. A chain of
+ * callbacks rather than an async function's `for await`: a watch waits here for hours, and a
+ * suspended async function would hold a frame per watch.
+ */
+export function writeEventStream<O extends DescMessage>(
   res: NodeResponse,
   output: O,
   messages: AsyncIterable<MessageShape<O>>,
   eventId?: (message: MessageShape<O>) => string,
 ): Promise<void> {
-  // Both response kinds write strings alike; their overloads just do not unify in the types.
-  const write = (text: string) => (res as { write(chunk: string): boolean }).write(text);
+  const write = (text: string) => writeText(res, text);
   res.writeHead(200, {
     "content-type": "text/event-stream; charset=utf-8",
     "cache-control": "no-store",
     "x-accel-buffering": "no", // nginx: pass each event on at once
   });
   if ("flushHeaders" in res) res.flushHeaders();
-  const keepAlive = setInterval(() => write(": keep-alive\n\n"), KEEP_ALIVE_MS);
-  keepAlive.unref();
-  try {
-    for await (const message of messages) {
-      if (res.destroyed) break;
-      if (!write(eventText(message, output, eventId))) await drained(res);
-    }
-  } catch (e) {
-    if (!res.destroyed) write(`event: error\ndata: ${toJsonError(e).body}\n\n`);
-  } finally {
-    clearInterval(keepAlive);
-    res.end();
-    if (!res.writableFinished && !res.destroyed) {
-      const untaken = setTimeout(() => res.destroy(), UNTAKEN_ANSWER_MS);
-      untaken.unref();
-      res.once("close", () => clearTimeout(untaken));
-    }
-  }
+  keepAlives.add(res);
+  const it = messages[Symbol.asyncIterator]();
+  return new Promise<void>((resolve) => {
+    /** The stream ended: with `e`, it failed after it started (an `error` event, if the client is still there). */
+    const end = (failed: boolean, e?: unknown) => {
+      if (failed && !res.destroyed) write(`event: error\ndata: ${toJsonError(e).body}\n\n`);
+      keepAlives.remove(res);
+      res.end();
+      if (!res.writableFinished && !res.destroyed) {
+        const untaken = setTimeout(() => res.destroy(), UNTAKEN_ANSWER_MS);
+        untaken.unref();
+        res.once("close", () => clearTimeout(untaken));
+      }
+      resolve();
+    };
+    /** The writer stopped early (client gone, a message it could not write): the messages are returned first. */
+    const stop = (failed: boolean, e?: unknown) =>
+      void Promise.resolve(it.return?.()).then(
+        () => end(failed, e),
+        () => end(failed, e),
+      );
+    const next = (): void => {
+      it.next().then(
+        (r) => {
+          if (r.done === true) return end(false);
+          if (res.destroyed) return stop(false);
+          let room = true;
+          try {
+            room = write(eventText(r.value, output, eventId));
+          } catch (e) {
+            return stop(true, e);
+          }
+          if (room) next();
+          else void drained(res).then(next);
+        },
+        (e: unknown) => end(true, e),
+      );
+    };
+    next();
+  });
 }

@@ -62,18 +62,20 @@ export class JsonGateway {
     try {
       if (isStream(served)) {
         const messages = await this.pipeline.begin(served, ctx).runStream(readRequest);
-        await writeEventStream(res, served.method.output, messages, served.resume?.eventId);
-        return;
+        // Not awaited here: a watch lives long, and this function's frame would live with it.
+        return writeEventStream(res, served.method.output, messages, served.resume?.eventId).finally(() =>
+          res.off("close", onClose),
+        );
       }
       const output = await this.pipeline.begin(served, ctx).run(readRequest);
+      res.off("close", onClose);
       reply(res, {
         status: 200,
         body: toJsonString(served.method.output, output, { useProtoFieldName: true, alwaysEmitImplicit: true }),
       });
     } catch (e) {
-      reply(res, toJsonError(e));
-    } finally {
       res.off("close", onClose);
+      reply(res, toJsonError(e));
     }
   }
 

@@ -18,6 +18,9 @@ import { Failure } from "../../services/failure.js";
 import { CallCancellation, DEADLINE_PASSED } from "../call/cancellation.js";
 import { grpcErrorStatus } from "./grpc-status-trailer.js";
 
+/** A stream's errors end it with "close", which is what this answer acts on (one function for every stream). */
+function ignoreError(): void {}
+
 /** waiting: nothing sent yet; open: headers sent (a stream); ended: an ending went out (or the stream is gone). */
 type State = "waiting" | "open" | "ended";
 
@@ -35,7 +38,7 @@ export class GrpcAnswer {
       this.end();
       this.cancellation.abort();
     });
-    stream.on("error", () => {});
+    stream.on("error", ignoreError);
   }
 
   /** Whether an ending went out (or the stream is gone): nothing more can be sent. */

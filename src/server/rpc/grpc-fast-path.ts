@@ -126,25 +126,53 @@ export class GrpcFastPath {
   }
 
   /** A watch: its messages as they come, each waiting for room in the stream; the stream's close ends it. */
-  private async serveStream(op: ServedStream, ctx: CallContext, body: Buffer, answer: GrpcAnswer): Promise<void> {
+  private serveStream(op: ServedStream, ctx: CallContext, body: Buffer, answer: GrpcAnswer): void {
     const framed = this.framed.get(op) as (message: object) => Buffer;
     let request: Buffer | undefined = body; // dropped once read: the stream may stay open for hours
-    try {
-      const messages = await this.o.pipeline.begin(op, ctx).runStream(() => {
+    this.o.pipeline
+      .begin(op, ctx)
+      .runStream(() => {
         const bytes = request as Buffer;
         request = undefined;
         return decode(op.method.input, bytes);
-      });
-      answer.open();
-      for await (const message of messages) {
-        if (answer.done) break;
-        await answer.send(framed(message));
-      }
-      answer.close();
-    } catch (e) {
-      answer.fail(e);
-    }
+      })
+      .then(
+        (messages) => {
+          answer.open();
+          sendEach(messages[Symbol.asyncIterator](), answer, framed);
+        },
+        (e: unknown) => answer.fail(e),
+      );
   }
+}
+
+/**
+ * Sends the stream's messages as they come, each once the stream has room, then its end; as
+ * `for await` would, but as a chain of callbacks: a watch waits here for hours, and a suspended
+ * async function would hold a frame per watch. The answer ended (deadline, client gone): the
+ * messages are returned, so the domain cleans up.
+ */
+function sendEach(messages: AsyncIterator<object>, answer: GrpcAnswer, framed: (message: object) => Buffer): void {
+  const stop = () => void Promise.resolve(messages.return?.()).catch(() => {});
+  const next = (): void => {
+    messages.next().then(
+      (r) => {
+        if (r.done === true) return answer.close();
+        if (answer.done) return stop();
+        let room: Promise<void> | undefined;
+        try {
+          room = answer.send(framed(r.value));
+        } catch (e) {
+          stop();
+          return answer.fail(e);
+        }
+        if (room === undefined) next();
+        else void room.then(next);
+      },
+      (e: unknown) => answer.fail(e),
+    );
+  };
+  next();
 }
 
 /** The W3C trace context headers, the only ones the tracer reads (src/tracing/otel-sdk.ts), without the rest. */

@@ -120,7 +120,8 @@ function readVarint(bytes: Buffer, at: { offset: number }): bigint | undefined {
  */
 export class WatchCursor {
   private base: string;
-  private readonly listed = new Map<number, string>();
+  /** Channels delivered beyond the base, of a watch of several channels (made when first needed: most watches have one). */
+  private listed: Map<number, string> | undefined;
 
   /** `start`: the watch's start (for "now", the base is the stream start until `started` and `raise` say more). */
   constructor(
@@ -137,7 +138,7 @@ export class WatchCursor {
 
   /** Where channel `index` resumes. */
   position(index: number): string {
-    return this.listed.get(index) ?? this.base;
+    return this.listed?.get(index) ?? this.base;
   }
 
   /** The channel's start position became known (a watch from now on starts at each stream's end). */
@@ -156,6 +157,7 @@ export class WatchCursor {
   raise(position: string): void {
     if (this.single || compareStreamIds(position, this.base) <= 0) return;
     this.base = position;
+    if (this.listed === undefined) return;
     for (const [i, p] of this.listed) if (compareStreamIds(p, position) <= 0) this.listed.delete(i);
   }
 
@@ -163,7 +165,7 @@ export class WatchCursor {
     if (this.single) return this.base;
     return encodeCursor(
       this.base,
-      [...this.listed].map(([i, p]) => [this.hashes[i] as number, p] as const),
+      [...(this.listed ?? [])].map(([i, p]) => [this.hashes[i] as number, p] as const),
     );
   }
 
@@ -172,7 +174,10 @@ export class WatchCursor {
   }
 
   private listPosition(index: number, position: string): void {
-    if (compareStreamIds(position, this.base) > 0) this.listed.set(index, position);
-    else this.listed.delete(index);
+    if (compareStreamIds(position, this.base) <= 0) this.listed?.delete(index);
+    else {
+      this.listed ??= new Map();
+      this.listed.set(index, position);
+    }
   }
 }

@@ -99,19 +99,27 @@ function messageOf(e: ChannelEvent): PstnEvent {
 
 /**
  * `source` with each value mapped, passing `return` through (so a client going
- * away ends the source at once). Plain promise chains, not async functions: an
- * open watch waits in here, and a suspended async function would hold a frame
- * per watch.
+ * away ends the source at once). A plain iterator, not an async generator or
+ * function: an open watch waits in here, and a suspended one would hold a
+ * frame per watch.
  */
 function mapIterable<A, B>(source: AsyncIterable<A>, map: (a: A) => B): AsyncIterable<B> {
-  const done: IteratorReturnResult<undefined> = { done: true, value: undefined };
-  return {
-    [Symbol.asyncIterator]() {
-      const it = source[Symbol.asyncIterator]();
-      return {
-        next: () => it.next().then((r) => (r.done === true ? done : { done: false, value: map(r.value) })),
-        return: () => Promise.resolve(it.return?.()).then(() => done),
-      };
-    },
-  };
+  return { [Symbol.asyncIterator]: () => new MappedIterator(source[Symbol.asyncIterator](), map) };
+}
+
+const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+
+class MappedIterator<A, B> implements AsyncIterator<B> {
+  constructor(
+    private readonly it: AsyncIterator<A>,
+    private readonly map: (a: A) => B,
+  ) {}
+
+  next(): Promise<IteratorResult<B>> {
+    return this.it.next().then((r) => (r.done === true ? DONE : { done: false, value: this.map(r.value) }));
+  }
+
+  return(): Promise<IteratorResult<B>> {
+    return Promise.resolve(this.it.return?.()).then(() => DONE);
+  }
 }

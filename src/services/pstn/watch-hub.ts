@@ -20,7 +20,7 @@ import { Failure } from "../failure.js";
 import { WatchedChannel, type WatchedChannelMember, type WatchedChannelSettings } from "./watched-channel.js";
 import type { ChannelRef, PstnEventLog, PstnNotificationListener } from "../ports.js";
 import type { WatchCursor, WatchStart } from "./cursor.js";
-import { PstnWatch } from "./watch.js";
+import { PstnWatch, type WatchHooks } from "./watch.js";
 import { earlierStreamId } from "./stream-ids.js";
 import type { WatchSlots } from "../watch-slots.js";
 
@@ -45,7 +45,11 @@ export const DEFAULT_PSTN_WATCH_SETTINGS: PstnWatchSettings = {
 
 export class PstnWatchHub implements PstnNotificationListener {
   private readonly channels = new Map<string, WatchedChannel>();
-  private readonly watches = new Map<PstnWatch, Array<{ member: WatchedChannelMember; channel: WatchedChannel }>>();
+  private readonly watches = new Map<PstnWatch, WatchEntry>();
+  private readonly hooks: WatchHooks = {
+    deliveredUpTo: (watch) => this.deliveredUpTo(watch),
+    detach: (watch) => this.detach(watch),
+  };
   private readonly stopListening: () => void;
   private readonly sweeper: NodeJS.Timeout;
   private sweeping = false;
@@ -74,18 +78,10 @@ export class PstnWatchHub implements PstnNotificationListener {
     signal?: AbortSignal,
   ): Promise<PstnWatch> {
     if (this.closed) throw shuttingDown();
-    const release = this.slots.take();
-    const watch: PstnWatch = new PstnWatch(cursor, this.s.maxQueue, {
-      deliveredUpTo: () => this.deliveredUpTo(watch),
-      detach: () => {
-        this.detach(watch);
-        release();
-      },
-    });
+    const watch = new PstnWatch(cursor, this.s.maxQueue, this.hooks);
+    this.watches.set(watch, { channels: [], release: this.slots.take() });
     const joins = channels.map((ref, index) => this.join(watch, ref, index, startOf(start, index)));
-    const onAbort = () => watch.end();
-    signal?.addEventListener("abort", onAbort, { once: true });
-    if (signal?.aborted) onAbort();
+    endOnAbort(watch, signal);
     try {
       await Promise.all(joins);
     } catch (e) {
@@ -144,18 +140,18 @@ export class PstnWatchHub implements PstnNotificationListener {
     });
     joined.catch(() => {}); // observed by `open`
     channel.members.add(member);
-    const list = this.watches.get(watch) ?? [];
-    list.push({ member, channel });
-    this.watches.set(watch, list);
+    this.watches.get(watch)?.channels.push({ member, channel });
     void channel.read();
     return joined;
   }
 
-  /** The watch left: its channels forget it, and a channel nobody watches any more unsubscribes. */
+  /** The watch left: its slot is given back, its channels forget it, and a channel nobody watches any more unsubscribes. */
   private detach(watch: PstnWatch): void {
-    const list = this.watches.get(watch) ?? [];
+    const entry = this.watches.get(watch);
+    if (entry === undefined) return;
     this.watches.delete(watch);
-    for (const { member, channel } of list) {
+    entry.release();
+    for (const { member, channel } of entry.channels) {
       channel.members.delete(member);
       member.settle(new Failure("unavailable", { detail: "the watch ended" }));
       if (channel.members.size > 0 || this.channels.get(channelKey(channel.ref)) !== channel) continue;
@@ -167,10 +163,23 @@ export class PstnWatchHub implements PstnNotificationListener {
 
   /** How far every channel of the watch is delivered: the earliest of its channels' safe positions. */
   private deliveredUpTo(watch: PstnWatch): string | undefined {
-    const list = this.watches.get(watch);
-    if (list === undefined || list.some(({ member }) => !member.joined)) return undefined;
+    const list = this.watches.get(watch)?.channels;
+    if (list === undefined || list.length === 0 || list.some(({ member }) => !member.joined)) return undefined;
     return list.map(({ channel }) => channel.safe).reduce(earlierStreamId);
   }
+}
+
+/** What the hub keeps of an open watch: its channels (as members of each), and its slot's release. */
+interface WatchEntry {
+  readonly channels: Array<{ readonly member: WatchedChannelMember; readonly channel: WatchedChannel }>;
+  readonly release: () => void;
+}
+
+/** The signal ends the watch (the closure holds the watch alone, not the caller's frame: a watch lives long). */
+function endOnAbort(watch: PstnWatch, signal: AbortSignal | undefined): void {
+  if (signal === undefined) return;
+  if (signal.aborted) watch.end();
+  else signal.addEventListener("abort", () => watch.end(), { once: true });
 }
 
 function settledAlready(): void {}

@@ -20,11 +20,12 @@ export interface WatchedEvent {
   readonly cursor: string;
 }
 
+/** The hub's side of its watches (one object for them all: a watch lives long, and holds no closures of its own). */
 export interface WatchHooks {
   /** Where every channel of the watch is delivered up to, as far as the hub knows; undefined when not known. */
-  deliveredUpTo(): string | undefined;
-  /** The watch ended (however): leave the hub and give the watch's slot back. Called once. */
-  detach(): void;
+  deliveredUpTo(watch: PstnWatch): string | undefined;
+  /** The watch ended (however): leave the hub and give the watch's slot back. Called once per watch. */
+  detach(watch: PstnWatch): void;
 }
 
 interface Waiting {
@@ -125,14 +126,14 @@ export class PstnWatch implements AsyncIterableIterator<WatchedEvent> {
 
   private raiseBase(): void {
     this.raisePending = false;
-    const upTo = this.hooks.deliveredUpTo();
+    const upTo = this.hooks.deliveredUpTo(this);
     if (upTo !== undefined) this.cursor.raise(upTo);
   }
 
   private detach(): void {
     if (this.detached) return;
     this.detached = true;
-    this.hooks.detach();
+    this.hooks.detach(this);
   }
 
   private flush(): void {
