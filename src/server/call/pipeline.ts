@@ -184,11 +184,11 @@ export class StreamCall<I extends DescMessage = DescMessage, O extends DescMessa
       const invoked = op.invoke(caller, request, ctx.cancellation);
       if (invoked instanceof Promise) {
         const messages = (await invoked)[Symbol.asyncIterator]();
-        return new ReportedStream(steps, op, ctx, messages, undefined, started, span);
+        return new ReportedStream(steps, op, endOf(ctx), messages, undefined, started, span);
       }
       const messages = invoked[Symbol.asyncIterator]();
       const first = await messages.next();
-      return new ReportedStream(steps, op, ctx, messages, first, started, span);
+      return new ReportedStream(steps, op, endOf(ctx), messages, first, started, span);
     } catch (thrown) {
       const e = steps.asFailure(ctx, thrown);
       const r = steps.report(op, ctx, e);
@@ -200,6 +200,14 @@ export class StreamCall<I extends DescMessage = DescMessage, O extends DescMessa
 }
 
 const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+
+/**
+ * What a stream's end still needs of its call's context (its cancellation, and what a failure is
+ * logged with): not the token, the trace headers or the route, which a watch would keep for hours.
+ */
+function endOf(ctx: CallContext): CallContext {
+  return { protocol: ctx.protocol, requestId: ctx.requestId, cancellation: ctx.cancellation, authorization: undefined };
+}
 
 /**
  * The rest of a stream as its transport takes it: each of the domain's

@@ -12,7 +12,7 @@ import type { CallPipeline } from "../call/pipeline.js";
 import { toJsonError, transportError } from "../call/error-table.js";
 import { parseJsonRequest, requestFromPath } from "./request.js";
 import { JsonRouteTable, type RouteMatch } from "./routes.js";
-import { firstHeader, type NodeRequest, type NodeResponse, reply } from "../http/request-answer.js";
+import { compactRequestId, firstHeader, type NodeRequest, type NodeResponse, reply } from "../http/request-answer.js";
 import { readBody } from "../http/read-body.js";
 import { closeAfterAnswer } from "../http/h1-pipelining.js";
 import { writeEventStream } from "./event-stream.js";
@@ -42,8 +42,7 @@ export class JsonGateway {
     const body = await this.readRequestBody(found, req, res);
     if (body.kind === "answered") return;
     const cancellation = new CallCancellation();
-    const onClose = () => cancellation.abort();
-    res.on("close", onClose); // fires once; `once` would keep a wrapper as long as a watch lives
+    const stopCancelling = cancelOnClose(res, cancellation);
     const { served } = found.route;
     const ctx = {
       protocol: "json" as const,
@@ -61,20 +60,19 @@ export class JsonGateway {
         : parseJsonRequest(served.method.input, body.bytes, params);
     try {
       if (isStream(served)) {
+        compactRequestId(requestId);
         const messages = await this.pipeline.begin(served, ctx).runStream(readRequest);
         // Not awaited here: a watch lives long, and this function's frame would live with it.
-        return writeEventStream(res, served.method.output, messages, served.resume?.eventId).finally(() =>
-          res.off("close", onClose),
-        );
+        return writeEventStream(res, served.method.output, messages, served.resume?.eventId).finally(stopCancelling);
       }
       const output = await this.pipeline.begin(served, ctx).run(readRequest);
-      res.off("close", onClose);
+      stopCancelling();
       reply(res, {
         status: 200,
         body: toJsonString(served.method.output, output, { useProtoFieldName: true, alwaysEmitImplicit: true }),
       });
     } catch (e) {
-      res.off("close", onClose);
+      stopCancelling();
       reply(res, toJsonError(e));
     }
   }
@@ -99,6 +97,17 @@ export class JsonGateway {
     if (body.kind === "aborted") return { kind: "answered" };
     return { kind: "ok", bytes: body.bytes };
   }
+}
+
+/**
+ * The client going away (the answer closing before it ends) cancels the call, until the returned
+ * function is called. Its own function: the listener holds the cancellation alone, not the frame of
+ * the request's handling (its body, path and headers), which a watch would keep for hours.
+ */
+function cancelOnClose(res: NodeResponse, cancellation: CallCancellation): () => void {
+  const onClose = () => cancellation.abort();
+  res.on("close", onClose); // fires once; `once` would keep a wrapper as long as a watch lives
+  return () => res.off("close", onClose);
 }
 
 /**

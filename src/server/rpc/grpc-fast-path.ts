@@ -22,7 +22,7 @@ import type { CallContext, CallPipeline } from "../call/pipeline.js";
 import { grpcTimeoutMs } from "../call/cancellation.js";
 import { encodedOnce } from "../call/encoded-once.js";
 import { GrpcAnswer } from "./grpc-answer.js";
-import { firstHeader, requestIdFrom } from "../http/request-answer.js";
+import { compactRequestId, firstHeader, requestIdFrom } from "../http/request-answer.js";
 import {
   IDEMPOTENCY_KEY_HEADER,
   isStream,
@@ -66,6 +66,7 @@ export class GrpcFastPath {
     if (encoding !== undefined && encoding !== "identity") return false;
 
     const requestId = requestIdFrom(headers["x-request-id"]);
+    if (isStream(op)) compactRequestId(requestId);
     const answer = new GrpcAnswer(stream, requestId);
     const timeoutMs = grpcTimeoutMs(firstHeader(headers["grpc-timeout"]));
     if (timeoutMs === null) {
@@ -175,9 +176,12 @@ function sendEach(messages: AsyncIterator<object>, answer: GrpcAnswer, framed: (
   next();
 }
 
+const NO_TRACE_HEADERS: IncomingHttpHeaders = Object.freeze({});
+
 /** The W3C trace context headers, the only ones the tracer reads (src/tracing/otel-sdk.ts), without the rest. */
 function traceHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   const { traceparent, tracestate } = headers;
+  if (traceparent === undefined && tracestate === undefined) return NO_TRACE_HEADERS;
   return {
     ...(traceparent === undefined ? {} : { traceparent }),
     ...(tracestate === undefined ? {} : { tracestate }),

@@ -43,8 +43,9 @@ export class PstnWatches {
         detail: `watching mute events needs a token with scope ${PSTN_GATEWAY_SCOPE}`,
       });
     }
-    const watch = await this.watch(caller.project, req.channelIds, req.after, signal);
-    return mapIterable(watch, (w) => messageOf(channelEvent(req.channelIds, w)));
+    const { channelIds } = req; // not the request: a watch lives long
+    const watch = await this.watch(caller.project, channelIds, req.after, signal);
+    return mapIterable(watch, (w) => messageOf(channelEvent(channelIds, w)));
   }
 
   /** The events of these channels of `project` after `after` (a cursor or an event id; "" = from now on). */
