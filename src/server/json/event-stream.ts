@@ -53,7 +53,9 @@ class KeepAlives {
 
   private tick(): void {
     this.at = (this.at + 1) % KEEP_ALIVE_S;
-    for (const res of this.slots[this.at] as Set<NodeResponse>) writeText(res, ": keep-alive\n\n");
+    for (const res of this.slots[this.at] as Set<NodeResponse>) {
+      if (!res.destroyed) writeText(res, ": keep-alive\n\n"); // a stream whose client just left ends on its own
+    }
   }
 }
 

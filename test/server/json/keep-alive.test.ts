@@ -99,3 +99,15 @@ test("an event written between keep-alives is the event's id and data lines", as
   expect(res.written).toHaveLength(1);
   expect(vi.getTimerCount()).toBe(0);
 });
+
+test("a stream whose client is gone gets no keep-alive while it ends", async () => {
+  const res = new WrittenResponse();
+  const stream = endless();
+  const ended = writeEventStream(res as unknown as NodeResponse, PstnEventSchema, stream.messages);
+  res.destroyed = true; // the client went away; the watch's end follows
+  await vi.advanceTimersByTimeAsync(16_000);
+  expect(res.comments).toBe(0);
+  stream.end();
+  await ended;
+  expect(vi.getTimerCount()).toBe(0);
+});
