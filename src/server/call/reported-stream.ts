@@ -97,8 +97,9 @@ export class ReportedStream<O extends DescMessage> implements AsyncIterableItera
     });
   }
 
+  /** Lets the domain clean up; whatever its `return` does (even throw), the stream ends. */
   private closeSource(): Promise<unknown> {
-    return Promise.resolve(this.messages.return?.()).catch(() => undefined);
+    return new Promise((resolve) => resolve(this.messages.return?.())).catch(() => undefined);
   }
 
   /** Counts the call and ends its span: `reported` is its failure, or undefined for OK. */

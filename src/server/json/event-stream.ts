@@ -122,7 +122,7 @@ export function writeEventStream<O extends DescMessage>(
     };
     /** The writer stopped early (client gone, a message it could not write): the messages are returned first. */
     const stop = (failed: boolean, e?: unknown) =>
-      void Promise.resolve(it.return?.()).then(
+      void new Promise((resolve) => resolve(it.return?.())).then(
         () => end(failed, e),
         () => end(failed, e),
       );

@@ -154,7 +154,7 @@ export class GrpcFastPath {
  * messages are returned, so the domain cleans up.
  */
 function sendEach(messages: AsyncIterator<object>, answer: GrpcAnswer, framed: (message: object) => Buffer): void {
-  const stop = () => void Promise.resolve(messages.return?.()).catch(() => {});
+  const stop = () => void new Promise((resolve) => resolve(messages.return?.())).catch(() => {});
   const next = (): void => {
     messages.next().then(
       (r) => {
