@@ -241,7 +241,7 @@ fi
 # --- issue 24 part 2: the watch fan-out, 10 000 watches on one instance (BENCH_ONLY=fanout) -------
 # bench/watch-fanout.mjs starts its own redis-server, boardline and bare fan-out floor
 # (bench/fanout-floor.mjs, the anchor), pins them and itself like the channel admin part, writes
-# its own section of bench/RESULTS.md and stops everything it started; ~5 min. Its knobs
+# its own section of bench/RESULTS.md and stops everything it started; ~3 min. Its knobs
 # (BENCH_FANOUT_*) are at its top; it needs `ulimit -n` of at least 6 000 for 10 000 watches.
 if [[ -z $BENCH_ONLY || $BENCH_ONLY == fanout ]]; then
   log "watch fan-out: bench/watch-fanout.mjs"

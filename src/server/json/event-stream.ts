@@ -99,6 +99,7 @@ export function writeEventStream<O extends DescMessage>(
   eventId?: (message: MessageShape<O>) => string,
 ): Promise<void> {
   const write = (text: string) => writeText(res, text);
+  const it = messages[Symbol.asyncIterator]();
   res.writeHead(200, {
     "content-type": "text/event-stream; charset=utf-8",
     "cache-control": "no-store",
@@ -106,7 +107,6 @@ export function writeEventStream<O extends DescMessage>(
   });
   if ("flushHeaders" in res) res.flushHeaders();
   keepAlives.add(res);
-  const it = messages[Symbol.asyncIterator]();
   return new Promise<void>((resolve) => {
     /** The stream ended: with `e`, it failed after it started (an `error` event, if the client is still there). */
     const end = (failed: boolean, e?: unknown) => {
