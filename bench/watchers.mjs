@@ -51,7 +51,7 @@ import { WhiteboardService } from "../dist/gen/whiteboard/v1/whiteboard_pb.js";
 import { createSdkToken } from "../dist/src/netless/sdk-token.js";
 import { createLogger } from "../dist/src/log.js";
 import { createRedisStore } from "../dist/src/store/redis/store.js";
-import { sseEvents } from "./watch-clients.mjs";
+import { sseEvents, within } from "./watch-clients.mjs";
 
 const env = process.env;
 const WORK = env.BENCH_WORK;
@@ -84,19 +84,6 @@ const SDK_TOKEN = createSdkToken({
 
 const now = () => performance.timeOrigin + performance.now();
 const log = (text) => process.stderr.write(`[watchers ${new Date().toISOString().slice(11, 19)}] ${text}\n`);
-
-/** Whether `promise` settled within `ms` (the timer does not outlive it). */
-async function within(promise, ms) {
-  const timer = new AbortController();
-  try {
-    return await Promise.race([
-      promise.then(() => true),
-      sleep(ms, false, { signal: timer.signal }).catch(() => false),
-    ]);
-  } finally {
-    timer.abort();
-  }
-}
 
 // --- child processes -----------------------------------------------------------------
 

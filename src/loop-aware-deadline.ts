@@ -27,21 +27,42 @@ export function stalledFor(due: number): number {
   return late > STALL_MS ? late : 0;
 }
 
-/** Calls `expire` once `ms` of responsive loop have passed and what arrived was read; the function it answers cancels it. */
+/**
+ * One deadline: calls `expire` once `ms` of responsive loop have passed and what arrived was read,
+ * unless cancelled first. A timer that re-arms itself by as long as the loop stalled, then expires in
+ * the check phase: one object and one timer, no closure per arming (every Redis call makes one).
+ */
+export class LoopAwareDeadline {
+  private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
+  private due = 0;
+
+  constructor(
+    ms: number,
+    private readonly expire: () => void,
+  ) {
+    this.arm(ms);
+  }
+
+  cancel(): void {
+    clearTimeout(this.timer);
+    if (this.immediate !== undefined) clearImmediate(this.immediate);
+  }
+
+  private arm(wait: number): void {
+    this.due = performance.now() + wait;
+    this.timer = setTimeout(LoopAwareDeadline.fire, wait, this);
+  }
+
+  private static fire(this: void, deadline: LoopAwareDeadline): void {
+    const stalled = stalledFor(deadline.due);
+    if (stalled > 0) deadline.arm(stalled);
+    else deadline.immediate = setImmediate(deadline.expire);
+  }
+}
+
+/** A `LoopAwareDeadline`, as the function that cancels it. */
 export function afterDeadline(ms: number, expire: () => void): () => void {
-  let timer: NodeJS.Timeout | undefined;
-  let immediate: NodeJS.Immediate | undefined;
-  const arm = (wait: number) => {
-    const due = performance.now() + wait;
-    timer = setTimeout(() => {
-      const stalled = stalledFor(due);
-      if (stalled > 0) arm(stalled);
-      else immediate = setImmediate(expire);
-    }, wait);
-  };
-  arm(ms);
-  return () => {
-    clearTimeout(timer);
-    if (immediate !== undefined) clearImmediate(immediate);
-  };
+  const deadline = new LoopAwareDeadline(ms, expire);
+  return () => deadline.cancel();
 }

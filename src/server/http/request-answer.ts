@@ -1,7 +1,8 @@
 /**
  * The plain-HTTP vocabulary every transport file shares: Node's request and
  * response types (HTTP/1.1 and the HTTP/2 compatibility layer alike), writing
- * a small complete answer, and reading a header Node may give as a list.
+ * a small complete answer, waiting for room in a streaming one, and reading a
+ * header Node may give as a list.
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -53,6 +54,22 @@ export function requestIdFrom(given: string | string[] | undefined): string {
  */
 export function compactRequestId(id: string): void {
   void id.charCodeAt(0);
+}
+
+/**
+ * Resolves when an answer that was full can take more (`drain`) or is gone (`close`): a response of
+ * either HTTP version, or a raw HTTP/2 stream. How a streaming answer waits for a slow client.
+ */
+export function writableAgain(answer: Pick<NodeJS.EventEmitter, "on" | "off">): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      answer.off("drain", done);
+      answer.off("close", done);
+      resolve();
+    };
+    answer.on("drain", done);
+    answer.on("close", done);
+  });
 }
 
 /** The path of a request target, without its query. */

@@ -18,7 +18,7 @@
 import { type DescMessage, type MessageShape, toJsonString } from "@bufbuild/protobuf";
 import { encodedOnce } from "../call/encoded-once.js";
 import { toJsonError } from "../call/error-table.js";
-import type { NodeResponse } from "../http/request-answer.js";
+import { type NodeResponse, writableAgain } from "../http/request-answer.js";
 
 const KEEP_ALIVE_S = 15;
 /** How long a finished stream may wait for a client that does not read its end (the README's 10 s). */
@@ -64,19 +64,6 @@ const keepAlives = new KeepAlives();
 /** Both response kinds write strings alike; their overloads just do not unify in the types. */
 function writeText(res: NodeResponse, text: string): boolean {
   return (res as { write(chunk: string): boolean }).write(text);
-}
-
-/** Resolves when `res` can take more (or is gone). */
-function drained(res: NodeResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off("drain", done);
-      res.off("close", done);
-      resolve();
-    };
-    res.on("drain", done);
-    res.on("close", done);
-  });
 }
 
 /** One message as an event: its `id:` line (when the method says how to resume) and its `data:` line; made once per message. */
@@ -138,7 +125,7 @@ export function writeEventStream<O extends DescMessage>(
             return stop(true, e);
           }
           if (room) next();
-          else void drained(res).then(next);
+          else void writableAgain(res).then(next);
         },
         (e: unknown) => end(true, e),
       );

@@ -17,6 +17,7 @@ import type { OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { Failure } from "../../services/failure.js";
 import { CallCancellation, DEADLINE_PASSED } from "../call/cancellation.js";
 import { grpcErrorStatus } from "./grpc-status-trailer.js";
+import { writableAgain } from "../http/request-answer.js";
 
 /** A stream's errors end it with "close", which is what this answer acts on (one function for every stream). */
 function ignoreError(): void {}
@@ -75,16 +76,7 @@ export class GrpcAnswer {
    */
   send(frame: Buffer): Promise<void> | undefined {
     if (this.state !== "open") return undefined;
-    if (this.stream.write(frame)) return undefined;
-    return new Promise((resolve) => {
-      const done = () => {
-        this.stream.off("drain", done);
-        this.stream.off("close", done);
-        resolve();
-      };
-      this.stream.on("drain", done);
-      this.stream.on("close", done);
-    });
+    return this.stream.write(frame) ? undefined : writableAgain(this.stream);
   }
 
   /** An open stream's OK end. */

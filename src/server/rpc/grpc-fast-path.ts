@@ -87,7 +87,7 @@ export class GrpcFastPath {
       idempotencyKey: firstHeader(headers[IDEMPOTENCY_KEY_HEADER]),
     };
     this.readBody(stream, answer, (body) => {
-      if (isStream(op)) void this.serveStream(op, ctx, body, answer);
+      if (isStream(op)) this.serveStream(op, ctx, body, answer);
       else this.serveUnary(op, ctx, body, answer);
     });
     return true;

@@ -2,23 +2,23 @@
  * Deadlines of Redis calls that measure Redis, not this process's own busy
  * event loop (src/loop-aware-deadline.ts says how).
  */
-import { afterDeadline } from "../../loop-aware-deadline.js";
+import { LoopAwareDeadline } from "../../loop-aware-deadline.js";
 
 /**
- * `promise`, or a rejection with `message` once `ms` passed without it (see `afterDeadline`). One promise
+ * `promise`, or a rejection with `message` once `ms` passed without it (see `LoopAwareDeadline`). One promise
  * per call, settled by whichever comes first, the deadline cancelled as soon as `promise` settles (every
  * Redis call of the store goes through here: a race of two promises and a `finally` cost twice as much).
  */
 export function withDeadline<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const cancel = afterDeadline(ms, () => reject(new Error(message)));
+    const deadline = new LoopAwareDeadline(ms, () => reject(new Error(message)));
     promise.then(
       (value) => {
-        cancel();
+        deadline.cancel();
         resolve(value);
       },
       (error: unknown) => {
-        cancel();
+        deadline.cancel();
         reject(error);
       },
     );
