@@ -75,18 +75,20 @@ const eventText = encodedOnce(
 );
 
 /**
- * Writes the stream as server-sent events; resolves once the response is ended. A chain of
- * callbacks rather than an async function's `for await`: a watch waits here for hours, and a
- * suspended async function would hold a frame per watch.
+ * Writes the stream as server-sent events and calls `ended` once the response is ended. A chain of
+ * callbacks on one object rather than an async function's `for await`, and a callback rather than a
+ * promise of the end: a watch waits here for hours, and a suspended function, or a promise with its
+ * resolvers and the reactions of everything awaiting it up to the request's dispatch, would stay
+ * with each watch as long.
  */
 export function writeEventStream<O extends DescMessage>(
   res: NodeResponse,
   output: O,
   messages: AsyncIterable<MessageShape<O>>,
-  eventId?: (message: MessageShape<O>) => string,
-): Promise<void> {
-  const write = (text: string) => writeText(res, text);
-  const it = messages[Symbol.asyncIterator]();
+  eventId: ((message: MessageShape<O>) => string) | undefined,
+  ended: () => void,
+): void {
+  const writer = new EventStreamWriter(res, output, messages[Symbol.asyncIterator](), eventId, ended);
   res.writeHead(200, {
     "content-type": "text/event-stream; charset=utf-8",
     "cache-control": "no-store",
@@ -94,42 +96,66 @@ export function writeEventStream<O extends DescMessage>(
   });
   if ("flushHeaders" in res) res.flushHeaders();
   keepAlives.add(res);
-  return new Promise<void>((resolve) => {
-    /** The stream ended: with `e`, it failed after it started (an `error` event, if the client is still there). */
-    const end = (failed: boolean, e?: unknown) => {
-      if (failed && !res.destroyed) write(`event: error\ndata: ${toJsonError(e).body}\n\n`);
-      keepAlives.remove(res);
-      res.end();
-      if (!res.writableFinished && !res.destroyed) {
-        const untaken = setTimeout(() => res.destroy(), UNTAKEN_ANSWER_MS);
-        untaken.unref();
-        res.once("close", () => clearTimeout(untaken));
-      }
-      resolve();
-    };
-    /** The writer stopped early (client gone, a message it could not write): the messages are returned first. */
-    const stop = (failed: boolean, e?: unknown) =>
-      void new Promise((resolve) => resolve(it.return?.())).then(
-        () => end(failed, e),
-        () => end(failed, e),
-      );
-    const next = (): void => {
-      it.next().then(
-        (r) => {
-          if (r.done === true) return end(false);
-          if (res.destroyed) return stop(false);
-          let room = true;
-          try {
-            room = write(eventText(r.value, output, eventId));
-          } catch (e) {
-            return stop(true, e);
-          }
-          if (room) next();
-          else void writableAgain(res).then(next);
-        },
-        (e: unknown) => end(true, e),
-      );
-    };
-    next();
-  });
+  writer.next();
+}
+
+class EventStreamWriter<O extends DescMessage> {
+  constructor(
+    private readonly res: NodeResponse,
+    private readonly output: O,
+    private readonly it: AsyncIterator<MessageShape<O>>,
+    private readonly eventId: ((message: MessageShape<O>) => string) | undefined,
+    private readonly ended: () => void,
+  ) {}
+
+  /** Takes the next message; the socket has room for it. */
+  next(): void {
+    this.it.next().then(
+      (r) => this.took(r),
+      (e: unknown) => this.end(true, e),
+    );
+  }
+
+  private took(r: IteratorResult<MessageShape<O>>): void {
+    const { res } = this;
+    if (r.done === true) {
+      this.end(false);
+      return;
+    }
+    if (res.destroyed) {
+      this.stop(false);
+      return;
+    }
+    let room = true;
+    try {
+      room = writeText(res, eventText(r.value, this.output, this.eventId));
+    } catch (e) {
+      this.stop(true, e);
+      return;
+    }
+    if (room) this.next();
+    else void writableAgain(res).then(() => this.next());
+  }
+
+  /** The writer stopped early (client gone, a message it could not write): the messages are returned first. */
+  private stop(failed: boolean, e?: unknown): void {
+    void new Promise((resolve) => resolve(this.it.return?.())).then(
+      () => this.end(failed, e),
+      () => this.end(failed, e),
+    );
+  }
+
+  /** The stream ended: with `e`, it failed after it started (an `error` event, if the client is still there). */
+  private end(failed: boolean, e?: unknown): void {
+    const { res } = this;
+    if (failed && !res.destroyed) writeText(res, `event: error\ndata: ${toJsonError(e).body}\n\n`);
+    keepAlives.remove(res);
+    res.end();
+    if (!res.writableFinished && !res.destroyed) {
+      const untaken = setTimeout(() => res.destroy(), UNTAKEN_ANSWER_MS);
+      untaken.unref();
+      res.once("close", () => clearTimeout(untaken));
+    }
+    this.ended();
+  }
 }

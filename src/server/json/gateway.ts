@@ -62,8 +62,10 @@ export class JsonGateway {
       if (isStream(served)) {
         compactRequestId(requestId);
         const messages = await this.pipeline.begin(served, ctx).runStream(readRequest);
-        // Not awaited here: a watch lives long, and this function's frame would live with it.
-        return writeEventStream(res, served.method.output, messages, served.resume?.eventId).finally(stopCancelling);
+        // Not awaited: a watch lives long, and this function's frame, its promise and its caller's
+        // reactions would live with it. The writer calls back when the answer has ended.
+        writeEventStream(res, served.method.output, messages, served.resume?.eventId, stopCancelling);
+        return;
       }
       const output = await this.pipeline.begin(served, ctx).run(readRequest);
       stopCancelling();

@@ -43,6 +43,13 @@ function endless(): { messages: AsyncIterable<PstnEvent>; end: () => void } {
   };
 }
 
+/** writeEventStream, its end as a promise. */
+function streamed(res: WrittenResponse, messages: AsyncIterable<PstnEvent>, eventId?: (m: PstnEvent) => string) {
+  return new Promise<void>((resolve) =>
+    writeEventStream(res as unknown as NodeResponse, PstnEventSchema, messages, eventId, resolve),
+  );
+}
+
 beforeEach(() => {
   vi.useFakeTimers();
 });
@@ -55,9 +62,9 @@ test("each open stream gets a keep-alive comment every 15 s from when it opened,
   const second = new WrittenResponse();
   const a = endless();
   const b = endless();
-  const endedA = writeEventStream(first as unknown as NodeResponse, PstnEventSchema, a.messages);
+  const endedA = streamed(first, a.messages);
   await vi.advanceTimersByTimeAsync(5_000);
-  const endedB = writeEventStream(second as unknown as NodeResponse, PstnEventSchema, b.messages);
+  const endedB = streamed(second, b.messages);
   expect(vi.getTimerCount()).toBe(1);
 
   await vi.advanceTimersByTimeAsync(9_500); // 14.5 s after the first opened
@@ -94,7 +101,7 @@ test("an event written between keep-alives is the event's id and data lines", as
       },
     }),
   };
-  await writeEventStream(res as unknown as NodeResponse, PstnEventSchema, messages, (m) => m.cursor);
+  await streamed(res, messages, (m) => m.cursor);
   expect(res.written[0]).toMatch(/^id: 1-0\ndata: \{"event_id":"1-0",/);
   expect(res.written).toHaveLength(1);
   expect(vi.getTimerCount()).toBe(0);
@@ -103,7 +110,7 @@ test("an event written between keep-alives is the event's id and data lines", as
 test("a stream whose client is gone gets no keep-alive while it ends", async () => {
   const res = new WrittenResponse();
   const stream = endless();
-  const ended = writeEventStream(res as unknown as NodeResponse, PstnEventSchema, stream.messages);
+  const ended = streamed(res, stream.messages);
   res.destroyed = true; // the client went away; the watch's end follows
   await vi.advanceTimersByTimeAsync(16_000);
   expect(res.comments).toBe(0);
