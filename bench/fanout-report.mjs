@@ -233,7 +233,7 @@ export function render(r) {
   return [
     "## Issue 24, part 2: watch fan-out",
     "",
-    `\`npm run bench:fanout\` (bench/watch-fanout.mjs), ${when} UTC, ${n0(r.elapsedS)} s: ${m.cpus} CPUs (\`nproc\` ${m.nproc}), ${m.cpuModel}, ${f(m.memGiB)} GiB; Node ${m.node}; load average ${r.loadavg.start.map((l) => l.toFixed(2)).join(" ")} at the start, ${r.loadavg.end.map((l) => l.toFixed(2)).join(" ")} at the end; ${pin}; \`ulimit -n\` ${r.openFiles}.`,
+    `\`npm run bench:fanout\` (bench/watch-fanout.mjs), ${when} UTC, ${n0(r.elapsedS)} s: ${m.cpus} CPUs (\`nproc\` ${m.nproc}), ${m.cpuModel}, ${f(m.memGiB)} GiB; Node ${m.node}, ${m.allocator ?? "glibc malloc"}; load average ${r.loadavg.start.map((l) => l.toFixed(2)).join(" ")} at the start, ${r.loadavg.end.map((l) => l.toFixed(2)).join(" ")} at the end; ${pin}; \`ulimit -n\` ${r.openFiles}.`,
     `Stall probe (bench/stall.mjs on the servers' CPU while the other spins): before ${stall(r.stall.before)}; after ${stall(r.stall.after)}.`,
     `${n0(r.settings.watches)} watches: half gRPC (HTTP/2 connections of 200 streams), half SSE (an HTTP/1.1 connection each), ${r.settings.perChannel} per channel over ${n0(r.settings.channels)} channels; ${n0(r.knobs.delayWatchers)} watchers of one channel per protocol for the delays, ${r.knobs.probes} probes each; mute cells in ${r.knobs.rounds} round(s). The anchor is the bare fan-out floor (bench/fanout-floor.mjs: node:http2 + node:http, no Redis, no JWT), measured by the same clients in the same run; the mute-rate targets' anchor is boardline's own cell without watches (the floor's ratio is shown to tell whether any Node server reaches it here).`,
     "",

@@ -82,6 +82,20 @@ export function nodeFlags() {
     .filter(Boolean);
 }
 
+/**
+ * The C allocator every process a bench script starts runs with, as the image runs node: deploy/jemalloc.sh's
+ * rule (jemalloc when the machine has Debian's libjemalloc2; an LD_PRELOAD already set, even empty, is kept),
+ * applied once to this process's environment, which the servers inherit; bench/run.sh applies it before.
+ */
+if (process.env.LD_PRELOAD === undefined) {
+  const printPreload = 'printf %s "$' + '{LD_PRELOAD-}"';
+  process.env.LD_PRELOAD = execFileSync("bash", ["deploy/jemalloc.sh", "sh", "-c", printPreload], {
+    encoding: "utf8",
+  });
+}
+/** The allocator in words, for the results' machine lines. */
+export const ALLOCATOR = process.env.LD_PRELOAD ? `LD_PRELOAD=${process.env.LD_PRELOAD}` : "glibc malloc";
+
 /** The servers one script starts: in `work`, on `cpu` ("" or undefined: anywhere). */
 export class Servers {
   #children = new Set();

@@ -103,6 +103,15 @@ for tool in redis-server redis-cli curl node taskset; do
   command -v "$tool" >/dev/null || die "$tool is required"
 done
 
+# --- allocator -----------------------------------------------------------------------
+# Every process here runs with the C allocator the image gives node: jemalloc when this machine has
+# Debian's libjemalloc2, by deploy/jemalloc.sh's rule (an LD_PRELOAD already set, even empty, is kept:
+# `LD_PRELOAD= npm run bench` measures glibc's malloc). The baselines and the floor run with the same
+# allocator as boardline, so the ratios compare code, not allocators.
+LD_PRELOAD=$(bash deploy/jemalloc.sh sh -c 'printf %s "${LD_PRELOAD-}"')
+export LD_PRELOAD
+log "allocator: ${LD_PRELOAD:-glibc malloc (no LD_PRELOAD)}"
+
 # --- processes and clean-up ----------------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/boardline-bench.XXXXXX")
 PIDS=()

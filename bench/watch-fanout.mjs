@@ -56,6 +56,7 @@ import { heapGrowth, summarizeHeap } from "./heap-summary.mjs";
 import { WatcherProcesses } from "./fanout-watchers.mjs";
 import { eventsAdded, lastEventIds, muter } from "./mute-calls.mjs";
 import {
+  ALLOCATOR,
   freePort,
   loopLagMaxMs,
   nodeFlags,
@@ -357,7 +358,14 @@ async function main() {
   return {
     startedAt: startedAt.toISOString(),
     elapsedS: (Date.now() - startedAt.getTime()) / 1000,
-    machine: { cpus: os.cpus().length, nproc: NPROC, cpuModel, memGiB: os.totalmem() / 2 ** 30, node: process.version },
+    machine: {
+      cpus: os.cpus().length,
+      nproc: NPROC,
+      cpuModel,
+      memGiB: os.totalmem() / 2 ** 30,
+      node: process.version,
+      allocator: ALLOCATOR,
+    },
     loadavg: { start: loadStart, end: os.loadavg() },
     pinning: SERVER_CPU ? { server: SERVER_CPU, load: LOAD_CPU } : undefined,
     openFiles: OPEN_FILES,

@@ -7,6 +7,8 @@
 # files (--variant=extract: nothing is installed, no maintainer script runs). Of what it fetched,
 # only these packages' files go into the root filesystem:
 #   libc6, libgcc-s1, libstdc++6   the C and C++ runtime the node binary links to
+#   libjemalloc2                   the allocator node runs with (the Containerfile's LD_PRELOAD):
+#                                  it gives back the memory a busy instance freed
 #   ca-certificates, tzdata        CA certificates (the bundle is assembled here, as the package's
 #                                  own script would), time zones (/etc/localtime is UTC)
 #   base-files, netbase            /etc/os-release, /etc/services and /etc/protocols
@@ -23,7 +25,7 @@ tag=${1:-localhost/boardline-base:bookworm}
 suite=bookworm
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 security=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
-keep=(libc6 libgcc-s1 libstdc++6 ca-certificates tzdata base-files netbase)
+keep=(libc6 libgcc-s1 libstdc++6 libjemalloc2 ca-certificates tzdata base-files netbase)
 here=$(cd "$(dirname "$0")" && pwd)
 epoch=${SOURCE_DATE_EPOCH:-$(git -C "$here" log -1 --format=%ct -- build-base.sh 2>/dev/null || true)}
 epoch=${epoch:-0}

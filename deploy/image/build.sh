@@ -4,7 +4,8 @@
 # Environment:
 #   IMAGE_TAG     the tag (default localhost/boardline:<package.json version>)
 #   BASE          the base image (default localhost/boardline-base:bookworm, which
-#                 deploy/image/build-base.sh builds from Debian's packages when it is missing);
+#                 deploy/image/build-base.sh builds from Debian's packages when it is missing or was
+#                 built by another version of that script: the base is labelled with the script's sha256);
 #                 e.g. BASE=docker.io/library/debian:bookworm-slim where a registry can be pulled from
 #   IMAGE_SOURCE  the org.opencontainers.image.source label (default: the git remote's URL, if any)
 #   BUILD_CA_FILE CA certificates the build stage's npm trusts besides Node's own, for a registry
@@ -42,8 +43,10 @@ read -r version licenses < <("$node" -e '
 ')
 
 base=${BASE:-localhost/boardline-base:bookworm}
-if [[ $base == localhost/boardline-base:* ]] && ! podman image exists "$base"; then
-  bash deploy/image/build-base.sh "$base" >&2
+if [[ $base == localhost/boardline-base:* ]]; then
+  recipe=$(sha256sum deploy/image/build-base.sh | cut -d' ' -f1)
+  built=$(podman image inspect --format '{{index .Config.Labels "boardline.base.recipe"}}' "$base" 2>/dev/null || true)
+  [[ $built == "$recipe" ]] || bash deploy/image/build-base.sh "$base" >&2
 fi
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}

@@ -182,6 +182,16 @@ describe("the container", () => {
     expect(root?.[5]?.split(",")).toContain("ro");
   });
 
+  it("runs node on jemalloc, the base's libjemalloc2, preloaded without a word on stderr", async () => {
+    const { Config } = await inspectImage(image.id);
+    expect(Config.Env).toContain("LD_PRELOAD=libjemalloc.so.2");
+    const { State } = await container.inspect();
+    const maps = readFileSync(`/proc/${State.Pid}/maps`, "utf8");
+    expect(maps).toMatch(/\/libjemalloc\.so\.2$/m);
+    // ld.so says "cannot be preloaded" on stderr when the library is missing, and goes on with glibc's malloc.
+    expect((await container.logs()).stderr).not.toContain("LD_PRELOAD");
+  });
+
   it("mutes over JSON and over gRPC (h2c)", async () => {
     const user = await token();
     expect(
