@@ -74,6 +74,9 @@ export interface FollowerOptions {
   readonly now?: () => number;
 }
 
+/** How many times as often the follower looks while its looks find due tasks. */
+const BUSY_TICKS = 10;
+
 export function isTerminal(status: string): boolean {
   return (TERMINAL_CONVERSION_STATUSES as readonly string[]).includes(status);
 }
@@ -86,24 +89,41 @@ export class ConversionFollower {
   private again = false;
   /** The polls under way, claimed by any look. */
   private readonly polls = new Set<Promise<void>>();
+  /** Tasks the looks since the last tick claimed. */
+  private found = 0;
+  /** Ticks since one whose looks claimed tasks. */
+  private sinceFound = Number.POSITIVE_INFINITY;
   private readonly now: () => number;
 
   constructor(private readonly o: FollowerOptions) {
     this.now = o.now ?? Date.now;
   }
 
-  /** Looks for due tasks every `tickMs` (on average) until `stop`. */
+  /**
+   * Looks for due tasks every `tickMs` (on average) until `stop`; BUSY_TICKS times as often while
+   * its looks find tasks, and for BUSY_TICKS × 5 looks after the last that did.
+   */
   start(): void {
     if (this.timer !== undefined) return;
-    // Each tick comes at a random point of [½, 1½] × tickMs after the last: the instances sharing a due
-    // index do not keep one order, so each claims its share of what comes due between looks.
+    // Each tick comes at a random point of [½, 1½] × the mean after the last: the instances sharing a due
+    // index do not keep one order, so each claims its share of what comes due between looks. A look takes
+    // all that is due, so what one instance gets is what came due since anyone's last look: while tasks
+    // come due, the looks come more often, so each takes less and the shares even out (and the polls
+    // begin sooner after their due time). Busy stays on for a while after the last find: another
+    // instance's look may have just taken what was due, and an instance that went back to the slow
+    // tick at once would lose its share (a model of three instances at 2 000 polls/s: one instance's
+    // share of 20 s was off by more than 10 points in 40 % of runs with one tick, 0 % with this).
     const tick = () => {
+      this.sinceFound = this.found > 0 ? 0 : this.sinceFound + 1;
+      this.found = 0;
+      const busy = this.sinceFound < BUSY_TICKS * 5;
+      const mean = busy ? this.o.settings.tickMs / BUSY_TICKS : this.o.settings.tickMs;
       this.timer = setTimeout(
         () => {
           tick();
           this.look();
         },
-        this.o.settings.tickMs * (0.5 + Math.random()),
+        mean * (0.5 + Math.random()),
       );
       this.timer.unref();
     };
@@ -165,6 +185,7 @@ export class ConversionFollower {
       this.o.onTrouble("*", e);
       return [];
     }
+    this.found += due.length;
     if (due.length === room) this.again = true;
     const now = this.now();
     return due.map(({ uuid, dueAt }) => {

@@ -186,6 +186,30 @@ describe("the conversion follower", () => {
     expect(w.twice).toEqual([]);
   });
 
+  it("looks every tickMs while nothing is due, ten times as often while its looks find tasks", async () => {
+    // Real timers: tickMs 200, so a look every 100–300 ms idle and every 10–30 ms busy.
+    const looksInOneSecond = async (tasks: number) => {
+      const w = await busyWorld(tasks);
+      const f = w.follower("a", { tickMs: 200, batch: 100, firstPollMs: 50, maxPollMs: 50 });
+      let looks = 0;
+      const claim = w.store.conversions.claimDueConversions.bind(w.store.conversions);
+      w.store.conversions.claimDueConversions = (...args) => {
+        looks++;
+        return claim(...args);
+      };
+      const ticking = setInterval(() => {
+        w.clock.now += 10; // the tasks come due again 50 ms after each poll
+      }, 10);
+      f.start();
+      await new Promise((r) => setTimeout(r, 1_000));
+      clearInterval(ticking);
+      await f.stop();
+      return looks;
+    };
+    expect(await looksInOneSecond(0)).toBeLessThanOrEqual(11);
+    expect(await looksInOneSecond(10)).toBeGreaterThanOrEqual(20);
+  });
+
   it("two followers on one due index share it, and never poll one task twice at once", async () => {
     const w = await busyWorld(400);
     const [a, b] = [w.follower("a", { batch: 10, maxInFlight: 30 }), w.follower("b", { batch: 10, maxInFlight: 30 })];
@@ -246,7 +270,7 @@ async function busyWorld(count: number) {
       onTrouble: () => {},
       now: () => clock.now,
     });
-  return Object.assign(w, { follower });
+  return Object.assign(w, { follower, store, clock });
 }
 
 /** A task of project p just created at `at`, still Waiting. */
