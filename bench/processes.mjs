@@ -44,8 +44,8 @@ export function procKb(pid, key) {
 /**
  * A server's memory: VmRSS in kB (the median of 5 readings 200 ms apart), then — for a server
  * started with `--expose-gc -r ./bench/gc-probe.cjs` and BENCH_GC_PROBE_OUT=`probeFile` — the live
- * heap and the external memory after two full GCs, in kB (NaN without the probe), and its open
- * file descriptors.
+ * heap and the external memory after two full GCs, in kB (NaN without the probe), its open
+ * file descriptors, V8's heap spaces as they were before the GCs, and VmRSS after them.
  */
 export async function serverMemory(pid, probeFile) {
   const readings = [];
@@ -63,6 +63,9 @@ export async function serverMemory(pid, probeFile) {
     heapKb: usage.heapUsed / 1024,
     externalKb: usage.external / 1024,
     fds: readdirSync(`/proc/${pid}/fd`).length,
+    /** V8's heap spaces before the GCs ([] without the probe), and the RSS once the GCs ran. */
+    spaces: usage.spaces ?? [],
+    rssAfterGcKb: procKb(pid, "VmRSS"),
   };
 }
 

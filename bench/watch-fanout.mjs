@@ -311,6 +311,7 @@ async function measure(ctx, target) {
     attaches.push({ round, ms: attached.ms, lagMs: attached.lagMs, serverCpuMs: attached.serverCpuMs });
     await sleep(1000);
     memory.push(await reading(`${WATCHES} watches open (round ${round})`));
+    if (round === 1) printSpaces(target.name, memory[0], memory.at(-1));
     if (SNAPSHOTS && round === 1) printGrowth(target.name, memory[0].label, memory.at(-1).label);
     for (const bodies of ["unwatched", "watched"]) cells.push(await muteCell(ctx, target, bodies, attached, round));
     await detach(ctx, target, attached);
@@ -320,6 +321,27 @@ async function measure(ctx, target) {
   const delays = [];
   for (const protocol of ["grpc", "sse"]) delays.push(await probeDelays(ctx, target, protocol, ONE, DELAY_WATCHERS));
   return { name: target.name, memory, cells, attaches, delays, problems: await ctx.pool.problems() };
+}
+
+/**
+ * Where the RSS per watch went: each V8 heap space's growth in physical memory per watch, idle → open
+ * (the readings before the GCs), what is left of the RSS (outside V8's heap: Node's native objects, the
+ * allocator, code), and the RSS per watch once the probe's GCs ran.
+ */
+function printSpaces(name, idle, open) {
+  const kb = (bytes) => bytes / 1024 / WATCHES;
+  const grew = open.spaces.map((s) => {
+    const before = idle.spaces.find((b) => b.name === s.name);
+    return { name: s.name, physical: kb(s.physical - (before?.physical ?? 0)), used: kb(s.used - (before?.used ?? 0)) };
+  });
+  const rss = (open.rssKb - idle.rssKb) / WATCHES;
+  const inV8 = grew.reduce((sum, s) => sum + s.physical, 0);
+  const listed = grew
+    .filter((s) => Math.abs(s.physical) >= 0.05)
+    .map((s) => `${s.name} ${s.physical.toFixed(2)} (used ${s.used.toFixed(2)})`);
+  log(
+    `${name}: RSS per watch ${rss.toFixed(2)} KB = V8's heap spaces ${inV8.toFixed(2)} KB [${listed.join(", ")}] + the rest ${(rss - inV8).toFixed(2)} KB; after the GCs ${((open.rssAfterGcKb - idle.rssAfterGcKb) / WATCHES).toFixed(2)} KB`,
+  );
 }
 
 /** BENCH_FANOUT_SNAPSHOTS: the kinds of live objects that grew the most from one reading to another, per watch. */
