@@ -26,6 +26,17 @@ export type {
 
 import type { PstnSnapshot } from "./pstn/snapshot.js";
 
+/**
+ * A call's cancellation as a watch sees it (the client went away, or the call's deadline passed): lighter
+ * than an AbortSignal, which a watch would hold for hours (an AbortController, its signal and one listener
+ * are about 600 bytes of heap; the transport's cancellation object keeps a listener in a field).
+ */
+export interface Cancellation {
+  readonly aborted: boolean;
+  /** Runs `listener` once when the call is cancelled; at once if it is already. */
+  onAbort(listener: () => void): void;
+}
+
 /** Who is calling, taken from a verified JWT. */
 export interface Caller {
   /** The project the token belongs to (claim `JWT_PROJECT_CLAIM`, default `project_id`). */

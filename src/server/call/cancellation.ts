@@ -18,6 +18,7 @@
  */
 import type { IncomingHttpHeaders } from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
+import type { Cancellation as WatchCancellation } from "../../services/ports.js";
 /** The longest timer Node arms as asked. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -59,7 +60,8 @@ export function dropUnarmableDeadline(headers: IncomingHttpHeaders): void {
 /** The message of a call whose own deadline passed (DEADLINE_EXCEEDED on every protocol). */
 export const DEADLINE_PASSED = "the call's deadline passed";
 
-export interface Cancellation {
+/** A call's cancellation; a watch takes it as it is (`onAbort`), other domain calls its `signal`. */
+export interface Cancellation extends WatchCancellation {
   /** Whether the call was cancelled; reading it makes no signal. */
   readonly aborted: boolean;
   /** Cancelled because the call's deadline passed (not because the client went away). */
@@ -72,6 +74,8 @@ export class CallCancellation implements Cancellation {
   private controller: AbortController | undefined;
   private cancelled = false;
   private why: "client-gone" | "deadline" = "client-gone";
+  /** What `onAbort` was given: one listener (a watch's) in the field itself, more in an array. */
+  private listeners: (() => void) | Array<() => void> | undefined;
 
   get aborted(): boolean {
     return this.cancelled;
@@ -89,12 +93,23 @@ export class CallCancellation implements Cancellation {
     return this.controller.signal;
   }
 
+  onAbort(listener: () => void): void {
+    if (this.cancelled) listener();
+    else if (this.listeners === undefined) this.listeners = listener;
+    else if (typeof this.listeners === "function") this.listeners = [this.listeners, listener];
+    else this.listeners.push(listener);
+  }
+
   /** Cancels the call (once; later calls do nothing). */
   abort(why: "client-gone" | "deadline" = "client-gone"): void {
     if (this.cancelled) return;
     this.cancelled = true;
     this.why = why;
     this.controller?.abort();
+    const listeners = this.listeners;
+    this.listeners = undefined;
+    if (typeof listeners === "function") listeners();
+    else if (listeners !== undefined) for (const listener of listeners) listener();
   }
 }
 
@@ -112,5 +127,9 @@ export function cancellationOf(signal: AbortSignal): Cancellation {
       return signal.aborted && ConnectError.from(signal.reason).code === Code.DeadlineExceeded;
     },
     signal,
+    onAbort(listener) {
+      if (signal.aborted) listener();
+      else signal.addEventListener("abort", listener, { once: true });
+    },
   };
 }

@@ -146,7 +146,7 @@ export function servedStreams(domain: Domain): ServedStream[] {
     ),
     stream(
       PstnService.method.watchPstnEvents,
-      (caller, req, cancellation) => domain.pstnWatch.watchPstnEvents(caller, req, cancellation.signal),
+      (caller, req, cancellation) => domain.pstnWatch.watchPstnEvents(caller, req, cancellation),
       // The cursor, so an EventSource-style client resumes with Last-Event-ID.
       { field: "after", eventId: (event) => event.cursor },
     ),

@@ -8,7 +8,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type PstnEvent, PstnEventSchema, type WatchPstnEventsRequest } from "../../../gen/channel/v1/pstn_pb.js";
 import { Failure } from "../failure.js";
-import { type Caller, type MuteEvent, PSTN_GATEWAY_SCOPE } from "../ports.js";
+import { type Caller, type Cancellation, type MuteEvent, PSTN_GATEWAY_SCOPE } from "../ports.js";
 import { channelHash, decodeAfter, WatchCursor } from "./cursor.js";
 import type { PstnWatchHub } from "./watch-hub.js";
 import type { WatchedEvent } from "./watch.js";
@@ -36,7 +36,7 @@ export class PstnWatches {
   async watchPstnEvents(
     caller: Caller,
     req: WatchPstnEventsRequest,
-    signal?: AbortSignal,
+    cancellation?: Cancellation,
   ): Promise<AsyncIterable<PstnEventMessage>> {
     if (!caller.scopes.has(PSTN_GATEWAY_SCOPE)) {
       throw new Failure("permission_denied", {
@@ -44,7 +44,7 @@ export class PstnWatches {
       });
     }
     const { channelIds } = req; // not the request: a watch lives long
-    const watch = await this.watch(caller.project, channelIds, req.after, signal);
+    const watch = await this.watch(caller.project, channelIds, req.after, cancellation);
     return mapIterable(watch, (w) => messageOf(channelEvent(channelIds, w)));
   }
 
@@ -55,11 +55,11 @@ export class PstnWatches {
     after: string,
     signal?: AbortSignal,
   ): Promise<AsyncIterable<ChannelEvent>> {
-    const watch = await this.watch(project, channelIds, after, signal);
+    const watch = await this.watch(project, channelIds, after, signal && cancellationOf(signal));
     return mapIterable(watch, (w) => channelEvent(channelIds, w));
   }
 
-  private watch(project: string, channelIds: readonly string[], after: string, signal?: AbortSignal) {
+  private watch(project: string, channelIds: readonly string[], after: string, cancellation?: Cancellation) {
     const hashes = channelIds.map(channelHash);
     const start = decodeAfter(after, hashes);
     if (channelIds.length > this.maxChannels) {
@@ -68,8 +68,21 @@ export class PstnWatches {
       });
     }
     const refs = channelIds.map((channel) => ({ project, channel }));
-    return this.hub.open(refs, start, new WatchCursor(hashes, start), signal);
+    return this.hub.open(refs, start, new WatchCursor(hashes, start), cancellation);
   }
+}
+
+/** An AbortSignal (the operator CLI's Ctrl-C) as a cancellation. */
+function cancellationOf(signal: AbortSignal): Cancellation {
+  return {
+    get aborted() {
+      return signal.aborted;
+    },
+    onAbort(listener) {
+      if (signal.aborted) listener();
+      else signal.addEventListener("abort", listener, { once: true });
+    },
+  };
 }
 
 function channelEvent(channelIds: readonly string[], w: WatchedEvent): ChannelEvent {

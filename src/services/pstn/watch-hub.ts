@@ -18,7 +18,7 @@
  */
 import { Failure } from "../failure.js";
 import { WatchedChannel, type WatchedChannelMember, type WatchedChannelSettings } from "./watched-channel.js";
-import type { ChannelRef, PstnEventLog, PstnNotificationListener } from "../ports.js";
+import type { Cancellation, ChannelRef, PstnEventLog, PstnNotificationListener } from "../ports.js";
 import type { WatchCursor, WatchStart } from "./cursor.js";
 import { PstnWatch, type WatchHooks } from "./watch.js";
 import { earlierStreamId } from "./stream-ids.js";
@@ -69,19 +69,19 @@ export class PstnWatchHub implements PstnNotificationListener {
    * Opens a watch of `channels` (one project's) from `start`: resolves once
    * every channel is subscribed and read from its start, so a failure to do
    * that (`unavailable`, `out_of_range`) comes before any event. Takes a slot
-   * (`rate_limited` when none is left). `signal` ends the watch.
+   * (`rate_limited` when none is left). `cancellation` ends the watch.
    */
   async open(
     channels: readonly ChannelRef[],
     start: WatchStart,
     cursor: WatchCursor,
-    signal?: AbortSignal,
+    cancellation?: Cancellation,
   ): Promise<PstnWatch> {
     if (this.closed) throw shuttingDown();
     const watch = new PstnWatch(cursor, this.s.maxQueue, this.hooks);
     this.watches.set(watch, { channels: [], release: this.slots.take() });
     const joins = channels.map((ref, index) => this.join(watch, ref, index, startOf(start, index)));
-    endOnAbort(watch, signal);
+    endOnAbort(watch, cancellation);
     try {
       await Promise.all(joins);
     } catch (e) {
@@ -175,11 +175,9 @@ interface WatchEntry {
   readonly release: () => void;
 }
 
-/** The signal ends the watch (the closure holds the watch alone, not the caller's frame: a watch lives long). */
-function endOnAbort(watch: PstnWatch, signal: AbortSignal | undefined): void {
-  if (signal === undefined) return;
-  if (signal.aborted) watch.end();
-  else signal.addEventListener("abort", () => watch.end(), { once: true });
+/** The cancellation ends the watch (the closure holds the watch alone, not the caller's frame: a watch lives long). */
+function endOnAbort(watch: PstnWatch, cancellation: Cancellation | undefined): void {
+  cancellation?.onAbort(() => watch.end());
 }
 
 function settledAlready(): void {}

@@ -31,3 +31,31 @@ test("an existing signal is read through", () => {
   expect(c.aborted).toBe(true);
   expect(c.signal).toBe(controller.signal);
 });
+
+test("onAbort listeners run once at the abort, without making a signal; one given after it runs at once", () => {
+  const c = new CallCancellation();
+  const ran: string[] = [];
+  c.onAbort(() => ran.push("first"));
+  c.onAbort(() => ran.push("second"));
+  c.onAbort(() => ran.push("third"));
+  expect(ran).toEqual([]);
+  c.abort("deadline");
+  c.abort();
+  expect(ran).toEqual(["first", "second", "third"]);
+  expect(c.deadlinePassed).toBe(true);
+  expect(Object.values(c).some((v) => v instanceof AbortController)).toBe(false);
+  c.onAbort(() => ran.push("late"));
+  expect(ran).toEqual(["first", "second", "third", "late"]);
+});
+
+test("onAbort of an existing signal runs once when it aborts, at once when it has", () => {
+  const controller = new AbortController();
+  const c = cancellationOf(controller.signal);
+  let ran = 0;
+  c.onAbort(() => ran++);
+  controller.abort();
+  controller.abort();
+  expect(ran).toBe(1);
+  c.onAbort(() => ran++);
+  expect(ran).toBe(2);
+});
