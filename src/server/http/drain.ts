@@ -27,10 +27,32 @@ export class Drain {
   private inFlight = 0;
   private drained: (() => void) | undefined;
   draining = false;
+  /**
+   * The close listeners, one function each for every socket, answer and stream (an emitter calls its
+   * listener with itself as `this`) rather than a closure per connection and per request, which an
+   * open watch would hold for hours.
+   */
+  private readonly socketClosed: (this: Duplex) => void;
+  private readonly answerClosed: (this: NodeResponse) => void;
+  private readonly streamClosed: () => void;
+
+  constructor() {
+    const drain = this;
+    this.socketClosed = function (this: Duplex) {
+      drain.sockets.delete(this);
+      drain.unrouted.delete(this);
+    };
+    this.answerClosed = function (this: NodeResponse) {
+      if (drain.draining && this.req.httpVersionMajor === 1) this.req.socket.destroySoon?.();
+      drain.done();
+    };
+    this.streamClosed = () => this.done();
+  }
 
   socket(socket: Duplex, unrouted = false): void {
-    track(this.sockets, socket);
-    if (unrouted) track(this.unrouted, socket);
+    this.sockets.add(socket);
+    if (unrouted) this.unrouted.add(socket);
+    socket.on("close", this.socketClosed); // fires once (`on`: no wrapper kept for the connection's life)
   }
 
   routed(socket: Duplex): void {
@@ -46,18 +68,14 @@ export class Drain {
   /** A request of the compatibility layer (HTTP/1.1 or HTTP/2). */
   request(req: NodeRequest, res: NodeResponse): void {
     this.inFlight++;
-    res.on("close", () => {
-      // fires once (`on`: no wrapper kept for a long answer, a watch)
-      if (this.draining && req.httpVersionMajor === 1) req.socket.destroySoon?.();
-      this.done();
-    });
+    res.on("close", this.answerClosed); // fires once (`on`: no wrapper kept for a long answer, a watch)
     if (this.draining && req.httpVersionMajor === 1) res.setHeader("connection", "close");
   }
 
   /** A raw HTTP/2 stream the gRPC fast path took. */
   stream(stream: http2.ServerHttp2Stream): void {
     this.inFlight++;
-    stream.on("close", () => this.done()); // fires once; `once` would keep a wrapper for the stream's life
+    stream.on("close", this.streamClosed); // fires once; `once` would keep a wrapper for the stream's life
   }
 
   async shutdown(graceMs: number, servers: ServerClosers): Promise<void> {
@@ -109,11 +127,6 @@ function writingDone(socket: Duplex): Promise<void> {
     socket.on("finish", done);
     socket.on("close", done);
   });
-}
-
-function track(set: Set<Duplex>, socket: Duplex): void {
-  set.add(socket);
-  socket.on("close", () => set.delete(socket)); // fires once (`on`: no wrapper kept for the connection's life)
 }
 
 function delay(ms: number): Promise<void> {

@@ -81,25 +81,32 @@ function linger(socket: Socket): void {
 }
 
 function start(turn: Turn): void {
-  const socket = turn.req.socket;
-  turn.res.on("close", () => {
-    // fires once (`on`: no wrapper kept for a long answer, a watch)
-    const queue = waiting.get(socket) ?? [];
-    const closes = closesConnection(turn);
-    if (closes) closing.add(socket);
-    const next = closes ? undefined : queue.shift();
-    if (next === undefined) {
-      waiting.delete(socket);
-      if (queue.length > 0) socket.destroySoon(); // requests behind a closing answer never run
-      return;
-    }
-    start(next);
-  });
+  // fires once (`on`: no wrapper kept for a long answer, a watch); the turn itself is not kept
+  turn.res.on("close", turnEnded);
   turn.run();
 }
 
+/**
+ * The answer of a turn closed (`this`: the answer; one function for all answers, not a closure per
+ * request): the next request of its connection runs, unless the answer closed the connection.
+ */
+function turnEnded(this: NodeResponse): void {
+  const { req } = this;
+  const socket = req.socket as Socket;
+  const queue = waiting.get(socket) ?? [];
+  const closes = closesConnection(req, this);
+  if (closes) closing.add(socket);
+  const next = closes ? undefined : queue.shift();
+  if (next === undefined) {
+    waiting.delete(socket);
+    if (queue.length > 0) socket.destroySoon(); // requests behind a closing answer never run
+    return;
+  }
+  start(next);
+}
+
 /** The answer ended the connection, or did not complete: nothing after it may run. */
-function closesConnection({ req, res }: Turn): boolean {
+function closesConnection(req: NodeRequest, res: NodeResponse): boolean {
   if (!res.writableFinished) return true;
   const said = (v: unknown) => typeof v === "string" && /(^|,)\s*close\s*(,|$)/i.test(v);
   return said(res.getHeader("connection")) || said(req.headers.connection);

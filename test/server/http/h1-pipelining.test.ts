@@ -37,6 +37,7 @@ function exchange(socket: FakeSocket, o: { http2?: boolean; requestSaysClose?: b
     socket,
     headers: o.requestSaysClose ? { connection: "close" } : {},
   };
+  Object.assign(res, { req }); // as Node's answers: `response.req`
   return {
     req: req as unknown as NodeRequest,
     res: res as unknown as NodeResponse,
