@@ -43,7 +43,8 @@ export class Drain {
       drain.unrouted.delete(this);
     };
     this.answerClosed = function (this: NodeResponse) {
-      if (drain.draining && this.req.httpVersionMajor === 1) this.req.socket.destroySoon?.();
+      // (a request may have let go of its socket by now: Node sets it to null when it is destroyed)
+      if (drain.draining && this.req.httpVersionMajor === 1) this.req.socket?.destroySoon?.();
       drain.done();
     };
     this.streamClosed = () => this.done();

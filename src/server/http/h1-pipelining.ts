@@ -80,7 +80,11 @@ function linger(socket: Socket): void {
   socket.once("end", () => socket.destroy()); // the client closed its side: it has what it will read
 }
 
+/** The connection of each answer under way: its request may have let go of the socket by the time it closes. */
+const connectionOf = new WeakMap<NodeResponse, Socket>();
+
 function start(turn: Turn): void {
+  connectionOf.set(turn.res, turn.req.socket as Socket);
   // fires once (`on`: no wrapper kept for a long answer, a watch); the turn itself is not kept
   turn.res.on("close", turnEnded);
   turn.run();
@@ -92,7 +96,8 @@ function start(turn: Turn): void {
  */
 function turnEnded(this: NodeResponse): void {
   const { req } = this;
-  const socket = req.socket as Socket;
+  const socket = connectionOf.get(this) as Socket;
+  connectionOf.delete(this);
   const queue = waiting.get(socket) ?? [];
   const closes = closesConnection(req, this);
   if (closes) closing.add(socket);

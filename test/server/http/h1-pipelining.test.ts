@@ -53,6 +53,18 @@ function exchange(socket: FakeSocket, o: { http2?: boolean; requestSaysClose?: b
 }
 
 describe("inTurn: HTTP/1.1 requests of one connection run one at a time", () => {
+  it("runs the next one even when the request before it let go of its socket before its answer closed", () => {
+    const socket = connection();
+    const ran: number[] = [];
+    const calls = [exchange(socket), exchange(socket)];
+    calls.forEach((c, i) => {
+      inTurn(c.req, c.res, () => ran.push(i));
+    });
+    (calls[0]?.req as unknown as { socket: unknown }).socket = null; // as Node does when a request is destroyed
+    calls[0]?.finish();
+    expect(ran).toEqual([0, 1]);
+  });
+
   it("runs the first at once and each next one only after the answer before it is complete", () => {
     const socket = connection();
     const ran: number[] = [];
