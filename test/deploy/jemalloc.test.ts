@@ -28,6 +28,8 @@ function startedThrough(env: Record<string, string | undefined>): { preload: str
 
 describe("deploy/jemalloc.sh", () => {
   it("preloads jemalloc when LD_PRELOAD is not set", () => {
+    const probe = execFileSync("bash", ["-c", "LD_PRELOAD=libjemalloc.so.2 env true 2>&1"], { encoding: "utf8" });
+    if (probe !== "") throw new Error("jemalloc is missing: apt-get install libjemalloc2 (Debian's package)");
     expect(startedThrough({})).toEqual({ preload: "libjemalloc.so.2", jemalloc: true });
   });
 
