@@ -7,7 +7,7 @@
  */
 import type http2 from "node:http2";
 import type { Duplex } from "node:stream";
-import type { NodeRequest, NodeResponse } from "./request-answer.js";
+import { eitherEvent, type NodeRequest, type NodeResponse } from "./request-answer.js";
 
 /** How the listener closes its servers; `drain` calls these at the right moments. */
 export interface ServerClosers {
@@ -118,16 +118,8 @@ export class Drain {
 
 /** Resolves once the socket has sent everything and its FIN (or is gone). */
 function writingDone(socket: Duplex): Promise<void> {
-  return new Promise((resolve) => {
-    if (socket.destroyed || socket.writableFinished) return resolve();
-    const done = () => {
-      socket.off("finish", done);
-      socket.off("close", done);
-      resolve();
-    };
-    socket.on("finish", done);
-    socket.on("close", done);
-  });
+  if (socket.destroyed || socket.writableFinished) return Promise.resolve();
+  return eitherEvent(socket, "finish", "close");
 }
 
 function delay(ms: number): Promise<void> {

@@ -61,14 +61,19 @@ export function compactRequestId(id: string): void {
  * either HTTP version, or a raw HTTP/2 stream. How a streaming answer waits for a slow client.
  */
 export function writableAgain(answer: Pick<NodeJS.EventEmitter, "on" | "off">): Promise<void> {
+  return eitherEvent(answer, "drain", "close");
+}
+
+/** Resolves at the first of two events of `emitter`, and leaves no listener behind. */
+export function eitherEvent(emitter: Pick<NodeJS.EventEmitter, "on" | "off">, a: string, b: string): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
-      answer.off("drain", done);
-      answer.off("close", done);
+      emitter.off(a, done);
+      emitter.off(b, done);
       resolve();
     };
-    answer.on("drain", done);
-    answer.on("close", done);
+    emitter.on(a, done);
+    emitter.on(b, done);
   });
 }
 
