@@ -37,6 +37,29 @@ export interface Cancellation {
   onAbort(listener: () => void): void;
 }
 
+/**
+ * Takes the next result of a stream handed to it (`PushIterator.nextTo`): exactly one of the two
+ * is called, once, never from within `nextTo` itself.
+ */
+export interface NextTaker<T> {
+  took(result: IteratorResult<T>): void;
+  failed(e: unknown): void;
+}
+
+/**
+ * An async iterator that can also hand its next result to a taker rather than answer a promise of
+ * it. A watch waits hours for its next event; through a promise, every layer between the domain
+ * and the socket would keep a promise, its reaction and their closures for as long.
+ */
+export interface PushIterator<T> extends AsyncIterator<T> {
+  nextTo(taker: NextTaker<T>): void;
+}
+
+/** Whether `it` can hand its results to a taker. */
+export function canPush<T>(it: AsyncIterator<T>): it is PushIterator<T> {
+  return typeof (it as Partial<PushIterator<T>>).nextTo === "function";
+}
+
 /** Who is calling, taken from a verified JWT. */
 export interface Caller {
   /** The project the token belongs to (claim `JWT_PROJECT_CLAIM`, default `project_id`). */

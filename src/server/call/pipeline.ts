@@ -164,7 +164,7 @@ export class StreamCall<I extends DescMessage = DescMessage, O extends DescMessa
    * NOT_FOUND…) rejects as a unary call would, before a transport has started
    * its answer. The call is counted once, when the stream ends.
    */
-  runStream(readRequest: () => MessageShape<I>): Promise<AsyncIterable<MessageShape<O>>> {
+  runStream(readRequest: () => MessageShape<I>): Promise<ReportedStream<O>> {
     const caller = this.start();
     const span = this.steps.tracer?.startCall(callStart(this.op, this.ctx));
     if (span === undefined) return this.runStreamCall(caller, readRequest, undefined);
@@ -175,7 +175,7 @@ export class StreamCall<I extends DescMessage = DescMessage, O extends DescMessa
     known: Caller | undefined,
     readRequest: () => MessageShape<I>,
     span: CallSpan | undefined,
-  ): Promise<AsyncIterable<MessageShape<O>>> {
+  ): Promise<ReportedStream<O>> {
     const { op, ctx, steps } = this;
     const started = performance.now();
     try {

@@ -4,6 +4,7 @@
  * its transport takes them, and the call counted once when the stream ends.
  */
 import { create, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { canPush, type NextTaker, type PushIterator } from "../../services/ports.js";
 import type { CallSpan } from "../../tracing/hooks.js";
 import type { CallContext, CallSteps, Reported } from "./call-steps.js";
 import { failed, SUCCEEDED } from "./tracing.js";
@@ -27,10 +28,16 @@ export function endOf(ctx: CallContext): CallContext {
  * lets the domain clean up first). A plain iterator rather than an async
  * generator: an open watch waits in here for hours, and a suspended generator
  * holds a frame, its registers and its promises for each. Its transport takes
- * one message at a time, as `for await` does.
+ * one message at a time, as `for await` does: through promises (`next`), or
+ * handed to it (`nextTo`), which is how a fast transport waits on a watch
+ * holding nothing but itself.
  */
-export class ReportedStream<O extends DescMessage> implements AsyncIterableIterator<MessageShape<O>> {
+export class ReportedStream<O extends DescMessage>
+  implements AsyncIterableIterator<MessageShape<O>>, PushIterator<MessageShape<O>>, NextTaker<MessageInitShape<O>>
+{
   private ended = false;
+  /** The transport's taker while the domain finds the next message for it. */
+  private taker: NextTaker<MessageShape<O>> | undefined;
 
   constructor(
     private readonly steps: CallSteps,
@@ -57,6 +64,40 @@ export class ReportedStream<O extends DescMessage> implements AsyncIterableItera
       (r) => this.take(r),
       (e: unknown) => this.fail(e),
     );
+  }
+
+  nextTo(taker: NextTaker<MessageShape<O>>): void {
+    const first = this.first;
+    if (this.ended || first !== undefined || !canPush(this.messages)) {
+      this.next().then(
+        (r) => taker.took(r),
+        (e: unknown) => taker.failed(e),
+      );
+      return;
+    }
+    this.taker = taker;
+    this.messages.nextTo(this);
+  }
+
+  /** The domain's next result, for the transport's taker (`nextTo`). */
+  took(r: IteratorResult<MessageInitShape<O>>): void {
+    this.handOn(this.take(r));
+  }
+
+  /** The domain failed, for the transport's taker (`nextTo`). */
+  failed(e: unknown): void {
+    this.handOn(this.fail(e));
+  }
+
+  private handOn(r: IteratorResult<MessageShape<O>> | Promise<IteratorResult<MessageShape<O>>>): void {
+    const taker = this.taker as NextTaker<MessageShape<O>>;
+    this.taker = undefined;
+    if (!(r instanceof Promise)) taker.took(r);
+    else
+      r.then(
+        (result) => taker.took(result),
+        (e: unknown) => taker.failed(e),
+      );
   }
 
   /** The transport stopped taking messages: the domain cleans up, then the call is counted. */

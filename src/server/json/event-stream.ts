@@ -16,6 +16,7 @@
  * `UNTAKEN_ANSWER_MS` later, as HTTP/2's guard resets an answer not taken.
  */
 import { type DescMessage, type MessageShape, toJsonString } from "@bufbuild/protobuf";
+import type { NextTaker, PushIterator } from "../../services/ports.js";
 import { encodedOnce } from "../call/encoded-once.js";
 import { toJsonError } from "../call/error-table.js";
 import { type NodeResponse, writableAgain } from "../http/request-answer.js";
@@ -75,20 +76,20 @@ const eventText = encodedOnce(
 );
 
 /**
- * Writes the stream as server-sent events and calls `ended` once the response is ended. A chain of
- * callbacks on one object rather than an async function's `for await`, and a callback rather than a
- * promise of the end: a watch waits here for hours, and a suspended function, or a promise with its
- * resolvers and the reactions of everything awaiting it up to the request's dispatch, would stay
- * with each watch as long.
+ * Writes the stream as server-sent events and calls `ended` once the response is ended. One object
+ * that the stream hands each message to (`nextTo`), rather than an async function's `for await`,
+ * and a callback rather than a promise of the end: a watch waits here for hours, and a suspended
+ * function, or promises with their reactions up to the request's dispatch, would stay with each
+ * watch as long.
  */
 export function writeEventStream<O extends DescMessage>(
   res: NodeResponse,
   output: O,
-  messages: AsyncIterable<MessageShape<O>>,
+  messages: PushIterator<MessageShape<O>>,
   eventId: ((message: MessageShape<O>) => string) | undefined,
   ended: () => void,
 ): void {
-  const writer = new EventStreamWriter(res, output, messages[Symbol.asyncIterator](), eventId, ended);
+  const writer = new EventStreamWriter(res, output, messages, eventId, ended);
   res.writeHead(200, {
     "content-type": "text/event-stream; charset=utf-8",
     "cache-control": "no-store",
@@ -99,24 +100,25 @@ export function writeEventStream<O extends DescMessage>(
   writer.next();
 }
 
-class EventStreamWriter<O extends DescMessage> {
+class EventStreamWriter<O extends DescMessage> implements NextTaker<MessageShape<O>> {
   constructor(
     private readonly res: NodeResponse,
     private readonly output: O,
-    private readonly it: AsyncIterator<MessageShape<O>>,
+    private readonly it: PushIterator<MessageShape<O>>,
     private readonly eventId: ((message: MessageShape<O>) => string) | undefined,
     private readonly ended: () => void,
   ) {}
 
   /** Takes the next message; the socket has room for it. */
   next(): void {
-    this.it.next().then(
-      (r) => this.took(r),
-      (e: unknown) => this.end(true, e),
-    );
+    this.it.nextTo(this);
   }
 
-  private took(r: IteratorResult<MessageShape<O>>): void {
+  failed(e: unknown): void {
+    this.end(true, e);
+  }
+
+  took(r: IteratorResult<MessageShape<O>>): void {
     const { res } = this;
     if (r.done === true) {
       this.end(false);

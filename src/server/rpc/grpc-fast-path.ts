@@ -18,6 +18,7 @@
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { Failure } from "../../services/failure.js";
+import type { NextTaker, PushIterator } from "../../services/ports.js";
 import type { CallContext, CallPipeline } from "../call/pipeline.js";
 import { grpcTimeoutMs } from "../call/cancellation.js";
 import { encodedOnce } from "../call/encoded-once.js";
@@ -140,7 +141,7 @@ export class GrpcFastPath {
       .then(
         (messages) => {
           answer.open();
-          sendEach(messages[Symbol.asyncIterator](), answer, framed);
+          new StreamSender(messages, answer, framed).next();
         },
         (e: unknown) => answer.fail(e),
       );
@@ -149,31 +150,50 @@ export class GrpcFastPath {
 
 /**
  * Sends the stream's messages as they come, each once the stream has room, then its end; as
- * `for await` would, but as a chain of callbacks: a watch waits here for hours, and a suspended
- * async function would hold a frame per watch. The answer ended (deadline, client gone): the
- * messages are returned, so the domain cleans up.
+ * `for await` would, but as one object the stream hands each message to: a watch waits here for
+ * hours, and a suspended async function, or a promise per layer, would stay with each watch as
+ * long. The answer ended (deadline, client gone): the messages are returned, so the domain cleans up.
  */
-function sendEach(messages: AsyncIterator<object>, answer: GrpcAnswer, framed: (message: object) => Buffer): void {
-  const stop = () => void new Promise((resolve) => resolve(messages.return?.())).catch(() => {});
-  const next = (): void => {
-    messages.next().then(
-      (r) => {
-        if (r.done === true) return answer.close();
-        if (answer.done) return stop();
-        let room: Promise<void> | undefined;
-        try {
-          room = answer.send(framed(r.value));
-        } catch (e) {
-          stop();
-          return answer.fail(e);
-        }
-        if (room === undefined) next();
-        else void room.then(next);
-      },
-      (e: unknown) => answer.fail(e),
-    );
-  };
-  next();
+class StreamSender implements NextTaker<object> {
+  constructor(
+    private readonly messages: PushIterator<object>,
+    private readonly answer: GrpcAnswer,
+    private readonly framed: (message: object) => Buffer,
+  ) {}
+
+  next(): void {
+    this.messages.nextTo(this);
+  }
+
+  took(r: IteratorResult<object>): void {
+    const { answer } = this;
+    if (r.done === true) {
+      answer.close();
+      return;
+    }
+    if (answer.done) {
+      this.stop();
+      return;
+    }
+    let room: Promise<void> | undefined;
+    try {
+      room = answer.send(this.framed(r.value));
+    } catch (e) {
+      this.stop();
+      answer.fail(e);
+      return;
+    }
+    if (room === undefined) this.next();
+    else void room.then(() => this.next());
+  }
+
+  failed(e: unknown): void {
+    this.answer.fail(e);
+  }
+
+  private stop(): void {
+    void new Promise((resolve) => resolve(this.messages.return?.())).catch(() => {});
+  }
 }
 
 const NO_TRACE_HEADERS: IncomingHttpHeaders = Object.freeze({});

@@ -11,7 +11,7 @@ import { Failure } from "../failure.js";
 import { type Caller, type Cancellation, type MuteEvent, PSTN_GATEWAY_SCOPE } from "../ports.js";
 import { channelHash, decodeAfter, WatchCursor } from "./cursor.js";
 import type { PstnWatchHub } from "./watch-hub.js";
-import type { WatchedEvent } from "./watch.js";
+import type { Present } from "./watch.js";
 
 type PstnEventMessage = MessageInitShape<typeof PstnEventSchema>;
 
@@ -31,7 +31,8 @@ export class PstnWatches {
 
   /**
    * Resolves once the watch is established (a failure to establish it is an
-   * ordinary error answer); then the events, until the client goes away.
+   * ordinary error answer); then the events, until the client goes away. The
+   * watch hands them to a taker too (`PushIterator`).
    */
   async watchPstnEvents(
     caller: Caller,
@@ -43,23 +44,26 @@ export class PstnWatches {
         detail: `watching mute events needs a token with scope ${PSTN_GATEWAY_SCOPE}`,
       });
     }
-    const { channelIds } = req; // not the request: a watch lives long
-    const watch = await this.watch(caller.project, channelIds, req.after, cancellation);
-    return mapIterable(watch, (w) => messageOf(channelEvent(channelIds, w)));
+    return this.watch(caller.project, req.channelIds, req.after, messageOf, cancellation);
   }
 
   /** The events of these channels of `project` after `after` (a cursor or an event id; "" = from now on). */
-  async open(
+  open(
     project: string,
     channelIds: readonly string[],
     after: string,
     signal?: AbortSignal,
   ): Promise<AsyncIterable<ChannelEvent>> {
-    const watch = await this.watch(project, channelIds, after, signal && cancellationOf(signal));
-    return mapIterable(watch, (w) => channelEvent(channelIds, w));
+    return this.watch(project, channelIds, after, channelEvent, signal && cancellationOf(signal));
   }
 
-  private watch(project: string, channelIds: readonly string[], after: string, cancellation?: Cancellation) {
+  private async watch<T>(
+    project: string,
+    channelIds: readonly string[],
+    after: string,
+    present: Present<T>,
+    cancellation?: Cancellation,
+  ): Promise<AsyncIterable<T>> {
     const hashes = channelIds.map(channelHash);
     const start = decodeAfter(after, hashes);
     if (channelIds.length > this.maxChannels) {
@@ -68,7 +72,7 @@ export class PstnWatches {
       });
     }
     const refs = channelIds.map((channel) => ({ project, channel }));
-    return this.hub.open(refs, start, new WatchCursor(hashes, start), cancellation);
+    return this.hub.open(refs, start, new WatchCursor(hashes, start), present, cancellation);
   }
 }
 
@@ -85,8 +89,8 @@ function cancellationOf(signal: AbortSignal): Cancellation {
   };
 }
 
-function channelEvent(channelIds: readonly string[], w: WatchedEvent): ChannelEvent {
-  return { channelId: channelIds[w.index] as string, event: w.event, cursor: w.cursor };
+function channelEvent(channelId: string, event: MuteEvent, cursor: string): ChannelEvent {
+  return { channelId, event, cursor };
 }
 
 /**
@@ -95,45 +99,18 @@ function channelEvent(channelIds: readonly string[], w: WatchedEvent): ChannelEv
  * a transport encodes it once for all of them (src/server/call/encoded-once.ts).
  */
 const messages = new WeakMap<MuteEvent, PstnEvent>();
-function messageOf(e: ChannelEvent): PstnEvent {
-  const known = messages.get(e.event);
-  if (known !== undefined && known.cursor === e.cursor && known.channelId === e.channelId) return known;
+function messageOf(channelId: string, event: MuteEvent, cursor: string): PstnEvent {
+  const known = messages.get(event);
+  if (known !== undefined && known.cursor === cursor && known.channelId === channelId) return known;
   const message = create(PstnEventSchema, {
-    eventId: e.event.id,
-    cursor: e.cursor,
-    channelId: e.channelId,
-    uid: e.event.uid,
-    mute: e.event.mute,
-    by: e.event.by,
-    at: timestampFromMs(e.event.at),
+    eventId: event.id,
+    cursor,
+    channelId,
+    uid: event.uid,
+    mute: event.mute,
+    by: event.by,
+    at: timestampFromMs(event.at),
   });
-  messages.set(e.event, message);
+  messages.set(event, message);
   return message;
-}
-
-/**
- * `source` with each value mapped, passing `return` through (so a client going
- * away ends the source at once). A plain iterator, not an async generator or
- * function: an open watch waits in here, and a suspended one would hold a
- * frame per watch.
- */
-function mapIterable<A, B>(source: AsyncIterable<A>, map: (a: A) => B): AsyncIterable<B> {
-  return { [Symbol.asyncIterator]: () => new MappedIterator(source[Symbol.asyncIterator](), map) };
-}
-
-const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
-
-class MappedIterator<A, B> implements AsyncIterator<B> {
-  constructor(
-    private readonly it: AsyncIterator<A>,
-    private readonly map: (a: A) => B,
-  ) {}
-
-  next(): Promise<IteratorResult<B>> {
-    return this.it.next().then((r) => (r.done === true ? DONE : { done: false, value: this.map(r.value) }));
-  }
-
-  return(): Promise<IteratorResult<B>> {
-    return Promise.resolve(this.it.return?.()).then(() => DONE);
-  }
 }

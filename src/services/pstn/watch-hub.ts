@@ -20,7 +20,7 @@ import { Failure } from "../failure.js";
 import { WatchedChannel, type WatchedChannelMember, type WatchedChannelSettings } from "./watched-channel.js";
 import type { Cancellation, ChannelRef, PstnEventLog, PstnNotificationListener } from "../ports.js";
 import type { WatchCursor, WatchStart } from "./cursor.js";
-import { PstnWatch, type WatchHooks } from "./watch.js";
+import { type Present, PstnWatch, type WatchHooks } from "./watch.js";
 import { earlierStreamId } from "./stream-ids.js";
 import type { WatchSlots } from "../watch-slots.js";
 
@@ -45,7 +45,7 @@ export const DEFAULT_PSTN_WATCH_SETTINGS: PstnWatchSettings = {
 
 export class PstnWatchHub implements PstnNotificationListener {
   private readonly channels = new Map<string, WatchedChannel>();
-  private readonly watches = new Map<PstnWatch, WatchEntry>();
+  private readonly watches = new Map<PstnWatch<unknown>, WatchEntry>();
   private readonly hooks: WatchHooks = {
     deliveredUpTo: (watch) => this.deliveredUpTo(watch),
     detach: (watch) => this.detach(watch),
@@ -69,18 +69,23 @@ export class PstnWatchHub implements PstnNotificationListener {
    * Opens a watch of `channels` (one project's) from `start`: resolves once
    * every channel is subscribed and read from its start, so a failure to do
    * that (`unavailable`, `out_of_range`) comes before any event. Takes a slot
-   * (`rate_limited` when none is left). `cancellation` ends the watch.
+   * (`rate_limited` when none is left). Its events go out as `present` makes
+   * them. `cancellation` ends the watch.
    */
-  async open(
+  async open<T>(
     channels: readonly ChannelRef[],
     start: WatchStart,
     cursor: WatchCursor,
+    present: Present<T>,
     cancellation?: Cancellation,
-  ): Promise<PstnWatch> {
+  ): Promise<PstnWatch<T>> {
     if (this.closed) throw shuttingDown();
-    const watch = new PstnWatch(cursor, this.s.maxQueue, this.hooks);
-    this.watches.set(watch, { channels: [], release: this.slots.take() });
+    const channelIds = channels.map((ref) => ref.channel);
+    const watch = new PstnWatch(cursor, channelIds, present, this.s.maxQueue, this.hooks);
+    const entry: WatchEntry = { channels: [], release: this.slots.take() };
+    this.watches.set(watch, entry);
     const joins = channels.map((ref, index) => this.join(watch, ref, index, startOf(start, index)));
+    entry.channels = entry.channels.slice(); // exactly as long: an array grown by push keeps room for 16 more
     endOnAbort(watch, cancellation);
     try {
       await Promise.all(joins);
@@ -123,7 +128,7 @@ export class PstnWatchHub implements PstnNotificationListener {
     }
   }
 
-  private join(watch: PstnWatch, ref: ChannelRef, index: number, position: string | undefined): Promise<void> {
+  private join(watch: PstnWatch<unknown>, ref: ChannelRef, index: number, position: string | undefined): Promise<void> {
     const key = channelKey(ref);
     let channel = this.channels.get(key);
     if (channel === undefined) {
@@ -146,7 +151,7 @@ export class PstnWatchHub implements PstnNotificationListener {
   }
 
   /** The watch left: its slot is given back, its channels forget it, and a channel nobody watches any more unsubscribes. */
-  private detach(watch: PstnWatch): void {
+  private detach(watch: PstnWatch<unknown>): void {
     const entry = this.watches.get(watch);
     if (entry === undefined) return;
     this.watches.delete(watch);
@@ -162,7 +167,7 @@ export class PstnWatchHub implements PstnNotificationListener {
   }
 
   /** How far every channel of the watch is delivered: the earliest of its channels' safe positions. */
-  private deliveredUpTo(watch: PstnWatch): string | undefined {
+  private deliveredUpTo(watch: PstnWatch<unknown>): string | undefined {
     const list = this.watches.get(watch)?.channels;
     if (list === undefined || list.length === 0 || list.some(({ member }) => !member.joined)) return undefined;
     return list.map(({ channel }) => channel.safe).reduce(earlierStreamId);
@@ -171,12 +176,12 @@ export class PstnWatchHub implements PstnNotificationListener {
 
 /** What the hub keeps of an open watch: its channels (as members of each), and its slot's release. */
 interface WatchEntry {
-  readonly channels: Array<{ readonly member: WatchedChannelMember; readonly channel: WatchedChannel }>;
+  channels: Array<{ readonly member: WatchedChannelMember; readonly channel: WatchedChannel }>;
   readonly release: () => void;
 }
 
 /** The cancellation ends the watch (the closure holds the watch alone, not the caller's frame: a watch lives long). */
-function endOnAbort(watch: PstnWatch, cancellation: Cancellation | undefined): void {
+function endOnAbort(watch: PstnWatch<unknown>, cancellation: Cancellation | undefined): void {
   cancellation?.onAbort(() => watch.end());
 }
 

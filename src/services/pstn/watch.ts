@@ -1,49 +1,55 @@
 /**
  * One open mute-event watch, as its client iterates it: the events the watch
  * hub hands it wait in a queue until the client takes them, each with the
- * cursor of the watch after it (src/services/pstn/cursor.ts). It is a plain async iterator
+ * cursor of the watch after it (src/services/pstn/cursor.ts), and go out as
+ * the caller's value of an event (`Present`). It is a plain async iterator
  * rather than a generator, so `return()` (the client went away) ends it at
- * once even while it waits for the next event.
+ * once even while it waits for the next event; and it hands events to a
+ * taker (`nextTo`) as well as through promises, so a transport can wait for
+ * hours holding nothing but itself.
  *
  * A client that does not keep up is not followed forever: past `maxQueue`
  * waiting events the watch ends as `unavailable`, and the client resumes from
  * the last cursor it got, missing nothing.
  */
 import { Failure } from "../failure.js";
-import type { MuteEvent } from "../ports.js";
+import type { MuteEvent, NextTaker, PushIterator } from "../ports.js";
 import type { WatchCursor } from "./cursor.js";
 
-/** An event handed to the client: its channel (index in the watch), the event, and where the watch stands after it. */
-export interface WatchedEvent {
-  readonly index: number;
-  readonly event: MuteEvent;
-  readonly cursor: string;
-}
+/** The caller's value of an event: of channel `channelId`, with the watch's cursor after it. A module's function, not a closure: a watch lives long. */
+export type Present<T> = (channelId: string, event: MuteEvent, cursor: string) => T;
 
 /** The hub's side of its watches (one object for them all: a watch lives long, and holds no closures of its own). */
 export interface WatchHooks {
   /** Where every channel of the watch is delivered up to, as far as the hub knows; undefined when not known. */
-  deliveredUpTo(watch: PstnWatch): string | undefined;
+  deliveredUpTo(watch: PstnWatch<unknown>): string | undefined;
   /** The watch ended (however): leave the hub and give the watch's slot back. Called once per watch. */
-  detach(watch: PstnWatch): void;
+  detach(watch: PstnWatch<unknown>): void;
 }
 
-interface Waiting {
-  resolve(result: IteratorResult<WatchedEvent>): void;
-  reject(e: unknown): void;
+interface Queued {
+  readonly index: number;
+  readonly event: MuteEvent;
 }
 
-export class PstnWatch implements AsyncIterableIterator<WatchedEvent> {
-  private queue: Array<{ readonly index: number; readonly event: MuteEvent }> = [];
+const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+/** A queue with nothing in it (an array that was pushed to keeps room for 16 more). */
+const EMPTY: readonly Queued[] = [];
+
+export class PstnWatch<T> implements PushIterator<T>, AsyncIterableIterator<T> {
+  private queue: Queued[] = EMPTY as Queued[];
   private head = 0;
   private failure: unknown;
   private ended = false;
   private detached = false;
-  private waiting: Waiting | undefined;
+  private waiting: NextTaker<T> | undefined;
   private raisePending = false;
 
   constructor(
     private readonly cursor: WatchCursor,
+    /** The watch's channel ids, by index. */
+    private readonly channelIds: readonly string[],
+    private readonly present: Present<T>,
     private readonly maxQueue: number,
     private readonly hooks: WatchHooks,
   ) {}
@@ -59,6 +65,7 @@ export class PstnWatch implements AsyncIterableIterator<WatchedEvent> {
       this.fail(new Failure("unavailable", { detail: "the watch fell behind; watch again from the last cursor" }));
       return;
     }
+    if (this.queue === EMPTY) this.queue = [];
     this.queue.push({ index, event });
     this.flush();
   }
@@ -92,33 +99,49 @@ export class PstnWatch implements AsyncIterableIterator<WatchedEvent> {
     this.flush();
   }
 
-  next(): Promise<IteratorResult<WatchedEvent>> {
+  next(): Promise<IteratorResult<T>> {
+    return new Promise((resolve, reject) => this.nextTo({ took: resolve, failed: reject }));
+  }
+
+  /** Hands the next event to `taker` as soon as there is one (or the end, or the failure). */
+  nextTo(taker: NextTaker<T>): void {
+    if (!this.handOut(taker)) this.waiting = taker;
+  }
+
+  return(): Promise<IteratorResult<T>> {
+    this.end();
+    return Promise.resolve(DONE);
+  }
+
+  /** Hands `taker` what is there (an event, the failure, the end) on the next microtask; false when nothing is. */
+  private handOut(taker: NextTaker<T>): boolean {
     const item = this.queue[this.head];
     if (item !== undefined) {
       this.take();
       this.cursor.delivered(item.index, item.event.id);
       if (this.raisePending && this.queue.length === this.head) this.raiseBase();
-      return Promise.resolve({ done: false, value: { ...item, cursor: this.cursor.encode() } });
+      const value = this.present(this.channelIds[item.index] as string, item.event, this.cursor.encode());
+      queueMicrotask(() => taker.took({ done: false, value }));
+      return true;
     }
     if (this.failure !== undefined && !this.ended) {
       this.ended = true;
-      return Promise.reject(this.failure);
+      const failure = this.failure;
+      queueMicrotask(() => taker.failed(failure));
+      return true;
     }
-    if (this.ended) return Promise.resolve({ done: true, value: undefined });
-    return new Promise((resolve, reject) => {
-      this.waiting = { resolve, reject };
-    });
-  }
-
-  return(): Promise<IteratorResult<WatchedEvent>> {
-    this.end();
-    return Promise.resolve({ done: true, value: undefined });
+    if (!this.ended) return false;
+    queueMicrotask(() => taker.took(DONE));
+    return true;
   }
 
   private take(): void {
     this.queue[this.head] = undefined as never;
     this.head++;
-    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+    if (this.head === this.queue.length) {
+      this.queue = EMPTY as Queued[];
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
@@ -136,11 +159,9 @@ export class PstnWatch implements AsyncIterableIterator<WatchedEvent> {
     this.hooks.detach(this);
   }
 
+  /** Something came (an event, the end, a failure): a taker waiting gets it. */
   private flush(): void {
     const waiting = this.waiting;
-    if (waiting === undefined) return;
-    if (this.queue.length === this.head && this.failure === undefined && !this.ended) return;
-    this.waiting = undefined;
-    this.next().then(waiting.resolve, waiting.reject);
+    if (waiting !== undefined && this.handOut(waiting)) this.waiting = undefined;
   }
 }

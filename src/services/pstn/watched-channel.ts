@@ -26,7 +26,7 @@ export interface WatchedChannelSettings {
 
 /** A watch on this channel. */
 export interface WatchedChannelMember {
-  readonly watch: PstnWatch;
+  readonly watch: PstnWatch<unknown>;
   /** The channel's index in the watch's watch. */
   readonly index: number;
   /** Delivered up to here; undefined: from the stream's end, not known until the first read. */

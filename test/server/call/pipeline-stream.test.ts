@@ -4,21 +4,29 @@
  * (`return`, also while the domain is still finding the next message). Each
  * way, the call is counted exactly once with its outcome, and the domain's
  * messages are returned when the stream did not run out, so it cleans up.
+ * All of it twice: taken through promises (`next`, as connect-es takes it),
+ * and handed to a taker (`nextTo`, as the fast transports take it) from a
+ * domain stream that hands its results on too.
  */
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { PstnService, type PstnEventSchema } from "../../../gen/channel/v1/pstn_pb.js";
 import { createLogger } from "../../../src/log.js";
 import { CallCancellation } from "../../../src/server/call/cancellation.js";
 import { CallPipeline } from "../../../src/server/call/pipeline.js";
+import type { ReportedStream } from "../../../src/server/call/reported-stream.js";
 import type { ServedStream } from "../../../src/server/call/served-methods.js";
 import { Metrics } from "../../../src/server/ops/metrics.js";
 import { Failure } from "../../../src/services/failure.js";
+import type { PushIterator } from "../../../src/services/ports.js";
 
 type Event = MessageInitShape<typeof PstnEventSchema>;
 
-/** A domain stream the test drives: `push` a message, `fail` it, `finish` it; `returned` counts `return` calls. */
-function domainStream() {
+/**
+ * A domain stream the test drives: `push` a message, `fail` it, `finish` it; `returned` counts
+ * `return` calls. A `handing` one hands its results to a taker and refuses to be asked through promises.
+ */
+function domainStream(handing: boolean) {
   const queue: Array<IteratorResult<Event> | Error> = [];
   let waiting: { resolve(r: IteratorResult<Event>): void; reject(e: unknown): void } | undefined;
   const state = { returned: 0 };
@@ -29,8 +37,9 @@ function domainStream() {
     if (item instanceof Error) w.reject(item);
     else w.resolve(item);
   };
-  const iterator: AsyncIterator<Event> = {
+  const iterator: PushIterator<Event> = {
     next: () => {
+      if (handing) throw new Error("a stream that hands its results on is asked through promises");
       const item = queue.shift();
       if (item instanceof Error) return Promise.reject(item);
       if (item !== undefined) return Promise.resolve(item);
@@ -38,12 +47,20 @@ function domainStream() {
         waiting = { resolve, reject };
       });
     },
+    nextTo: (taker) => {
+      if (!handing) throw new Error("this stream does not hand its results on");
+      const item = queue.shift();
+      if (item instanceof Error) return queueMicrotask(() => taker.failed(item));
+      if (item !== undefined) return queueMicrotask(() => taker.took(item));
+      waiting = { resolve: (r) => taker.took(r), reject: (e) => taker.failed(e) };
+    },
     return: () => {
       state.returned++;
       settle({ done: true, value: undefined });
       return Promise.resolve({ done: true, value: undefined });
     },
   };
+  if (!handing) Reflect.deleteProperty(iterator, "nextTo");
   return {
     state,
     iterable: { [Symbol.asyncIterator]: () => iterator },
@@ -58,14 +75,32 @@ async function callsCounted(metrics: Metrics): Promise<string[]> {
   return text.split("\n").filter((l) => l.startsWith("boardline_calls_total{"));
 }
 
-function setUp() {
+/** The next message as the transport takes it: through a promise, or handed to it (never from within `nextTo`). */
+function taking(stream: ReportedStream<DescMessage>, handed: boolean): () => Promise<IteratorResult<unknown>> {
+  if (!handed) return () => stream.next();
+  return () =>
+    new Promise((resolve, reject) => {
+      let inside = true;
+      const outside = () => {
+        if (inside) reject(new Error("handed on from within nextTo"));
+        return true;
+      };
+      stream.nextTo({
+        took: (r) => outside() && resolve(r),
+        failed: (e) => outside() && reject(e),
+      });
+      inside = false;
+    });
+}
+
+function setUp(handing: boolean) {
   const metrics = new Metrics({ collectDefault: false });
   const pipeline = new CallPipeline(
     { authenticate: async () => ({ project: "p", subject: "s", scopes: new Set<string>() }) },
     createLogger("silent"),
     metrics,
   );
-  const domain = domainStream();
+  const domain = domainStream(handing);
   const op: ServedStream = {
     method: PstnService.method.watchPstnEvents,
     invoke: async () => domain.iterable,
@@ -82,20 +117,27 @@ function setUp() {
   return { metrics, domain, begin };
 }
 
-describe("a stream through the call pipeline", () => {
+describe.each([
+  { taken: "through promises", handed: false },
+  { taken: "handed to a taker", handed: true },
+])("a stream through the call pipeline, taken $taken", ({ handed }) => {
   it("gives the domain's messages as messages of the output type, and counts the call once, OK, when they run out", async () => {
-    const { metrics, domain, begin } = setUp();
-    const it = (await begin())[Symbol.asyncIterator]();
+    const { metrics, domain, begin } = setUp(handed);
+    const it = await begin();
+    const next = taking(it, handed);
     domain.push("a");
     domain.push("b");
-    const a = await it.next();
+    const a = await next();
     expect(a.done).toBe(false);
     expect(a.value).toMatchObject({ $typeName: "channel.v1.PstnEvent", uid: "a" });
-    expect((await it.next()).value).toMatchObject({ uid: "b" });
+    expect((await next()).value).toMatchObject({ uid: "b" });
+    const waiting = next(); // the domain has nothing yet
+    domain.push("c");
+    expect((await waiting).value).toMatchObject({ uid: "c" });
     expect(await callsCounted(metrics)).toEqual([]);
     domain.finish();
-    expect(await it.next()).toEqual({ done: true, value: undefined });
-    expect(await it.next()).toEqual({ done: true, value: undefined });
+    expect(await next()).toEqual({ done: true, value: undefined });
+    expect(await next()).toEqual({ done: true, value: undefined });
     expect(await it.return?.()).toEqual({ done: true, value: undefined });
     expect(await callsCounted(metrics)).toEqual([
       'boardline_calls_total{rpc="WatchPstnEvents",protocol="grpc",code="ok"} 1',
@@ -104,14 +146,16 @@ describe("a stream through the call pipeline", () => {
   });
 
   it("counts a failure mid-stream once, with its documented code, returns the domain's messages, and rejects with it", async () => {
-    const { metrics, domain, begin } = setUp();
-    const it = (await begin())[Symbol.asyncIterator]();
+    const { metrics, domain, begin } = setUp(handed);
+    const it = await begin();
+    const next = taking(it, handed);
     domain.push("a");
-    await it.next();
+    await next();
     const failure = new Failure("unavailable", { detail: "the watch fell behind" });
+    const waiting = next();
     domain.fail(failure);
-    await expect(it.next()).rejects.toBe(failure);
-    expect(await it.next()).toEqual({ done: true, value: undefined });
+    await expect(waiting).rejects.toBe(failure);
+    expect(await next()).toEqual({ done: true, value: undefined });
     expect(domain.state.returned).toBe(1);
     expect(await callsCounted(metrics)).toEqual([
       'boardline_calls_total{rpc="WatchPstnEvents",protocol="grpc",code="503"} 1',
@@ -119,9 +163,9 @@ describe("a stream through the call pipeline", () => {
   });
 
   it("a transport that stops taking (return), even while a message is awaited, ends the domain's stream and counts OK once", async () => {
-    const { metrics, domain, begin } = setUp();
-    const it = (await begin())[Symbol.asyncIterator]();
-    const pending = it.next(); // waits: the domain has nothing yet
+    const { metrics, domain, begin } = setUp(handed);
+    const it = await begin();
+    const pending = taking(it, handed)(); // waits: the domain has nothing yet
     expect(await it.return?.()).toEqual({ done: true, value: undefined });
     expect(await pending).toEqual({ done: true, value: undefined });
     expect(domain.state.returned).toBe(1);

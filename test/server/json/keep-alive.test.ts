@@ -9,6 +9,7 @@ import { afterEach, beforeEach, expect, test, vi } from "vitest";
 import { type PstnEvent, PstnEventSchema } from "../../../gen/channel/v1/pstn_pb.js";
 import { writeEventStream } from "../../../src/server/json/event-stream.js";
 import type { NodeResponse } from "../../../src/server/http/request-answer.js";
+import type { PushIterator } from "../../../src/services/ports.js";
 
 /** What a stream wrote, as a response object that always has room. */
 class WrittenResponse extends EventEmitter {
@@ -31,20 +32,18 @@ class WrittenResponse extends EventEmitter {
 }
 
 /** A stream of events that ends when `end` is called. */
-function endless(): { messages: AsyncIterable<PstnEvent>; end: () => void } {
+function endless(): { messages: PushIterator<PstnEvent>; end: () => void } {
   let finish: (r: IteratorResult<PstnEvent>) => void = () => {};
-  const iterator: AsyncIterator<PstnEvent> = {
+  const messages: PushIterator<PstnEvent> = {
     next: () => new Promise((resolve) => (finish = resolve)),
+    nextTo: (taker) => (finish = (r) => taker.took(r)),
     return: () => Promise.resolve({ done: true, value: undefined }),
   };
-  return {
-    messages: { [Symbol.asyncIterator]: () => iterator },
-    end: () => finish({ done: true, value: undefined }),
-  };
+  return { messages, end: () => finish({ done: true, value: undefined }) };
 }
 
 /** writeEventStream, its end as a promise. */
-function streamed(res: WrittenResponse, messages: AsyncIterable<PstnEvent>, eventId?: (m: PstnEvent) => string) {
+function streamed(res: WrittenResponse, messages: PushIterator<PstnEvent>, eventId?: (m: PstnEvent) => string) {
   return new Promise<void>((resolve) =>
     writeEventStream(res as unknown as NodeResponse, PstnEventSchema, messages, eventId, resolve),
   );
@@ -92,14 +91,14 @@ test("an event written between keep-alives is the event's id and data lines", as
   const res = new WrittenResponse();
   const event = create(PstnEventSchema, { eventId: "1-0", cursor: "1-0", channelId: "c", uid: "u", mute: true });
   let sent = false;
-  const messages: AsyncIterable<PstnEvent> = {
-    [Symbol.asyncIterator]: () => ({
-      next: () => {
-        if (sent) return Promise.resolve({ done: true, value: undefined });
-        sent = true;
-        return Promise.resolve({ done: false, value: event });
-      },
-    }),
+  const next = (): IteratorResult<PstnEvent> => {
+    if (sent) return { done: true, value: undefined };
+    sent = true;
+    return { done: false, value: event };
+  };
+  const messages: PushIterator<PstnEvent> = {
+    next: () => Promise.resolve(next()),
+    nextTo: (taker) => queueMicrotask(() => taker.took(next())),
   };
   await streamed(res, messages, (m) => m.cursor);
   expect(res.written[0]).toMatch(/^id: 1-0\ndata: \{"event_id":"1-0",/);
