@@ -8,7 +8,7 @@
 import { create } from "@bufbuild/protobuf";
 import { afterEach, describe, expect, it } from "vitest";
 import { WatchPstnEventsRequestSchema } from "../../../gen/channel/v1/pstn_pb.js";
-import { type Caller, PSTN_GATEWAY_SCOPE } from "../../../src/services/ports.js";
+import { type Caller, PSTN_GATEWAY_SCOPE, type PushIterator } from "../../../src/services/ports.js";
 import { PstnWatches } from "../../../src/services/pstn/watch-events.js";
 import { PstnWatchHub, DEFAULT_PSTN_WATCH_SETTINGS } from "../../../src/services/pstn/watch-hub.js";
 import { channelHash, decodeAfter } from "../../../src/services/pstn/cursor.js";
@@ -119,6 +119,36 @@ describe("the life of a watch", () => {
     const resumed = (await watch.open(PROJECT, ["x"], got.at(-1)?.cursor ?? ""))[Symbol.asyncIterator]();
     expect((await take(resumed, 3)).map((e) => e.event.uid)).toEqual(["u5", "u6", "u7"]);
     await resumed.return?.();
+  });
+
+  it("a watch hands a taker what comes (events, the failure, the end), never from within nextTo, and the taker waits without a promise", async () => {
+    const { watch, mute, slots } = setUp({ maxQueue: 2 });
+    const [failing, ending] = (await Promise.all([watch.open(PROJECT, ["x"], ""), watch.open(PROJECT, ["y"], "")])).map(
+      (w) => w[Symbol.asyncIterator](),
+    ) as [PushIterator<ChannelEvent>, PushIterator<ChannelEvent>];
+    const handed = (events: PushIterator<ChannelEvent>) =>
+      new Promise<IteratorResult<ChannelEvent>>((resolve, reject) => {
+        let inside = true;
+        events.nextTo({
+          took: (r) => (inside ? reject(new Error("from within nextTo")) : resolve(r)),
+          failed: (e) => (inside ? reject(new Error("from within nextTo")) : reject(e)),
+        });
+        inside = false;
+      });
+    const waiting = handed(failing); // nothing yet: the watch keeps the taker
+    await mute("x", "u0");
+    expect((await waiting).value?.event.uid).toBe("u0");
+    for (let i = 1; i < 4; i++) await mute("x", `u${i}`); // one more than maxQueue
+    await new Promise((resolve) => setImmediate(resolve));
+    expect((await handed(failing)).value?.event.uid).toBe("u1"); // queued: handed on at once
+    expect((await handed(failing)).value?.event.uid).toBe("u2");
+    await expect(handed(failing)).rejects.toMatchObject({ kind: "unavailable" });
+    expect(await handed(failing)).toEqual({ done: true, value: undefined });
+
+    const end = handed(ending); // waits: the client goes away meanwhile
+    await ending.return?.();
+    expect(await end).toEqual({ done: true, value: undefined });
+    expect(slots.inUse).toBe(0);
   });
 
   it("close ends every watch as unavailable and refuses new ones", async () => {
