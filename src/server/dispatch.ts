@@ -28,7 +28,15 @@ import type { Cors } from "./http/cors.js";
 import { toJsonError, transportError } from "./call/error-table.js";
 import type { GrpcFastPath } from "./rpc/grpc-fast-path.js";
 import type { JsonGateway } from "./json/gateway.js";
-import { type NodeRequest, type NodeResponse, pathOf, reply, requestIdFrom } from "./http/request-answer.js";
+import {
+  type NodeRequest,
+  type NodeResponse,
+  pathOf,
+  reply,
+  requestIdFrom,
+  sayingRequestId,
+} from "./http/request-answer.js";
+import { isStream } from "./call/served-methods.js";
 import type { OpsEndpoints } from "./ops/endpoints.js";
 import type { RpcRouter } from "./rpc/router.js";
 
@@ -57,15 +65,17 @@ export function createDispatch(t: DispatchTargets): Dispatch {
     request(req, res) {
       const requestId = requestIdFrom(req.headers["x-request-id"]);
       req.headers["x-request-id"] = requestId; // connect-es reads it from here
-      res.setHeader("x-request-id", requestId);
-      if (t.cors.apply(req, res)) return;
-
       const path = pathOf(req.url ?? "/");
       const json = t.gateway.match(req.method ?? "GET", path);
+      // Every answer says the request id; an event stream says it in its own head (sayingRequestId).
+      if (json === undefined || "allow" in json || !isStream(json.route.served))
+        res.setHeader("x-request-id", requestId);
+      if (t.cors.apply(req, res)) return;
+
       const hook = t.webhook?.match(path);
       const failed = (e: unknown) => {
         t.logger.error({ err: e, requestId }, "request failed unexpectedly");
-        reply(res, toJsonError(e));
+        reply(sayingRequestId(res, requestId), toJsonError(e));
       };
       if (json !== undefined && "allow" in json) {
         reply(res, transportError({ kind: "method_not_allowed", allow: json.allow }));

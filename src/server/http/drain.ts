@@ -28,12 +28,11 @@ export class Drain {
   private drained: (() => void) | undefined;
   draining = false;
   /**
-   * The close listeners, one function each for every socket, answer and stream (an emitter calls its
+   * The close listeners, one function each for every socket and stream (an emitter calls its
    * listener with itself as `this`) rather than a closure per connection and per request, which an
    * open watch would hold for hours.
    */
   private readonly socketClosed: (this: Duplex) => void;
-  private readonly answerClosed: (this: NodeResponse) => void;
   private readonly streamClosed: () => void;
 
   constructor() {
@@ -41,11 +40,6 @@ export class Drain {
     this.socketClosed = function (this: Duplex) {
       drain.sockets.delete(this);
       drain.unrouted.delete(this);
-    };
-    this.answerClosed = function (this: NodeResponse) {
-      // (a request may have let go of its socket by now: Node sets it to null when it is destroyed)
-      if (drain.draining && this.req.httpVersionMajor === 1) this.req.socket?.destroySoon?.();
-      drain.done();
     };
     this.streamClosed = () => this.done();
   }
@@ -66,11 +60,17 @@ export class Drain {
     if (this.draining) session.close();
   }
 
-  /** A request of the compatibility layer (HTTP/1.1 or HTTP/2). */
+  /** A request of the compatibility layer (HTTP/1.1 or HTTP/2); the caller calls `answered` when its answer closes. */
   request(req: NodeRequest, res: NodeResponse): void {
     this.inFlight++;
-    res.on("close", this.answerClosed); // fires once (`on`: no wrapper kept for a long answer, a watch)
     if (this.draining && req.httpVersionMajor === 1) res.setHeader("connection", "close");
+  }
+
+  /** The answer of a `request` closed. */
+  answered(res: NodeResponse): void {
+    // (a request may have let go of its socket by now: Node sets it to null when it is destroyed)
+    if (this.draining && res.req.httpVersionMajor === 1) res.req.socket?.destroySoon?.();
+    this.done();
   }
 
   /** A raw HTTP/2 stream the gRPC fast path took. */

@@ -42,7 +42,11 @@ const waiting = new WeakMap<Socket, Turn[]>();
 /** Connections an answer has closed: nothing on them runs any more. */
 const closing = new WeakSet<Socket>();
 
-/** Runs `run` now, or once the requests before it on the same HTTP/1.1 connection are answered. */
+/**
+ * Runs `run` now, or once the requests before it on the same HTTP/1.1 connection are answered. The
+ * caller calls `turnEnded` when the answer closes (listener.ts: one close listener per answer does
+ * everything an answer's close means, rather than one listener per concern).
+ */
 export function inTurn(req: NodeRequest, res: NodeResponse, run: () => void): void {
   if (req.httpVersionMajor !== 1) {
     run();
@@ -84,22 +88,20 @@ function linger(socket: Socket): void {
 const connectionOf = new WeakMap<NodeResponse, Socket>();
 
 function start(turn: Turn): void {
-  connectionOf.set(turn.res, turn.req.socket as Socket);
-  // fires once (`on`: no wrapper kept for a long answer, a watch); the turn itself is not kept
-  turn.res.on("close", turnEnded);
+  connectionOf.set(turn.res, turn.req.socket as Socket); // the turn itself is not kept
   turn.run();
 }
 
 /**
- * The answer of a turn closed (`this`: the answer; one function for all answers, not a closure per
- * request): the next request of its connection runs, unless the answer closed the connection.
+ * An answer closed: if it was a turn's, the next request of its connection runs, unless the answer
+ * closed the connection. Any other answer (an HTTP/2 one, one still waiting for its turn) changes nothing.
  */
-function turnEnded(this: NodeResponse): void {
-  const { req } = this;
-  const socket = connectionOf.get(this) as Socket;
-  connectionOf.delete(this);
+export function turnEnded(res: NodeResponse): void {
+  const socket = connectionOf.get(res);
+  if (socket === undefined) return;
+  connectionOf.delete(res);
   const queue = waiting.get(socket) ?? [];
-  const closes = closesConnection(req, this);
+  const closes = closesConnection(res.req, res);
   if (closes) closing.add(socket);
   const next = closes ? undefined : queue.shift();
   if (next === undefined) {

@@ -18,7 +18,7 @@ import { answerClientError } from "./client-error.js";
 import { sniff } from "./connection-sniffer.js";
 import type { Dispatch } from "../dispatch.js";
 import { Drain } from "./drain.js";
-import { inTurn } from "./h1-pipelining.js";
+import { inTurn, turnEnded } from "./h1-pipelining.js";
 import { guardSession, type H2Deadlines } from "./h2-session-guard.js";
 import type { NodeRequest, NodeResponse } from "./request-answer.js";
 
@@ -75,7 +75,14 @@ export async function listen(options: ListenOptions, dispatch: Dispatch): Promis
     },
   };
   const drain = new Drain();
+  // Everything an answer's close means, in one listener for every answer (`this`: the answer): an
+  // open watch keeps its listeners for hours, and a third one would grow the answer's list of them.
+  const answerClosed = function (this: NodeResponse) {
+    drain.answered(this);
+    turnEnded(this);
+  };
   const onRequest = (req: NodeRequest, res: NodeResponse) => {
+    res.on("close", answerClosed); // fires once (`on`: no wrapper kept for a long answer, a watch)
     drain.request(req, res);
     if (req.httpVersionMajor === 1) inTurn(req, res, () => dispatch.request(req, res));
     else afterPendingResets(req as http2.Http2ServerRequest, () => dispatch.request(req, res));

@@ -47,6 +47,16 @@ export function requestIdFrom(given: string | string[] | undefined): string {
 }
 
 /**
+ * Says the request id on an answer about to be written, unless it says it already. The dispatch
+ * sets it on every answer but an event stream's (which names it in its own head, `writeHead`): set
+ * ahead of the head, a header stays in the response's table of headers for the stream's life.
+ */
+export function sayingRequestId(res: NodeResponse, requestId: string): NodeResponse {
+  if (!res.headersSent && !res.hasHeader("x-request-id")) res.setHeader("x-request-id", requestId);
+  return res;
+}
+
+/**
  * Makes a request id compact, for a request that lives long (a watch). `randomUUID` builds its
  * text from 20 pieces, which V8 keeps as a tree of concatenations (about 490 bytes) until
  * something reads it by character; reading one flattens it in place (about 70 bytes), for every

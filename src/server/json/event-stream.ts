@@ -84,13 +84,15 @@ const eventText = encodedOnce(
  */
 export function writeEventStream<O extends DescMessage>(
   res: NodeResponse,
+  requestId: string,
   output: O,
   messages: PushIterator<MessageShape<O>>,
   eventId: ((message: MessageShape<O>) => string) | undefined,
-  ended: () => void,
+  ended: (res: NodeResponse) => void,
 ): void {
   const writer = new EventStreamWriter(res, output, messages, eventId, ended);
   res.writeHead(200, {
+    "x-request-id": requestId, // here, not set ahead: see sayingRequestId
     "content-type": "text/event-stream; charset=utf-8",
     "cache-control": "no-store",
     "x-accel-buffering": "no", // nginx: pass each event on at once
@@ -106,7 +108,7 @@ class EventStreamWriter<O extends DescMessage> implements NextTaker<MessageShape
     private readonly output: O,
     private readonly it: PushIterator<MessageShape<O>>,
     private readonly eventId: ((message: MessageShape<O>) => string) | undefined,
-    private readonly ended: () => void,
+    private readonly ended: (res: NodeResponse) => void,
   ) {}
 
   /** Takes the next message; the socket has room for it. */
@@ -158,6 +160,6 @@ class EventStreamWriter<O extends DescMessage> implements NextTaker<MessageShape
       untaken.unref();
       res.once("close", () => clearTimeout(untaken));
     }
-    this.ended();
+    this.ended(res);
   }
 }

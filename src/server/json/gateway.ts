@@ -12,7 +12,14 @@ import type { CallPipeline } from "../call/pipeline.js";
 import { toJsonError, transportError } from "../call/error-table.js";
 import { parseJsonRequest, requestFromPath } from "./request.js";
 import { JsonRouteTable, type RouteMatch } from "./routes.js";
-import { compactRequestId, firstHeader, type NodeRequest, type NodeResponse, reply } from "../http/request-answer.js";
+import {
+  compactRequestId,
+  firstHeader,
+  type NodeRequest,
+  type NodeResponse,
+  reply,
+  sayingRequestId,
+} from "../http/request-answer.js";
 import { readBody } from "../http/read-body.js";
 import { closeAfterAnswer } from "../http/h1-pipelining.js";
 import { writeEventStream } from "./event-stream.js";
@@ -39,10 +46,10 @@ export class JsonGateway {
   }
 
   async handle(found: RouteMatch, req: NodeRequest, res: NodeResponse, requestId: string): Promise<void> {
-    const body = await this.readRequestBody(found, req, res);
+    const body = await this.readRequestBody(found, req, res, requestId);
     if (body.kind === "answered") return;
     const cancellation = new CallCancellation();
-    const stopCancelling = cancelOnClose(res, cancellation);
+    cancelOnClose(res, cancellation);
     const { served } = found.route;
     const ctx = {
       protocol: "json" as const,
@@ -64,36 +71,41 @@ export class JsonGateway {
         const messages = await this.pipeline.begin(served, ctx).runStream(readRequest);
         // Not awaited: a watch lives long, and this function's frame, its promise and its caller's
         // reactions would live with it. The writer calls back when the answer has ended.
-        writeEventStream(res, served.method.output, messages, served.resume?.eventId, stopCancelling);
+        writeEventStream(res, requestId, served.method.output, messages, served.resume?.eventId, stopCancelling);
         return;
       }
       const output = await this.pipeline.begin(served, ctx).run(readRequest);
-      stopCancelling();
+      stopCancelling(res);
       reply(res, {
         status: 200,
         body: toJsonString(served.method.output, output, { useProtoFieldName: true, alwaysEmitImplicit: true }),
       });
     } catch (e) {
-      stopCancelling();
-      reply(res, toJsonError(e));
+      stopCancelling(res);
+      reply(sayingRequestId(res, requestId), toJsonError(e));
     }
   }
 
   /** The JSON body of a route that has one (Content-Type and size checked); none for GET and DELETE. */
-  private async readRequestBody(found: RouteMatch, req: NodeRequest, res: NodeResponse): Promise<BodyRead> {
+  private async readRequestBody(
+    found: RouteMatch,
+    req: NodeRequest,
+    res: NodeResponse,
+    requestId: string,
+  ): Promise<BodyRead> {
     if (!found.route.hasBody) {
       req.resume(); // a body sent anyway is not read
       return { kind: "ok", bytes: undefined };
     }
     if (!JSON_CONTENT_TYPE.test(req.headers["content-type"] ?? "")) {
-      reply(res, transportError({ kind: "unsupported_media_type" }));
+      reply(sayingRequestId(res, requestId), transportError({ kind: "unsupported_media_type" }));
       return { kind: "answered" };
     }
     const body = await readBody(req, this.maxBodyBytes);
     if (body.kind === "too-large") {
       // Unread bytes may still be on the wire: do not reuse an HTTP/1.1 connection.
       closeAfterAnswer(req, res);
-      reply(res, transportError({ kind: "body_too_large", limit: this.maxBodyBytes }));
+      reply(sayingRequestId(res, requestId), transportError({ kind: "body_too_large", limit: this.maxBodyBytes }));
       return { kind: "answered" };
     }
     if (body.kind === "aborted") return { kind: "answered" };
@@ -102,14 +114,24 @@ export class JsonGateway {
 }
 
 /**
- * The client going away (the answer closing before it ends) cancels the call, until the returned
- * function is called. Its own function: the listener holds the cancellation alone, not the frame of
- * the request's handling (its body, path and headers), which a watch would keep for hours.
+ * The client going away (the answer closing before it ends) cancels the call, until
+ * `stopCancelling`. One listener for every answer, and each answer's cancellation in a weak map,
+ * rather than a closure per request: a watch keeps them for hours.
  */
-function cancelOnClose(res: NodeResponse, cancellation: CallCancellation): () => void {
-  const onClose = () => cancellation.abort();
-  res.on("close", onClose); // fires once; `once` would keep a wrapper as long as a watch lives
-  return () => res.off("close", onClose);
+function cancelOnClose(res: NodeResponse, cancellation: CallCancellation): void {
+  cancellations.set(res, cancellation);
+  res.on("close", cancelCall); // fires once; `once` would keep a wrapper as long as a watch lives
+}
+
+const cancellations = new WeakMap<NodeResponse, CallCancellation>();
+
+function cancelCall(this: NodeResponse): void {
+  cancellations.get(this)?.abort();
+}
+
+function stopCancelling(res: NodeResponse): void {
+  cancellations.delete(res);
+  res.off("close", cancelCall);
 }
 
 /**

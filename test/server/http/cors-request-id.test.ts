@@ -2,6 +2,8 @@
  * CORS for configured origins (actual requests and preflights) and the
  * X-Request-Id echo on JSON routes, errors, plain endpoints and RPCs.
  */
+import http from "node:http";
+import type http2 from "node:http2";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -224,6 +226,57 @@ describe("X-Request-Id", () => {
       headers: { origin: ALLOWED, "access-control-request-method": "POST", "x-request-id": "e-3" },
     });
     expect(pre.headers["x-request-id"]).toBe("e-3");
+  });
+
+  test("an event stream says the id in its head, and so do its refusals, over HTTP/1.1 and HTTP/2", async () => {
+    const gateway = await bl.gatewayToken();
+    const watch = (headers: Record<string, string>, body = JSON.stringify({ channel_ids: ["rid"] })) => ({
+      method: "POST",
+      headers: { ...JSON_HEADERS, authorization: `Bearer ${gateway}`, ...headers },
+      body,
+    });
+    const head = (o: ReturnType<typeof watch>) =>
+      new Promise<http.IncomingMessage>((resolve, reject) => {
+        const req = http.request(`${bl.url}/v1/channel/pstn/events:watch`, { method: o.method, headers: o.headers });
+        req.on("response", (res) => {
+          resolve(res);
+          req.destroy(); // the stream stays open: its head is all this needs
+        });
+        req.on("error", reject);
+        req.end(o.body);
+      });
+    const open = await head(watch({ "x-request-id": "s-1" }));
+    expect([open.statusCode, open.headers["content-type"], open.headers["x-request-id"]]).toEqual([
+      200,
+      "text/event-stream; charset=utf-8",
+      "s-1",
+    ]);
+    const generated = await head(watch({}));
+    expect(generated.headers["x-request-id"]).toMatch(UUID);
+    const refused = [
+      await h1(bl.url, "/v1/channel/pstn/events:watch", watch({ authorization: "", "x-request-id": "s-2" })),
+      await h1(bl.url, "/v1/channel/pstn/events:watch", watch({ "content-type": "text/plain", "x-request-id": "s-3" })),
+      await h1(bl.url, "/v1/channel/pstn/events:watch", watch({ "x-request-id": "s-4" }, "{")),
+    ];
+    expect(refused.map((r) => [r.status, r.headers["x-request-id"]])).toEqual([
+      [401, "s-2"],
+      [415, "s-3"],
+      [400, "s-4"],
+    ]);
+    const session = await h2connect(bl.url);
+    try {
+      const stream = session.request({
+        ":method": "POST",
+        ":path": "/v1/channel/pstn/events:watch",
+        ...watch({ "x-request-id": "s-5" }).headers,
+      });
+      stream.end(JSON.stringify({ channel_ids: ["rid"] }));
+      const headers = await new Promise<http2.IncomingHttpHeaders>((resolve) => stream.once("response", resolve));
+      expect([headers[":status"], headers["x-request-id"]]).toEqual([200, "s-5"]);
+      stream.close();
+    } finally {
+      await closeSession(session);
+    }
   });
 
   test("absent → a generated UUID, different per request", async () => {

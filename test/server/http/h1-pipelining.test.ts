@@ -6,7 +6,7 @@
  */
 import { EventEmitter } from "node:events";
 import { describe, expect, it } from "vitest";
-import { inTurn } from "../../../src/server/http/h1-pipelining.js";
+import { inTurn, turnEnded } from "../../../src/server/http/h1-pipelining.js";
 import type { NodeRequest, NodeResponse } from "../../../src/server/http/request-answer.js";
 
 interface FakeSocket {
@@ -38,6 +38,7 @@ function exchange(socket: FakeSocket, o: { http2?: boolean; requestSaysClose?: b
     headers: o.requestSaysClose ? { connection: "close" } : {},
   };
   Object.assign(res, { req }); // as Node's answers: `response.req`
+  res.on("close", () => turnEnded(res as unknown as NodeResponse)); // as the listener does for every answer
   return {
     req: req as unknown as NodeRequest,
     res: res as unknown as NodeResponse,

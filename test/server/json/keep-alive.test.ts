@@ -45,7 +45,7 @@ function endless(): { messages: PushIterator<PstnEvent>; end: () => void } {
 /** writeEventStream, its end as a promise. */
 function streamed(res: WrittenResponse, messages: PushIterator<PstnEvent>, eventId?: (m: PstnEvent) => string) {
   return new Promise<void>((resolve) =>
-    writeEventStream(res as unknown as NodeResponse, PstnEventSchema, messages, eventId, resolve),
+    writeEventStream(res as unknown as NodeResponse, "r", PstnEventSchema, messages, eventId, () => resolve()),
   );
 }
 
