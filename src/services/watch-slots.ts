@@ -26,6 +26,19 @@ export class WatchSlots {
 
   /** Takes a slot; the function it answers gives it back (once, however often it is called). */
   take(): () => void {
+    this.takeOne();
+    let released = false;
+    return () => {
+      if (!released) this.giveBack();
+      released = true;
+    };
+  }
+
+  /**
+   * Takes a slot that `giveBack` returns, for a holder that gives it back exactly once itself (the
+   * mute-event hub: a closure per watch would stay with each watch for hours).
+   */
+  takeOne(): void {
     if (this.taken >= this.max) {
       this.refusals++;
       this.onRefused(this.taken);
@@ -35,11 +48,11 @@ export class WatchSlots {
       });
     }
     this.taken++;
-    let released = false;
-    return () => {
-      if (!released) this.taken--;
-      released = true;
-    };
+  }
+
+  /** Gives back a slot `takeOne` took. */
+  giveBack(): void {
+    this.taken--;
   }
 
   /** Slots taken now. */

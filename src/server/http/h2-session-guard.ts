@@ -72,17 +72,21 @@ export function guardSession(session: http2.ServerHttp2Session, d: H2Deadlines):
   timer.unref();
   session.once("close", () => clearInterval(timer));
   const resets = resetBucket(session, d);
+  // One function each for all the session's streams (`this`: the stream), not closures per stream: a
+  // long-lived stream (a watch) keeps its listeners for hours.
+  const streamAborted = function (this: http2.ServerHttp2Stream) {
+    if (!ourResets.has(this)) resets();
+  };
+  const streamClosed = function (this: http2.ServerHttp2Stream) {
+    streams.delete(this);
+    if (streams.size === 0) idleSince = performance.now();
+  };
   session.on("stream", (stream: http2.ServerHttp2Stream) => {
     everHadStream = true;
-    // `on`, not `once`: each fires at most once, and a long-lived stream (a watch) would keep once's wrapper.
-    stream.on("aborted", () => {
-      if (!ourResets.has(stream)) resets();
-    });
+    // `on`, not `once`: each fires at most once, and a long-lived stream would keep once's wrapper.
+    stream.on("aborted", streamAborted);
     streams.set(stream, { openedAt: performance.now(), answeredAt: undefined });
-    stream.on("close", () => {
-      streams.delete(stream);
-      if (streams.size === 0) idleSince = performance.now();
-    });
+    stream.on("close", streamClosed);
   });
 }
 

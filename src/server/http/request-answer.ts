@@ -5,7 +5,7 @@
  * header Node may give as a list.
  */
 import { randomUUID } from "node:crypto";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { IncomingMessage, type ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -32,6 +32,19 @@ export function reply(res: NodeResponse, a: Answer, headOnly = false): void {
   res.setHeader("content-length", Buffer.byteLength(a.body));
   if (headOnly) res.end();
   else res.end(a.body);
+}
+
+/**
+ * Lets an HTTP/1.1 request that stays open for hours (an event stream) drop the headers it was read
+ * from, once everything it needs of them is taken: Node keeps both their table and their raw list
+ * (a JWT among them: hundreds of bytes) as long as the request. `Connection` stays, for the end of
+ * the connection's turn (h1-pipelining.ts). HTTP/2's request has no place to drop them from.
+ */
+export function dropHeaders(req: NodeRequest): void {
+  if (!(req instanceof IncomingMessage)) return;
+  const { connection } = req.headers;
+  req.headers = connection === undefined ? {} : { connection };
+  req.rawHeaders = [];
 }
 
 /** The first value of a request header. */

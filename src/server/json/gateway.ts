@@ -14,6 +14,7 @@ import { parseJsonRequest, requestFromPath } from "./request.js";
 import { JsonRouteTable, type RouteMatch } from "./routes.js";
 import {
   compactRequestId,
+  dropHeaders,
   firstHeader,
   type NodeRequest,
   type NodeResponse,
@@ -69,6 +70,7 @@ export class JsonGateway {
       if (isStream(served)) {
         compactRequestId(requestId);
         const messages = await this.pipeline.begin(served, ctx).runStream(readRequest);
+        dropHeaders(req); // all read by now (the call's context, Last-Event-ID); the stream may last hours
         // Not awaited: a watch lives long, and this function's frame, its promise and its caller's
         // reactions would live with it. The writer calls back when the answer has ended.
         writeEventStream(res, requestId, served.method.output, messages, served.resume?.eventId, stopCancelling);

@@ -45,7 +45,8 @@ export const DEFAULT_PSTN_WATCH_SETTINGS: PstnWatchSettings = {
 
 export class PstnWatchHub implements PstnNotificationListener {
   private readonly channels = new Map<string, WatchedChannel>();
-  private readonly watches = new Map<PstnWatch<unknown>, WatchEntry>();
+  /** Each open watch, with its channels (as members of each). */
+  private readonly watches = new Map<PstnWatch<unknown>, Membership[]>();
   private readonly hooks: WatchHooks = {
     deliveredUpTo: (watch) => this.deliveredUpTo(watch),
     detach: (watch) => this.detach(watch),
@@ -82,10 +83,12 @@ export class PstnWatchHub implements PstnNotificationListener {
     if (this.closed) throw shuttingDown();
     const channelIds = channels.map((ref) => ref.channel);
     const watch = new PstnWatch(cursor, channelIds, present, this.s.maxQueue, this.hooks);
-    const entry: WatchEntry = { channels: [], release: this.slots.take() };
-    this.watches.set(watch, entry);
+    this.slots.takeOne(); // given back when the watch leaves (detach)
+    this.watches.set(watch, []);
     const joins = channels.map((ref, index) => this.join(watch, ref, index, startOf(start, index)));
-    entry.channels = entry.channels.slice(); // exactly as long: an array grown by push keeps room for 16 more
+    // exactly as long: an array grown by push keeps room for 16 more
+    const joined = this.watches.get(watch);
+    if (joined !== undefined) this.watches.set(watch, joined.slice());
     endOnAbort(watch, cancellation);
     try {
       await Promise.all(joins);
@@ -145,18 +148,18 @@ export class PstnWatchHub implements PstnNotificationListener {
     });
     joined.catch(() => {}); // observed by `open`
     channel.members.add(member);
-    this.watches.get(watch)?.channels.push({ member, channel });
+    this.watches.get(watch)?.push({ member, channel });
     void channel.read();
     return joined;
   }
 
   /** The watch left: its slot is given back, its channels forget it, and a channel nobody watches any more unsubscribes. */
   private detach(watch: PstnWatch<unknown>): void {
-    const entry = this.watches.get(watch);
-    if (entry === undefined) return;
+    const memberships = this.watches.get(watch);
+    if (memberships === undefined) return;
     this.watches.delete(watch);
-    entry.release();
-    for (const { member, channel } of entry.channels) {
+    this.slots.giveBack();
+    for (const { member, channel } of memberships) {
       channel.members.delete(member);
       member.settle(new Failure("unavailable", { detail: "the watch ended" }));
       if (channel.members.size > 0 || this.channels.get(channelKey(channel.ref)) !== channel) continue;
@@ -168,16 +171,16 @@ export class PstnWatchHub implements PstnNotificationListener {
 
   /** How far every channel of the watch is delivered: the earliest of its channels' safe positions. */
   private deliveredUpTo(watch: PstnWatch<unknown>): string | undefined {
-    const list = this.watches.get(watch)?.channels;
+    const list = this.watches.get(watch);
     if (list === undefined || list.length === 0 || list.some(({ member }) => !member.joined)) return undefined;
     return list.map(({ channel }) => channel.safe).reduce(earlierStreamId);
   }
 }
 
-/** What the hub keeps of an open watch: its channels (as members of each), and its slot's release. */
-interface WatchEntry {
-  channels: Array<{ readonly member: WatchedChannelMember; readonly channel: WatchedChannel }>;
-  readonly release: () => void;
+/** A watch's place in one of its channels. */
+interface Membership {
+  readonly member: WatchedChannelMember;
+  readonly channel: WatchedChannel;
 }
 
 /** The cancellation ends the watch (the closure holds the watch alone, not the caller's frame: a watch lives long). */
