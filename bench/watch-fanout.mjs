@@ -309,7 +309,7 @@ async function measure(ctx, target) {
     if (round % 2 === 1) await noWatcherCells(round);
     const attached = await attach(ctx, target, MIXED);
     attaches.push({ round, ms: attached.ms, lagMs: attached.lagMs, serverCpuMs: attached.serverCpuMs });
-    await sleep(1000);
+    await sleep(Number(process.env.BENCH_SETTLE_MS ?? 1000));
     memory.push(await reading(`${WATCHES} watches open (round ${round})`));
     if (round === 1) printSpaces(target.name, memory[0], memory.at(-1));
     if (SNAPSHOTS && round === 1) printGrowth(target.name, memory[0].label, memory.at(-1).label);

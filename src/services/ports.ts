@@ -33,8 +33,16 @@ import type { PstnSnapshot } from "./pstn/snapshot.js";
  */
 export interface Cancellation {
   readonly aborted: boolean;
-  /** Runs `listener` once when the call is cancelled; at once if it is already. */
-  onAbort(listener: () => void): void;
+  /**
+   * Ends `what` once when the call is cancelled; at once if it is already. The thing itself, not a
+   * closure that ends it: a watch would keep the closure and its context for hours.
+   */
+  onAbort(what: Ending): void;
+}
+
+/** What a cancellation ends (a watch). */
+export interface Ending {
+  end(): void;
 }
 
 /**

@@ -18,7 +18,7 @@
  */
 import type { IncomingHttpHeaders } from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Cancellation as WatchCancellation } from "../../services/ports.js";
+import type { Ending, Cancellation as WatchCancellation } from "../../services/ports.js";
 /** The longest timer Node arms as asked. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -74,8 +74,8 @@ export class CallCancellation implements Cancellation {
   private controller: AbortController | undefined;
   private cancelled = false;
   private why: "client-gone" | "deadline" = "client-gone";
-  /** What `onAbort` was given: one listener (a watch's) in the field itself, more in an array. */
-  private listeners: (() => void) | Array<() => void> | undefined;
+  /** What `onAbort` was given: one (a watch) in the field itself, more in an array. */
+  private endings: Ending | Ending[] | undefined;
 
   get aborted(): boolean {
     return this.cancelled;
@@ -93,11 +93,11 @@ export class CallCancellation implements Cancellation {
     return this.controller.signal;
   }
 
-  onAbort(listener: () => void): void {
-    if (this.cancelled) listener();
-    else if (this.listeners === undefined) this.listeners = listener;
-    else if (typeof this.listeners === "function") this.listeners = [this.listeners, listener];
-    else this.listeners.push(listener);
+  onAbort(what: Ending): void {
+    if (this.cancelled) what.end();
+    else if (this.endings === undefined) this.endings = what;
+    else if (!Array.isArray(this.endings)) this.endings = [this.endings, what];
+    else this.endings.push(what);
   }
 
   /** Cancels the call (once; later calls do nothing). */
@@ -106,10 +106,10 @@ export class CallCancellation implements Cancellation {
     this.cancelled = true;
     this.why = why;
     this.controller?.abort();
-    const listeners = this.listeners;
-    this.listeners = undefined;
-    if (typeof listeners === "function") listeners();
-    else if (listeners !== undefined) for (const listener of listeners) listener();
+    const endings = this.endings;
+    this.endings = undefined;
+    if (Array.isArray(endings)) for (const what of endings) what.end();
+    else endings?.end();
   }
 }
 
@@ -127,9 +127,9 @@ export function cancellationOf(signal: AbortSignal): Cancellation {
       return signal.aborted && ConnectError.from(signal.reason).code === Code.DeadlineExceeded;
     },
     signal,
-    onAbort(listener) {
-      if (signal.aborted) listener();
-      else signal.addEventListener("abort", listener, { once: true });
+    onAbort(what) {
+      if (signal.aborted) what.end();
+      else signal.addEventListener("abort", () => what.end(), { once: true });
     },
   };
 }

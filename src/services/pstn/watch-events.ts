@@ -82,9 +82,9 @@ function cancellationOf(signal: AbortSignal): Cancellation {
     get aborted() {
       return signal.aborted;
     },
-    onAbort(listener) {
-      if (signal.aborted) listener();
-      else signal.addEventListener("abort", listener, { once: true });
+    onAbort(what) {
+      if (signal.aborted) what.end();
+      else signal.addEventListener("abort", () => what.end(), { once: true });
     },
   };
 }

@@ -89,7 +89,7 @@ export class PstnWatchHub implements PstnNotificationListener {
     // exactly as long: an array grown by push keeps room for 16 more
     const joined = this.watches.get(watch);
     if (joined !== undefined) this.watches.set(watch, joined.slice());
-    endOnAbort(watch, cancellation);
+    cancellation?.onAbort(watch);
     try {
       await Promise.all(joins);
     } catch (e) {
@@ -181,11 +181,6 @@ export class PstnWatchHub implements PstnNotificationListener {
 interface Membership {
   readonly member: WatchedChannelMember;
   readonly channel: WatchedChannel;
-}
-
-/** The cancellation ends the watch (the closure holds the watch alone, not the caller's frame: a watch lives long). */
-function endOnAbort(watch: PstnWatch<unknown>, cancellation: Cancellation | undefined): void {
-  cancellation?.onAbort(() => watch.end());
 }
 
 function settledAlready(): void {}

@@ -32,19 +32,20 @@ test("an existing signal is read through", () => {
   expect(c.signal).toBe(controller.signal);
 });
 
-test("onAbort listeners run once at the abort, without making a signal; one given after it runs at once", () => {
+test("what onAbort was given ends once at the abort, without making a signal; one given after it runs at once", () => {
   const c = new CallCancellation();
   const ran: string[] = [];
-  c.onAbort(() => ran.push("first"));
-  c.onAbort(() => ran.push("second"));
-  c.onAbort(() => ran.push("third"));
+  const ending = (name: string) => ({ end: () => void ran.push(name) });
+  c.onAbort(ending("first"));
+  c.onAbort(ending("second"));
+  c.onAbort(ending("third"));
   expect(ran).toEqual([]);
   c.abort("deadline");
   c.abort();
   expect(ran).toEqual(["first", "second", "third"]);
   expect(c.deadlinePassed).toBe(true);
   expect(Object.values(c).some((v) => v instanceof AbortController)).toBe(false);
-  c.onAbort(() => ran.push("late"));
+  c.onAbort(ending("late"));
   expect(ran).toEqual(["first", "second", "third", "late"]);
 });
 
@@ -52,10 +53,11 @@ test("onAbort of an existing signal runs once when it aborts, at once when it ha
   const controller = new AbortController();
   const c = cancellationOf(controller.signal);
   let ran = 0;
-  c.onAbort(() => ran++);
+  const ending = { end: () => void ran++ };
+  c.onAbort(ending);
   controller.abort();
   controller.abort();
   expect(ran).toBe(1);
-  c.onAbort(() => ran++);
+  c.onAbort(ending);
   expect(ran).toBe(2);
 });
