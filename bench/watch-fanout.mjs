@@ -38,7 +38,8 @@
  * snapshot with each memory reading and prints, per target, the kinds of objects that grew the most
  * per open watch (bench/heap-summary.mjs; keep the snapshots with BENCH_KEEP=1), and
  * BENCH_FANOUT_PROTOCOLS ("grpc sse") which protocols the watches take turns in (one alone: every watch
- * over it), to read one protocol's cost apart.
+ * over it), to read one protocol's cost apart, and BENCH_SETTLE_MS (1000) how long after the watches
+ * are open their memory is read (the allocator keeps what the burst of opening freed for up to 10 s).
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
