@@ -120,7 +120,13 @@ export class PstnWatch<T> implements PushIterator<T>, AsyncIterableIterator<T> {
       this.take();
       this.cursor.delivered(item.index, item.event.id);
       if (this.raisePending && this.queue.length === this.head) this.raiseBase();
-      const value = this.present(this.channelIds[item.index] as string, item.event, this.cursor.encode());
+      let value: T;
+      try {
+        value = this.present(this.channelIds[item.index] as string, item.event, this.cursor.encode());
+      } catch (e) {
+        queueMicrotask(() => taker.failed(e)); // the caller's failure, not the hub's that delivered it
+        return true;
+      }
       queueMicrotask(() => taker.took({ done: false, value }));
       return true;
     }
