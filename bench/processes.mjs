@@ -91,13 +91,16 @@ export function nodeFlags() {
  * applied once to this process's environment, which the servers inherit; bench/run.sh applies it before.
  */
 if (process.env.LD_PRELOAD === undefined) {
-  const printPreload = 'printf %s "$' + '{LD_PRELOAD-}"';
-  process.env.LD_PRELOAD = execFileSync("bash", ["deploy/jemalloc.sh", "sh", "-c", printPreload], {
-    encoding: "utf8",
-  });
+  const print = (name) =>
+    execFileSync("bash", ["deploy/jemalloc.sh", "sh", "-c", `printf %s "$\{${name}-}"`], { encoding: "utf8" });
+  process.env.LD_PRELOAD = print("LD_PRELOAD");
+  const conf = print("MALLOC_CONF");
+  if (conf !== "") process.env.MALLOC_CONF = conf;
 }
 /** The allocator in words, for the results' machine lines. */
-export const ALLOCATOR = process.env.LD_PRELOAD ? `LD_PRELOAD=${process.env.LD_PRELOAD}` : "glibc malloc";
+export const ALLOCATOR = process.env.LD_PRELOAD
+  ? `LD_PRELOAD=${process.env.LD_PRELOAD}${process.env.MALLOC_CONF ? ` MALLOC_CONF=${process.env.MALLOC_CONF}` : ""}`
+  : "glibc malloc";
 
 /** The servers one script starts: in `work`, on `cpu` ("" or undefined: anywhere). */
 export class Servers {

@@ -109,8 +109,9 @@ done
 # `LD_PRELOAD= npm run bench` measures glibc's malloc). The baselines and the floor run with the same
 # allocator as boardline, so the ratios compare code, not allocators.
 LD_PRELOAD=$(bash deploy/jemalloc.sh sh -c 'printf %s "${LD_PRELOAD-}"')
-export LD_PRELOAD
-log "allocator: ${LD_PRELOAD:-glibc malloc (no LD_PRELOAD)}"
+MALLOC_CONF=$(bash deploy/jemalloc.sh sh -c 'printf %s "${MALLOC_CONF-}"')
+export LD_PRELOAD MALLOC_CONF
+log "allocator: ${LD_PRELOAD:-glibc malloc (no LD_PRELOAD)}${MALLOC_CONF:+ MALLOC_CONF=$MALLOC_CONF}"
 
 # --- processes and clean-up ----------------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/boardline-bench.XXXXXX")

@@ -9,11 +9,17 @@
 # benchmarks the ConvertFile cells peaked 15–20 MB lower with it, at the same requests/s or more
 # (bench/RESULTS.md, "Issue 24").
 #
+# With jemalloc, pages freed go back to the system after 1 s rather than jemalloc's default 10 s
+# (MALLOC_CONF=dirty_decay_ms:1000, as the image sets it): what a burst left behind (thousands of
+# watches opened at once) is not held for 10 s more. The mute path's CPU per call did not change with
+# it; 10 000 open watches hold 0.3–0.5 KB less each (bench/RESULTS.md, "Issue 24").
+#
 # An LD_PRELOAD that is set already, even to nothing, is left alone: `LD_PRELOAD= npm start` runs on
-# glibc's malloc. Without the library (`apt-get install libjemalloc2` brings it), the command runs
-# as it is.
+# glibc's malloc; so is a MALLOC_CONF that is set. Without the library (`apt-get install libjemalloc2`
+# brings it), the command runs as it is.
 set -euo pipefail
-if [[ -z ${LD_PRELOAD+set} && -z $(LD_PRELOAD=libjemalloc.so.2 env true 2>&1) ]]; then
+if [[ -z ${LD_PRELOAD+set} && -z $(env -u MALLOC_CONF LD_PRELOAD=libjemalloc.so.2 true 2>&1) ]]; then
   export LD_PRELOAD=libjemalloc.so.2
+  export MALLOC_CONF=${MALLOC_CONF-dirty_decay_ms:1000}
 fi
 exec "$@"

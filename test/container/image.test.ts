@@ -185,11 +185,13 @@ describe("the container", () => {
   it("runs node on jemalloc, the base's libjemalloc2, preloaded without a word on stderr", async () => {
     const { Config } = await inspectImage(image.id);
     expect(Config.Env).toContain("LD_PRELOAD=libjemalloc.so.2");
+    expect(Config.Env).toContain("MALLOC_CONF=dirty_decay_ms:1000");
     const { State } = await container.inspect();
     const maps = readFileSync(`/proc/${State.Pid}/maps`, "utf8");
     expect(maps).toMatch(/\/libjemalloc\.so\.2$/m);
     // ld.so says "cannot be preloaded" on stderr when the library is missing, and goes on with glibc's malloc.
     expect((await container.logs()).stderr).not.toContain("LD_PRELOAD");
+    expect((await container.logs()).stderr).not.toContain("<jemalloc>"); // jemalloc took MALLOC_CONF
   });
 
   it("mutes over JSON and over gRPC (h2c)", async () => {
