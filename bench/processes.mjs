@@ -91,10 +91,11 @@ export function nodeFlags() {
  * applied once to this process's environment, which the servers inherit; bench/run.sh applies it before.
  */
 if (process.env.LD_PRELOAD === undefined) {
-  const print = (name) =>
-    execFileSync("bash", ["deploy/jemalloc.sh", "sh", "-c", `printf %s "$\{${name}-}"`], { encoding: "utf8" });
-  process.env.LD_PRELOAD = print("LD_PRELOAD");
-  const conf = print("MALLOC_CONF");
+  const print = 'printf "%s\\n%s" "$' + '{LD_PRELOAD-}" "$' + '{MALLOC_CONF-}"';
+  const [preload = "", conf = ""] = execFileSync("bash", ["deploy/jemalloc.sh", "sh", "-c", print], {
+    encoding: "utf8",
+  }).split("\n");
+  process.env.LD_PRELOAD = preload;
   if (conf !== "") process.env.MALLOC_CONF = conf;
 }
 /** The allocator in words, for the results' machine lines. */

@@ -108,8 +108,10 @@ done
 # Debian's libjemalloc2, by deploy/jemalloc.sh's rule (an LD_PRELOAD already set, even empty, is kept:
 # `LD_PRELOAD= npm run bench` measures glibc's malloc). The baselines and the floor run with the same
 # allocator as boardline, so the ratios compare code, not allocators.
-LD_PRELOAD=$(bash deploy/jemalloc.sh sh -c 'printf %s "${LD_PRELOAD-}"')
-MALLOC_CONF=$(bash deploy/jemalloc.sh sh -c 'printf %s "${MALLOC_CONF-}"')
+{
+  IFS= read -r LD_PRELOAD
+  IFS= read -r MALLOC_CONF
+} < <(bash deploy/jemalloc.sh sh -c 'printf "%s\n%s\n" "${LD_PRELOAD-}" "${MALLOC_CONF-}"')
 export LD_PRELOAD MALLOC_CONF
 log "allocator: ${LD_PRELOAD:-glibc malloc (no LD_PRELOAD)}${MALLOC_CONF:+ MALLOC_CONF=$MALLOC_CONF}"
 

@@ -104,7 +104,7 @@ export class ReportedStream<O extends DescMessage>
   return(): Promise<IteratorResult<MessageShape<O>>> {
     if (this.ended) return Promise.resolve(DONE);
     this.ended = true;
-    return this.closeSource().then(() => {
+    return returnQuietly(this.messages).then(() => {
       this.report(undefined);
       return DONE;
     });
@@ -132,15 +132,10 @@ export class ReportedStream<O extends DescMessage>
     this.ended = true;
     const e = this.steps.asFailure(this.ctx, thrown);
     const reported = this.steps.report(this.op, this.ctx, e);
-    return this.closeSource().then(() => {
+    return returnQuietly(this.messages).then(() => {
       this.report(reported);
       throw e;
     });
-  }
-
-  /** Lets the domain clean up; whatever its `return` does (even throw), the stream ends. */
-  private closeSource(): Promise<unknown> {
-    return new Promise((resolve) => resolve(this.messages.return?.())).catch(() => undefined);
   }
 
   /** Counts the call and ends its span: `reported` is its failure, or undefined for OK. */
@@ -150,4 +145,12 @@ export class ReportedStream<O extends DescMessage>
     steps.metrics.observeCall(op.method.name, ctx.protocol, code, this.started);
     span?.end(reported === undefined ? SUCCEEDED : failed(ctx.protocol, reported.p, "stream-end", reported.cancelled));
   }
+}
+
+/**
+ * Ends an iterator its consumer stops taking from, so its source cleans up: resolves once its
+ * `return` has, whatever that does (even throw). The stream end and both fast transports use it.
+ */
+export function returnQuietly(it: AsyncIterator<unknown>): Promise<unknown> {
+  return new Promise((resolve) => resolve(it.return?.())).catch(() => undefined);
 }

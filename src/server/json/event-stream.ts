@@ -19,6 +19,7 @@ import { type DescMessage, type MessageShape, toJsonString } from "@bufbuild/pro
 import type { NextTaker, PushIterator } from "../../services/ports.js";
 import { encodedOnce } from "../call/encoded-once.js";
 import { toJsonError } from "../call/error-table.js";
+import { returnQuietly } from "../call/reported-stream.js";
 import { type NodeResponse, writableAgain } from "../http/request-answer.js";
 
 const KEEP_ALIVE_S = 15;
@@ -143,10 +144,7 @@ class EventStreamWriter<O extends DescMessage> implements NextTaker<MessageShape
 
   /** The writer stopped early (client gone, a message it could not write): the messages are returned first. */
   private stop(failed: boolean, e?: unknown): void {
-    void new Promise((resolve) => resolve(this.it.return?.())).then(
-      () => this.end(failed, e),
-      () => this.end(failed, e),
-    );
+    void returnQuietly(this.it).then(() => this.end(failed, e));
   }
 
   /** The stream ended: with `e`, it failed after it started (an `error` event, if the client is still there). */

@@ -22,6 +22,7 @@ import type { NextTaker, PushIterator } from "../../services/ports.js";
 import type { CallContext, CallPipeline } from "../call/pipeline.js";
 import { grpcTimeoutMs } from "../call/cancellation.js";
 import { encodedOnce } from "../call/encoded-once.js";
+import { returnQuietly } from "../call/reported-stream.js";
 import { GrpcAnswer } from "./grpc-answer.js";
 import { compactRequestId, firstHeader, requestIdFrom } from "../http/request-answer.js";
 import {
@@ -192,7 +193,7 @@ class StreamSender implements NextTaker<object> {
   }
 
   private stop(): void {
-    void new Promise((resolve) => resolve(this.messages.return?.())).catch(() => {});
+    void returnQuietly(this.messages);
   }
 }
 
