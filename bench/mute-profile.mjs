@@ -4,7 +4,7 @@
  * connection) at c16, beside bench/floor.mjs with FLOOR_WORK=redis (the transport plus the mute's one Redis
  * write: the anchor), and optionally beside another build of boardline ("before"), in one run:
  *
- *   npm run build && node bench/mute-profile.mjs [--profile] [--profile-only]
+ *   npm run build && node bench/mute-profile.mjs [--profile] [--profile-only] [--costs] [--costs-only]
  *
  * What runs, all on loopback, every process started and stopped here: a redis-server of its own (no
  * persistence), seeded by bench/setup.mjs (one channel, its host passphrase, one JWT); boardline
@@ -27,12 +27,19 @@
  * (bench/cpu-profile.mjs) grouped by package (our src, ioredis, protovalidate, prom-client, connect, node
  * internals, …) and the top functions.
  * --profile-only: only that.
+ * --costs: afterwards, floor+redis and boardline (and "before") started afresh with `--trace-gc-nvp`, and per
+ * protocol one c16 cell each under `strace -f -c` (when the machine has strace): the system calls each makes per
+ * response, by name, and the bytes V8 allocated and promoted per response (the sums of the GC trace's
+ * `allocated=` and `promoted=` over the cell). What a response costs outside the profile's self time: a write to
+ * a socket is a system call whatever the code around it, and the garbage a call leaves is paid for by the GC.
+ * --costs-only: only that.
  *
  * Environment: BENCH_SECONDS (5), BENCH_WARMUP (1), BENCH_RUNS (3), BENCH_BEFORE (a git ref: its tree is
  * built in the work directory with this checkout's node_modules and run as "before"), BENCH_TOP (25
- * functions), BENCH_KEEP (keep the work directory), BENCH_RESULTS_OUT (write the summary as JSON there).
+ * functions), BENCH_KEEP (keep the work directory), BENCH_RESULTS_OUT (write the summary as JSON there),
+ * BENCH_COSTS_OUT (write --costs' rows as JSON there).
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import net from "node:net";
@@ -48,7 +55,8 @@ const WARMUP = Number(env.BENCH_WARMUP ?? 1);
 const RUNS = Number(env.BENCH_RUNS ?? 3);
 const TOP = Number(env.BENCH_TOP ?? 25);
 const PROFILE = process.argv.includes("--profile") || process.argv.includes("--profile-only");
-const CELLS = !process.argv.includes("--profile-only");
+const COSTS = process.argv.includes("--costs") || process.argv.includes("--costs-only");
+const CELLS = !process.argv.includes("--profile-only") && !process.argv.includes("--costs-only");
 const PREFIX = "bl:";
 const MUTE_PATH = "/v1/channel/pstn/mute";
 const GRPC_MUTE = "/channel.v1.PstnService/Mute";
@@ -145,9 +153,9 @@ async function waitForPort(port, child) {
   throw new Error(`nothing listening on ${port} after 15 s`);
 }
 
-async function startFloorRedis(redisUrl) {
+async function startFloorRedis(redisUrl, nodeArgs = [], name = "floor+redis") {
   const [port, grpcPort] = [await freePort(), await freePort()];
-  const s = servers.spawn("floor+redis", [process.execPath, ...nodeFlags(), "bench/floor.mjs"], {
+  const s = servers.spawn(name, [process.execPath, ...nodeFlags(), ...nodeArgs, "bench/floor.mjs"], {
     PORT: String(port),
     GRPC_PORT: String(grpcPort),
     FLOOR_WORK: "redis",
@@ -156,12 +164,13 @@ async function startFloorRedis(redisUrl) {
   });
   await waitForPort(grpcPort, s.child);
   await waitForPort(port, s.child);
-  return { name: "floor+redis", pid: s.pid, http: `http://127.0.0.1:${port}`, h2: `http://127.0.0.1:${grpcPort}` };
+  const h2 = `http://127.0.0.1:${grpcPort}`;
+  return { name: "floor+redis", pid: s.pid, http: `http://127.0.0.1:${port}`, h2, logFile: s.logFile, stop: s.stop };
 }
 
 async function startBoardline(name, serverEnv, nodeArgs = [], root = ".") {
   const bl = await servers.startBoardline(name, serverEnv, nodeArgs, root);
-  return { name, pid: bl.pid, http: bl.url, h2: bl.url, stop: bl.stop };
+  return { name, pid: bl.pid, http: bl.url, h2: bl.url, logFile: bl.logFile, stop: bl.stop };
 }
 
 /** `ref`'s tree, built (tsc) in the work directory with this checkout's node_modules; its directory. */
@@ -266,6 +275,86 @@ async function profile(proto, serverEnv) {
   );
 }
 
+// --- what a response costs outside the profile: system calls and garbage ------------------------------
+/** V8's own account in a `--trace-gc-nvp` log so far: bytes allocated and promoted, summed over its GCs. */
+function gcTotals(logFile) {
+  let allocated = 0;
+  let promoted = 0;
+  for (const m of readFileSync(logFile, "utf8").matchAll(/\ballocated=(\d+).*?\bpromoted=(\d+)/g)) {
+    allocated += Number(m[1]);
+    promoted += Number(m[2]);
+  }
+  return { allocated, promoted };
+}
+
+/** `strace -f -c` attached to every thread of `pid` until stopped; its counts per system call. */
+function straceCounts(pid, out) {
+  const tids = readdirSync(`/proc/${pid}/task`).flatMap((t) => ["-p", t]);
+  const child = spawn("strace", ["-f", "-c", "-o", out, ...tids], { stdio: "ignore" });
+  return async () => {
+    const exited = new Promise((done) => child.once("exit", done));
+    child.kill("SIGINT");
+    await exited;
+    const counts = new Map();
+    for (const line of readFileSync(out, "utf8").split("\n")) {
+      const f = line.trim().split(/\s+/); // % time, seconds, usecs/call, calls, [errors], syscall
+      if (f.length >= 5 && /^\d/.test(f[0] ?? "") && f.at(-1) !== "total") counts.set(f.at(-1), Number(f[3]));
+    }
+    return counts;
+  };
+}
+
+async function measureCosts(serverEnv, redisUrl) {
+  const strace = spawnSync("strace", ["-V"]).status === 0;
+  if (!strace) log("no strace on this machine: the costs are the GC's only");
+  const targets = [await startFloorRedis(redisUrl, ["--trace-gc-nvp"], "floor+redis-costs")];
+  targets.push(await startBoardline("boardline-costs", serverEnv, ["--trace-gc-nvp"]));
+  if (env.BENCH_BEFORE) {
+    targets.push(await startBoardline("before-costs", serverEnv, ["--trace-gc-nvp"], join(WORK, "before")));
+  }
+  const rows = [];
+  for (const proto of ["JSON", "gRPC"]) {
+    for (const t of targets) {
+      load(t, proto, Math.max(WARMUP, 1), "warmup");
+      await sleep(200);
+      const gcBefore = gcTotals(t.logFile);
+      const counts = strace ? straceCounts(t.pid, join(WORK, `${t.name}-${proto}.strace`)) : undefined;
+      if (counts) await sleep(500); // attached before the load starts
+      const r = load(t, proto, SECONDS, `${t.name}-${proto}-costs`);
+      const syscalls = counts ? await counts() : new Map();
+      await sleep(200);
+      const gcAfter = gcTotals(t.logFile);
+      const per = (n) => n / r.requests;
+      rows.push({
+        target: t.name.replace(/-costs$/, ""),
+        proto,
+        responses: r.requests,
+        syscalls: Object.fromEntries([...syscalls].filter(([, n]) => per(n) >= 0.05).map(([k, n]) => [k, per(n)])),
+        syscallsTotal: per([...syscalls.values()].reduce((a, b) => a + b, 0)),
+        allocatedKb: per(gcAfter.allocated - gcBefore.allocated) / 1024,
+        promotedB: per(gcAfter.promoted - gcBefore.promoted),
+      });
+    }
+  }
+  for (const t of targets) await t.stop();
+  const lines = [
+    `\n### Per response, c16, ${SECONDS} s cells (system calls under strace -f -c; bytes from --trace-gc-nvp)\n`,
+    "| target | protocol | responses | system calls (≥ 0.05 each) | all | KB allocated | B promoted |",
+    "| --- | --- | --- | --- | --- | --- | --- |",
+    ...rows.map(
+      (r) =>
+        `| ${r.target} | ${r.proto} | ${r.responses} | ${
+          Object.entries(r.syscalls)
+            .sort((a, b) => b[1] - a[1])
+            .map(([k, n]) => `${k} ${fmt(n, 2)}`)
+            .join(", ") || "—"
+        } | ${strace ? fmt(r.syscallsTotal, 2) : "—"} | ${fmt(r.allocatedKb, 1)} | ${fmt(r.promotedB)} |`,
+    ),
+  ];
+  console.log(lines.join("\n"));
+  if (env.BENCH_COSTS_OUT) writeFileSync(env.BENCH_COSTS_OUT, JSON.stringify(rows, null, 2));
+}
+
 async function main() {
   const redis = await servers.startRedis();
   const secret = randomBytes(32).toString("hex");
@@ -289,6 +378,13 @@ async function main() {
     for (const t of targets) await t.stop?.();
   }
   if (PROFILE) for (const proto of ["JSON", "gRPC"]) await profile(proto, serverEnv);
+  if (COSTS) {
+    if (env.BENCH_BEFORE && !CELLS) {
+      log(`building ${env.BENCH_BEFORE} as "before"`);
+      buildRef(env.BENCH_BEFORE);
+    }
+    await measureCosts(serverEnv, redis.url);
+  }
 }
 
 try {
