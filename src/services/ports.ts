@@ -124,7 +124,7 @@ export interface MuteChange {
   /** Milliseconds since the epoch. */
   readonly at: number;
   /** The channel's expiry (its passphrase record's `expireAt`): the mute keys expire then too. */
-  readonly expireAt?: number;
+  readonly expireAt?: number | undefined;
 }
 
 /** What the services read and write. Redis in production, in memory for the demo. */

@@ -20,6 +20,13 @@ describe("key schema (docs/architecture.md, Redis schema)", () => {
     expect(keys.pstnEvents("proj-1", "room 7")).toBe("bl:chan:{proj-1/room 7}:pstn-events");
     expect(keys.pstnMuteMeta("proj-1", "room 7")).toBe("bl:chan:{proj-1/room 7}:pstn-mute-meta");
     expect(keys.pstnNotify("proj-1", "room 7")).toBe("bl:chan:{proj-1/room 7}:pstn-notify");
+    expect(keys.channelKeys("proj-1", "room 7")).toEqual({
+      record: keys.channelRecord("proj-1", "room 7"),
+      mute: keys.pstnMute("proj-1", "room 7"),
+      events: keys.pstnEvents("proj-1", "room 7"),
+      meta: keys.pstnMuteMeta("proj-1", "room 7"),
+      notify: keys.pstnNotify("proj-1", "room 7"),
+    });
     expect(keys.conversion("3f1c")).toBe("bl:conv:{3f1c}");
     expect(keys.conversionWebhook("Zm9vYmFy_-")).toBe("bl:conv-hook:{Zm9vYmFy_-}");
     expect(keys.passphrasePattern()).toBe("bl:pass:*");

@@ -22,6 +22,13 @@ import { writableAgain } from "../http/request-answer.js";
 /** A stream's errors end it with "close", which is what this answer acts on (one function for every stream). */
 function ignoreError(): void {}
 
+const OK: OutgoingHttpHeaders = { "grpc-status": "0" };
+
+/** "wantTrailers" fires once per stream: one function for every OK ending (`this`: the stream), no closure. */
+function sendOk(this: ServerHttp2Stream): void {
+  this.sendTrailers(OK);
+}
+
 /** waiting: nothing sent yet; open: headers sent (a stream); ended: an ending went out (or the stream is gone). */
 type State = "waiting" | "open" | "ended";
 
@@ -58,7 +65,7 @@ export class GrpcAnswer {
   succeed(frame: Buffer): void {
     if (this.state !== "waiting" || !this.end() || this.stream.closed) return;
     this.respond();
-    this.trailers({ "grpc-status": "0" });
+    this.stream.on("wantTrailers", sendOk);
     this.stream.end(frame);
   }
 
@@ -82,7 +89,7 @@ export class GrpcAnswer {
   /** An open stream's OK end. */
   close(): void {
     if (this.state !== "open" || !this.end()) return;
-    this.trailers({ "grpc-status": "0" });
+    this.stream.on("wantTrailers", sendOk);
     this.stream.end();
   }
 
@@ -91,7 +98,8 @@ export class GrpcAnswer {
     const wasOpen = this.state === "open";
     if (!this.end() || this.stream.closed) return;
     if (wasOpen) {
-      this.trailers({ ...grpcErrorStatus(e) });
+      const trailers: OutgoingHttpHeaders = { ...grpcErrorStatus(e) };
+      this.stream.on("wantTrailers", () => this.stream.sendTrailers(trailers));
       this.stream.end();
       return;
     }
@@ -111,10 +119,6 @@ export class GrpcAnswer {
       { ":status": 200, "content-type": "application/grpc+proto", "x-request-id": this.requestId },
       { waitForTrailers: true },
     );
-  }
-
-  private trailers(headers: OutgoingHttpHeaders): void {
-    this.stream.once("wantTrailers", () => this.stream.sendTrailers(headers));
   }
 
   /** Marks the call ended; false when it already was. */

@@ -109,7 +109,8 @@ export class GrpcFastPath {
       chunks.push(chunk);
     };
     stream.on("data", onData);
-    stream.once("end", () => {
+    stream.on("end", () => {
+      // "end" fires once; `on` spares the once-wrapper.
       stream.off("data", onData);
       if (answer.done) return;
       const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);

@@ -37,7 +37,7 @@ export class PstnControl {
       mute,
       by: caller.subject,
       at: this.now(),
-      ...(record.expireAt === undefined ? {} : { expireAt: record.expireAt }),
+      expireAt: record.expireAt, // always present, undefined or not: one shape for every mute's change
     });
     return { uid: req.uid, mute };
   }

@@ -190,15 +190,14 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
   }
 
   async setMute(change: MuteChange): Promise<void> {
-    const { project, channel } = change;
-    const muteKey = this.keys.pstnMute(project, channel);
-    await this.calls.write("setMute", muteKey, (c) =>
+    const keys = this.keys.channelKeys(change.project, change.channel);
+    await this.calls.write("setMute", keys.mute, (c) =>
       scriptsOn(c).blSetMute(
-        muteKey,
-        this.keys.pstnEvents(project, channel),
-        this.keys.pstnMuteMeta(project, channel),
-        this.keys.pstnNotify(project, channel),
-        this.keys.channelRecord(project, channel),
+        keys.mute,
+        keys.events,
+        keys.meta,
+        keys.notify,
+        keys.record,
         change.uid,
         muteFlag(change.mute),
         change.by,

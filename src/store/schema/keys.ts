@@ -112,6 +112,8 @@ export interface KeySchema {
   channelIndexOf(key: string): string | undefined;
   pstnMute(project: string, channel: string): string;
   pstnEvents(project: string, channel: string): string;
+  /** The channel's record and PSTN keys, from one hash tag made once: a mute writes them all. */
+  channelKeys(project: string, channel: string): ChannelKeys;
   /** uid → JSON `{"at":<ms>,"by":"<sub>","event_id":"<stream id>"}` of the uid's last mute change. */
   pstnMuteMeta(project: string, channel: string): string;
   /** The sharded pub/sub channel on which a mute announces its event id (same hash tag, so same slot). */
@@ -136,6 +138,21 @@ export interface KeySchema {
   guesses(callerKey: string): string;
 }
 
+/** One channel's keys, as `channelRecord`, `pstnMute`, `pstnEvents`, `pstnMuteMeta` and `pstnNotify` name them. */
+export interface ChannelKeys {
+  readonly record: string;
+  readonly mute: string;
+  readonly events: string;
+  readonly meta: string;
+  readonly notify: string;
+}
+
+const CHANNEL_RECORD = ":channel";
+const PSTN_MUTE = ":pstn-mute";
+const PSTN_EVENTS = ":pstn-events";
+const PSTN_MUTE_META = ":pstn-mute-meta";
+const PSTN_NOTIFY = ":pstn-notify";
+
 export function keySchema(prefix: string = DEFAULT_KEY_PREFIX): KeySchema {
   const channelTag = (project: string, channel: string) => `${prefix}chan:{${project}/${channel}}`;
   return {
@@ -152,21 +169,31 @@ export function keySchema(prefix: string = DEFAULT_KEY_PREFIX): KeySchema {
     whiteboard: (project) => `${prefix}proj:{${project}}:whiteboard`,
     channelIndex: (project) => `${prefix}proj:{${project}}:channels`,
     adminEvents: (project) => `${prefix}proj:{${project}}:admin-events`,
-    channelRecord: (project, channel) => `${channelTag(project, channel)}:channel`,
+    channelRecord: (project, channel) => channelTag(project, channel) + CHANNEL_RECORD,
     channelRecordPattern: (project) =>
       `${escapeGlob(prefix)}chan:{${project === undefined ? "*" : `${escapeGlob(project)}/*`}}:channel`,
     channelRecordOf: (key) => {
-      const inner = between(key, `${prefix}chan:{`, "}:channel");
+      const inner = between(key, `${prefix}chan:{`, `}${CHANNEL_RECORD}`);
       const slash = inner?.indexOf("/") ?? -1;
       if (inner === undefined || slash < 0) return undefined;
       return { project: inner.slice(0, slash), channel: inner.slice(slash + 1) };
     },
     channelIndexPattern: () => `${escapeGlob(prefix)}proj:{*}:channels`,
     channelIndexOf: (key) => between(key, `${prefix}proj:{`, "}:channels"),
-    pstnMute: (project, channel) => `${channelTag(project, channel)}:pstn-mute`,
-    pstnEvents: (project, channel) => `${channelTag(project, channel)}:pstn-events`,
-    pstnMuteMeta: (project, channel) => `${channelTag(project, channel)}:pstn-mute-meta`,
-    pstnNotify: (project, channel) => `${channelTag(project, channel)}:pstn-notify`,
+    pstnMute: (project, channel) => channelTag(project, channel) + PSTN_MUTE,
+    pstnEvents: (project, channel) => channelTag(project, channel) + PSTN_EVENTS,
+    pstnMuteMeta: (project, channel) => channelTag(project, channel) + PSTN_MUTE_META,
+    pstnNotify: (project, channel) => channelTag(project, channel) + PSTN_NOTIFY,
+    channelKeys: (project, channel) => {
+      const tag = channelTag(project, channel);
+      return {
+        record: tag + CHANNEL_RECORD,
+        mute: tag + PSTN_MUTE,
+        events: tag + PSTN_EVENTS,
+        meta: tag + PSTN_MUTE_META,
+        notify: tag + PSTN_NOTIFY,
+      };
+    },
     whiteboardEvents: (project, channel) => `${channelTag(project, channel)}:whiteboard-events`,
     conversion: (uuid) => `${prefix}conv:{${uuid}}`,
     conversionChanges: (uuid) => `${prefix}conv:{${uuid}}:changes`,
