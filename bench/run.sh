@@ -12,6 +12,8 @@
 #                                       bench/follow-tasks.mjs; also `npm run bench:follow`)
 #   BENCH_ONLY=storm npm run bench     (only issue 26's reconnect storm of watchers, bench/watch-storm.mjs;
 #                                       also `npm run bench:storm`)
+#   BENCH_ONLY=cells npm run bench     (only the cells: boardline, the baselines and the floors, without
+#                                       the watchers and the other parts; about 5 minutes)
 #   BENCH_ONLY=fanout npm run bench    (only issue 24 part 2's watch fan-out against a bare fan-out floor,
 #                                       bench/watch-fanout.mjs; also `npm run bench:fanout`)
 #
@@ -74,8 +76,8 @@ die() {
   log "FAILED: $*"
   exit 1
 }
-[[ -z $BENCH_ONLY || $BENCH_ONLY == conversions || $BENCH_ONLY == pstn || $BENCH_ONLY == channels || $BENCH_ONLY == follow || $BENCH_ONLY == storm || $BENCH_ONLY == fanout ]] ||
-  die "BENCH_ONLY must be empty, \"conversions\", \"pstn\", \"channels\", \"follow\", \"storm\" or \"fanout\" (got \"$BENCH_ONLY\")"
+[[ -z $BENCH_ONLY || $BENCH_ONLY == cells || $BENCH_ONLY == conversions || $BENCH_ONLY == pstn || $BENCH_ONLY == channels || $BENCH_ONLY == follow || $BENCH_ONLY == storm || $BENCH_ONLY == fanout ]] ||
+  die "BENCH_ONLY must be empty, \"cells\", \"conversions\", \"pstn\", \"channels\", \"follow\", \"storm\" or \"fanout\" (got \"$BENCH_ONLY\")"
 
 # --- tools -------------------------------------------------------------------
 if ! command -v wrk >/dev/null || ! command -v h2load >/dev/null; then
@@ -396,7 +398,7 @@ measure_stalls start
 # Before the cells: the ConvertFile cells leave thousands of tasks for the main instances' followers,
 # which would compete for the servers' CPU. The scenario starts and stops its own processes.
 WATCHERS_JSON=""
-if ((BENCH_WATCHERS > 0)); then
+if ((BENCH_WATCHERS > 0)) && [[ $BENCH_ONLY != cells ]]; then
   log "watchers: $BENCH_WATCHERS on one boardline instance (bench/watchers.mjs)"
   SERVER_CPU=""
   ((${#CPUS[@]} >= 2)) && SERVER_CPU=${CPUS[0]}
@@ -460,7 +462,7 @@ cell() {
 }
 
 # Interleaved (each server's cell next to its peer's), so drift hits both alike.
-all_cells() { [[ -z $BENCH_ONLY ]]; }
+all_cells() { [[ -z $BENCH_ONLY || $BENCH_ONLY == cells ]]; }
 for c in $BENCH_CONCURRENCY; do
   cell boardline mute JSON "$c" "$BL_PID" "$BL_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
   if all_cells; then
