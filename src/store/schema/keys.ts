@@ -112,12 +112,12 @@ export interface KeySchema {
   channelIndexOf(key: string): string | undefined;
   pstnMute(project: string, channel: string): string;
   pstnEvents(project: string, channel: string): string;
-  /** The channel's record and PSTN keys, from one hash tag made once: a mute writes them all. */
-  channelKeys(project: string, channel: string): ChannelKeys;
   /** uid → JSON `{"at":<ms>,"by":"<sub>","event_id":"<stream id>"}` of the uid's last mute change. */
   pstnMuteMeta(project: string, channel: string): string;
   /** The sharded pub/sub channel on which a mute announces its event id (same hash tag, so same slot). */
   pstnNotify(project: string, channel: string): string;
+  /** The channel's record and PSTN keys, from one hash tag made once: a mute writes them all. */
+  channelKeys(project: string, channel: string): ChannelKeys;
   /** Terminal states of the channel's conversion tasks, for the notifier. */
   whiteboardEvents(project: string, channel: string): string;
   conversion(taskUuid: string): string;
