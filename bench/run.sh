@@ -291,7 +291,8 @@ spawn "$WORK/simulator.log" "${LOAD_PIN[@]}" env SIM_PORT="$SIM_PORT" SIM_HOST=1
   SIM_SDK_TOKEN="$(<"$WORK/sdk-token.txt")" LOG_LEVEL=warn node dist/src/demo/simulator/main.js
 SIM_PID=${PIDS[-1]}
 # Started as `npm start` runs it: the V8 flags of package.json "config.nodeFlags" (a smaller young
-# generation, a slower heap growth, no allocation-site pretenuring; see bench/RESULTS.md). The
+# generation, a slower heap growth, no allocation-site pretenuring, no idle-time memory reducer; see
+# bench/RESULTS.md). The
 # baselines and the floor run with the same flags, so the ratios compare code, not flags.
 read -ra NODE_FLAGS <<<"${npm_package_config_nodeFlags:-$(node -p 'require("./package.json").config.nodeFlags')}"
 spawn "$WORK/boardline.log" "${SERVER_PIN[@]}" env NODE_ENV=production PORT="$BL_PORT" HOST=127.0.0.1 \
