@@ -131,21 +131,30 @@ async function seed(
   adminToken: string,
   key: { accessKey: string; secretKey: string },
 ): Promise<{ channel: string; hostPassphrase: string; attendeePassphrase: string }> {
-  const call = async (method: string, path: string, body: unknown) => {
+  // A 503 says "retry later": the first writes to a Redis that fsyncs every write can outlast the
+  // 300 ms command timeout on a busy machine, and seeding is not what these tests check. Each try
+  // creates another channel: a create that timed out may still have landed (409 on a retry).
+  const call = async (method: string, path: string, body: (attempt: number) => unknown, attempt = 1) => {
     const res = await fetch(`${url}${path}`, {
       method,
       headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
+      body: JSON.stringify(body(attempt)),
     });
     const text = await res.text();
+    if (res.status === 503 && attempt < 5) {
+      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      return call(method, path, body, attempt + 1);
+    }
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
     return JSON.parse(text) as Record<string, unknown>;
   };
-  const created = await call("POST", "/v1/channels", { channel_id: "weekly-sync" });
-  await call("PUT", "/v1/whiteboard/settings", {
+  const created = await call("POST", "/v1/channels", (attempt) => ({
+    channel_id: attempt === 1 ? "weekly-sync" : `weekly-sync-${attempt}`,
+  }));
+  await call("PUT", "/v1/whiteboard/settings", () => ({
     region: "us-sv",
     access_key_pair: { access_key: key.accessKey, secret_key: key.secretKey },
-  });
+  }));
   return {
     channel: String(created.channel_id),
     hostPassphrase: String(created.host_passphrase),
