@@ -108,15 +108,18 @@ export class GrpcFastPath {
       }
       chunks.push(chunk);
     };
-    stream.on("data", onData);
-    stream.on("end", () => {
-      // "end" fires once; `on` spares the once-wrapper.
+    // "end" fires once; `on` and an `off` of its own spare the once-wrapper. Both listeners go, so a
+    // watch's stream does not keep `then` (and through it the call's context) for as long as it is open.
+    const onEnd = () => {
       stream.off("data", onData);
+      stream.off("end", onEnd);
       if (answer.done) return;
       const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
       chunks = [];
       then(body);
-    });
+    };
+    stream.on("data", onData);
+    stream.on("end", onEnd);
   }
 
   private serveUnary(op: ServedMethod, ctx: CallContext, body: Buffer, answer: GrpcAnswer): void {
