@@ -292,8 +292,8 @@ spawn "$WORK/simulator.log" "${LOAD_PIN[@]}" env SIM_PORT="$SIM_PORT" SIM_HOST=1
 SIM_PID=${PIDS[-1]}
 # Started as `npm start` runs it: the V8 flags of package.json "config.nodeFlags" (a smaller young
 # generation, a slower heap growth, no allocation-site pretenuring, no idle-time memory reducer; see
-# bench/RESULTS.md). The
-# baselines and the floor run with the same flags, so the ratios compare code, not flags.
+# bench/RESULTS.md). The baselines and the floor run with the same flags, so the ratios compare code,
+# not flags.
 read -ra NODE_FLAGS <<<"${npm_package_config_nodeFlags:-$(node -p 'require("./package.json").config.nodeFlags')}"
 spawn "$WORK/boardline.log" "${SERVER_PIN[@]}" env NODE_ENV=production PORT="$BL_PORT" HOST=127.0.0.1 \
   LOG_LEVEL=warn GUESS_LIMIT=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" node "${NODE_FLAGS[@]}" dist/src/main.js
