@@ -1,6 +1,7 @@
 /**
  * What every call of the pipeline (pipeline.ts) shares: who authenticates,
- * the validator, the metrics, the tracer, and how a failure is logged. A call
+ * the validator, the metrics, the tracer, how a failure is logged, and the
+ * turns streams take to open (openings.ts). A call
  * holds one of these, so the pipeline's calls need no back reference to the
  * pipeline itself.
  */
@@ -15,6 +16,7 @@ import { isUnexpected, type PublicError, publicError } from "./error-table.js";
 import type { Metrics } from "../ops/metrics.js";
 import { matchPattern } from "./pattern-match.js";
 import type { CallMetadata, Served } from "./served-methods.js";
+import { Openings } from "./openings.js";
 
 /** One call as its transport hands it over; its metadata goes on to the domain call. */
 export interface CallContext extends CallMetadata {
@@ -46,6 +48,8 @@ export class CallSteps {
     readonly metrics: Metrics,
     /** Tracing; undefined when it is off (then no span is made and nothing else is done). */
     readonly tracer: CallTracer | undefined,
+    /** Streams being opened, a few at a time. */
+    readonly openings: Openings = new Openings(),
   ) {}
 
   /** What the domain threw because the call's deadline cancelled it is the deadline's failure, not ours. */

@@ -19,6 +19,7 @@ import type { Logger } from "../../log.js";
 import type { Authenticator, Caller } from "../../services/ports.js";
 import type { CallSpan, CallTracer } from "../../tracing/hooks.js";
 import { type CallContext, CallSteps } from "./call-steps.js";
+import type { Openings } from "./openings.js";
 import { endOf, ReportedStream } from "./reported-stream.js";
 import { callStart, failed, SUCCEEDED, unrunOutcome } from "./tracing.js";
 import { documentedCodeOf } from "./error-table.js";
@@ -30,8 +31,9 @@ export type { CallContext } from "./call-steps.js";
 export class CallPipeline {
   private readonly steps: CallSteps;
 
-  constructor(auth: Authenticator, logger: Logger, metrics: Metrics, tracer?: CallTracer) {
-    this.steps = new CallSteps(auth, logger, metrics, tracer);
+  /** `openings`: the turns server streams take to open (openings.ts; a test may make its own). */
+  constructor(auth: Authenticator, logger: Logger, metrics: Metrics, tracer?: CallTracer, openings?: Openings) {
+    this.steps = new CallSteps(auth, logger, metrics, tracer, openings);
   }
 
   /** The one entry of a call into the pipeline; nothing is counted until the call authenticates or runs. */
@@ -163,21 +165,28 @@ export class StreamCall<I extends DescMessage = DescMessage, O extends DescMessa
    * promise — so a failure before it (authentication, validation,
    * NOT_FOUND…) rejects as a unary call would, before a transport has started
    * its answer. The call is counted once, when the stream ends.
+   *
+   * Streams open in turns, a few dozen at a time (openings.ts); the call's
+   * time, and its span, include the wait for its turn.
    */
   runStream(readRequest: () => MessageShape<I>): Promise<ReportedStream<O>> {
     const caller = this.start();
+    const started = performance.now();
     const span = this.steps.tracer?.startCall(callStart(this.op, this.ctx));
-    if (span === undefined) return this.runStreamCall(caller, readRequest, undefined);
-    return span.within(() => this.runStreamCall(caller, readRequest, span));
+    return this.steps.openings.open(() =>
+      span === undefined
+        ? this.runStreamCall(caller, readRequest, started, undefined)
+        : span.within(() => this.runStreamCall(caller, readRequest, started, span)),
+    );
   }
 
   private async runStreamCall(
     known: Caller | undefined,
     readRequest: () => MessageShape<I>,
+    started: number,
     span: CallSpan | undefined,
   ): Promise<ReportedStream<O>> {
     const { op, ctx, steps } = this;
-    const started = performance.now();
     try {
       const caller = known ?? (await steps.auth.authenticate(ctx.authorization));
       const request = readRequest();

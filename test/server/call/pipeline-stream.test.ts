@@ -13,6 +13,7 @@ import { describe, expect, it } from "vitest";
 import { PstnService, type PstnEventSchema } from "../../../gen/channel/v1/pstn_pb.js";
 import { createLogger } from "../../../src/log.js";
 import { CallCancellation } from "../../../src/server/call/cancellation.js";
+import { Openings } from "../../../src/server/call/openings.js";
 import { CallPipeline } from "../../../src/server/call/pipeline.js";
 import type { ReportedStream } from "../../../src/server/call/reported-stream.js";
 import type { ServedStream } from "../../../src/server/call/served-methods.js";
@@ -174,5 +175,51 @@ describe.each([
     expect(await callsCounted(metrics)).toEqual([
       'boardline_calls_total{rpc="WatchPstnEvents",protocol="grpc",code="ok"} 1',
     ]);
+  });
+});
+
+describe("streams opening at once through the call pipeline", () => {
+  it("open in turns: the domain is asked for the next stream only once an opening ends, established or refused", async () => {
+    const pipeline = new CallPipeline(
+      { authenticate: async () => ({ project: "p", subject: "s", scopes: new Set<string>() }) },
+      createLogger("silent"),
+      new Metrics({ collectDefault: false }),
+      undefined,
+      new Openings(2),
+    );
+    const asked: Array<{ resolve(): void; reject(e: unknown): void }> = [];
+    const op: ServedStream = {
+      method: PstnService.method.watchPstnEvents,
+      invoke: () =>
+        new Promise((resolve, reject) => {
+          asked.push({ resolve: () => resolve(domainStream(false).iterable), reject });
+        }),
+    } as unknown as ServedStream;
+    const calls = Array.from({ length: 4 }, () =>
+      pipeline
+        .begin(op, {
+          protocol: "grpc",
+          authorization: "Bearer x",
+          requestId: "r",
+          cancellation: new CallCancellation(),
+        })
+        .runStream(() => create(PstnService.method.watchPstnEvents.input, { channelIds: ["c"] })),
+    );
+    for (const c of calls) c.catch(() => {});
+    const settled = () => new Promise((r) => setImmediate(r));
+    await settled();
+    expect(asked.length).toBe(2);
+    asked[0]?.resolve();
+    await calls[0];
+    await settled();
+    expect(asked.length).toBe(3);
+    const refused = new Failure("not_found", { detail: "no such channel" });
+    asked[1]?.reject(refused);
+    await expect(calls[1]).rejects.toBe(refused);
+    await settled();
+    expect(asked.length).toBe(4);
+    asked[2]?.resolve();
+    asked[3]?.resolve();
+    await Promise.all([calls[2], calls[3]]);
   });
 });

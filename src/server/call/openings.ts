@@ -1,0 +1,82 @@
+/**
+ * How many server streams (watches) are being opened at once: at most a few
+ * dozen; the others wait their turn, in the order they came.
+ *
+ * Why: opening a watch is a chain of awaits (authentication, the channel's
+ * record, the hub's first read of each channel), and while it is under way
+ * every step of that chain is held in memory. When thousands of watches come
+ * at once — gateways reconnecting after a deploy — each of them would get to
+ * its first await before any got further, so all of those chains would be held
+ * at once, outlive the young generation and be promoted to V8's old space,
+ * where they die a second later and leave pages of holes behind (measured:
+ * 10 000 gRPC watches opened at once held 10–13 KB of memory each, 6 KB with
+ * turns; bench/RESULTS.md). Taken in turns, a chain lives and dies young.
+ *
+ * A turn lasts until the stream is established or refused, not for the
+ * watch's life, so the limit is on work under way, never on open watches
+ * (those are `MAX_WATCHES`'s). Deadlines and cancellation run as before: the
+ * transport arms them when the call comes, so a call may end while it waits.
+ */
+
+/** Streams opened at once by one instance; enough to keep Redis busy, few enough to die young. */
+export const STREAM_OPENINGS_AT_ONCE = 64;
+
+/** Entries taken from the front before the queue is copied down (so taking one stays O(1)). */
+const COMPACT_AFTER = 1024;
+
+export class Openings {
+  private running = 0;
+  private waiting: Array<(() => void) | undefined> = [];
+  /** The queue's front: `waiting` before it has been taken. */
+  private head = 0;
+  /** One function for every turn's end. */
+  private readonly finished = () => this.next();
+
+  constructor(readonly atOnce: number = STREAM_OPENINGS_AT_ONCE) {
+    if (!(atOnce >= 1)) throw new RangeError("at least one stream must be opened at a time");
+  }
+
+  /** How many wait for their turn. */
+  get queued(): number {
+    return this.waiting.length - this.head;
+  }
+
+  /** Runs `open` now if fewer than `atOnce` are running, else once its turn comes; settles as `open` does. */
+  open<T>(open: () => Promise<T>): Promise<T> {
+    if (this.running < this.atOnce) {
+      this.running++;
+      return this.run(open);
+    }
+    return new Promise<void>((turn) => this.waiting.push(turn)).then(() => this.run(open));
+  }
+
+  private run<T>(open: () => Promise<T>): Promise<T> {
+    let opening: Promise<T>;
+    try {
+      opening = open();
+    } catch (e) {
+      this.next();
+      return Promise.reject(e);
+    }
+    opening.then(this.finished, this.finished);
+    return opening;
+  }
+
+  /** A turn ended: the next in line runs (keeping the running count), or one fewer runs. */
+  private next(): void {
+    if (this.head === this.waiting.length) {
+      this.running--;
+      return;
+    }
+    const turn = this.waiting[this.head] as () => void;
+    this.waiting[this.head++] = undefined;
+    if (this.head === this.waiting.length) {
+      this.waiting = [];
+      this.head = 0;
+    } else if (this.head >= COMPACT_AFTER && this.head * 2 >= this.waiting.length) {
+      this.waiting = this.waiting.slice(this.head);
+      this.head = 0;
+    }
+    turn();
+  }
+}
