@@ -135,7 +135,9 @@ export class GrpcFastPath {
   /** A watch: its messages as they come, each waiting for room in the stream; the stream's close ends it. */
   private serveStream(op: ServedStream, ctx: CallContext, body: Buffer, answer: GrpcAnswer): void {
     const framed = this.framed.get(op) as (message: object) => Buffer;
-    let request: Buffer | undefined = body; // dropped once read: the stream may stay open for hours
+    // Copied: the body is a slice of the connection's read buffer, which a stream waiting for its turn to
+    // open (openings.ts) would keep whole. Dropped once read: the stream may stay open for hours.
+    let request: Buffer | undefined = Buffer.from(body);
     this.o.pipeline
       .begin(op, ctx)
       .runStream(() => {
