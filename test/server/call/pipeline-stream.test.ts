@@ -94,18 +94,17 @@ function taking(stream: ReportedStream<DescMessage>, handed: boolean): () => Pro
     });
 }
 
-function setUp(handing: boolean) {
+/** A pipeline whose one stream asks `invoke` for the domain's messages; `begin` starts a call of it. */
+function streamPipeline(invoke: () => Promise<unknown>, openings?: Openings) {
   const metrics = new Metrics({ collectDefault: false });
   const pipeline = new CallPipeline(
     { authenticate: async () => ({ project: "p", subject: "s", scopes: new Set<string>() }) },
     createLogger("silent"),
     metrics,
+    undefined,
+    openings,
   );
-  const domain = domainStream(handing);
-  const op: ServedStream = {
-    method: PstnService.method.watchPstnEvents,
-    invoke: async () => domain.iterable,
-  } as unknown as ServedStream;
+  const op = { method: PstnService.method.watchPstnEvents, invoke } as unknown as ServedStream;
   const begin = () =>
     pipeline
       .begin(op, {
@@ -115,7 +114,12 @@ function setUp(handing: boolean) {
         cancellation: new CallCancellation(),
       })
       .runStream(() => create(PstnService.method.watchPstnEvents.input, { channelIds: ["c"] }));
-  return { metrics, domain, begin };
+  return { metrics, begin };
+}
+
+function setUp(handing: boolean) {
+  const domain = domainStream(handing);
+  return { ...streamPipeline(async () => domain.iterable), domain };
 }
 
 describe.each([
@@ -180,31 +184,15 @@ describe.each([
 
 describe("streams opening at once through the call pipeline", () => {
   it("open in turns: the domain is asked for the next stream only once an opening ends, established or refused", async () => {
-    const pipeline = new CallPipeline(
-      { authenticate: async () => ({ project: "p", subject: "s", scopes: new Set<string>() }) },
-      createLogger("silent"),
-      new Metrics({ collectDefault: false }),
-      undefined,
-      new Openings(2),
-    );
     const asked: Array<{ resolve(): void; reject(e: unknown): void }> = [];
-    const op: ServedStream = {
-      method: PstnService.method.watchPstnEvents,
-      invoke: () =>
+    const { begin } = streamPipeline(
+      () =>
         new Promise((resolve, reject) => {
           asked.push({ resolve: () => resolve(domainStream(false).iterable), reject });
         }),
-    } as unknown as ServedStream;
-    const calls = Array.from({ length: 4 }, () =>
-      pipeline
-        .begin(op, {
-          protocol: "grpc",
-          authorization: "Bearer x",
-          requestId: "r",
-          cancellation: new CallCancellation(),
-        })
-        .runStream(() => create(PstnService.method.watchPstnEvents.input, { channelIds: ["c"] })),
+      new Openings(2),
     );
+    const calls = Array.from({ length: 4 }, begin);
     for (const c of calls) c.catch(() => {});
     const settled = () => new Promise((r) => setImmediate(r));
     await settled();
