@@ -1,6 +1,6 @@
 /**
  * The interfaces the business layer needs from the outside world. Adapters in
- * src/store, src/conversion and src/auth implement them; src/services uses them.
+ * src/store, src/netless and src/auth implement them; src/services uses them.
  * Adapters report trouble by throwing `Failure` (src/services/failure.ts):
  * `unavailable` for a backend that cannot be reached, `deadline_exceeded` for a
  * time-out, `internal` for anything that should never happen.
@@ -25,48 +25,6 @@ export type {
 } from "./pstn/event-ports.js";
 
 import type { PstnSnapshot } from "./pstn/snapshot.js";
-
-/**
- * A call's cancellation as a watch sees it (the client went away, or the call's deadline passed): lighter
- * than an AbortSignal, which a watch would hold for hours (an AbortController, its signal and one listener
- * are about 600 bytes of heap; the transport's cancellation object keeps a listener in a field).
- */
-export interface Cancellation {
-  readonly aborted: boolean;
-  /**
-   * Ends `what` once when the call is cancelled; at once if it is already. The thing itself, not a
-   * closure that ends it: a watch would keep the closure and its context for hours.
-   */
-  onAbort(what: Ending): void;
-}
-
-/** What a cancellation ends (a watch). */
-export interface Ending {
-  end(): void;
-}
-
-/**
- * Takes the next result of a stream handed to it (`PushIterator.nextTo`): exactly one of the two
- * is called, once, never from within `nextTo` itself.
- */
-export interface NextTaker<T> {
-  took(result: IteratorResult<T>): void;
-  failed(e: unknown): void;
-}
-
-/**
- * An async iterator that can also hand its next result to a taker rather than answer a promise of
- * it. A watch waits hours for its next event; through a promise, every layer between the domain
- * and the socket would keep a promise, its reaction and their closures for as long.
- */
-export interface PushIterator<T> extends AsyncIterator<T> {
-  nextTo(taker: NextTaker<T>): void;
-}
-
-/** Whether `it` can hand its results to a taker. */
-export function canPush<T>(it: AsyncIterator<T>): it is PushIterator<T> {
-  return typeof (it as Partial<PushIterator<T>>).nextTo === "function";
-}
 
 /** Who is calling, taken from a verified JWT. */
 export interface Caller {

@@ -18,7 +18,7 @@
  */
 import type { IncomingHttpHeaders } from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Ending, Cancellation as WatchCancellation } from "../../services/ports.js";
+import type { Ending, Cancellation as WatchCancellation } from "../../services/push-stream.js";
 /** The longest timer Node arms as asked. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 

@@ -4,7 +4,7 @@
  * its transport takes them, and the call counted once when the stream ends.
  */
 import { create, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
-import { canPush, type NextTaker, type PushIterator } from "../../services/ports.js";
+import { canPush, type NextTaker, type PushIterator } from "../../services/push-stream.js";
 import type { CallSpan } from "../../tracing/hooks.js";
 import type { CallContext, CallSteps, Reported } from "./call-steps.js";
 import { failed, SUCCEEDED } from "./tracing.js";

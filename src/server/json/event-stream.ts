@@ -16,7 +16,7 @@
  * `UNTAKEN_ANSWER_MS` later, as HTTP/2's guard resets an answer not taken.
  */
 import { type DescMessage, type MessageShape, toJsonString } from "@bufbuild/protobuf";
-import type { NextTaker, PushIterator } from "../../services/ports.js";
+import type { NextTaker, PushIterator } from "../../services/push-stream.js";
 import { encodedOnce } from "../call/encoded-once.js";
 import { toJsonError } from "../call/error-table.js";
 import { returnQuietly } from "../call/reported-stream.js";

@@ -18,7 +18,7 @@
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { Failure } from "../../services/failure.js";
-import type { NextTaker, PushIterator } from "../../services/ports.js";
+import type { NextTaker, PushIterator } from "../../services/push-stream.js";
 import type { CallContext, CallPipeline } from "../call/pipeline.js";
 import { grpcTimeoutMs } from "../call/cancellation.js";
 import { encodedOnce } from "../call/encoded-once.js";

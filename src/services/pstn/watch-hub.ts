@@ -18,7 +18,8 @@
  */
 import { Failure } from "../failure.js";
 import { WatchedChannel, type WatchedChannelMember, type WatchedChannelSettings } from "./watched-channel.js";
-import type { Cancellation, ChannelRef, PstnEventLog, PstnNotificationListener } from "../ports.js";
+import type { ChannelRef, PstnEventLog, PstnNotificationListener } from "../ports.js";
+import type { Cancellation } from "../push-stream.js";
 import type { WatchCursor, WatchStart } from "./cursor.js";
 import { type Present, PstnWatch, type WatchHooks } from "./watch.js";
 import { earlierStreamId } from "./stream-ids.js";

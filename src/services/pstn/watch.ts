@@ -13,7 +13,8 @@
  * the last cursor it got, missing nothing.
  */
 import { Failure } from "../failure.js";
-import type { MuteEvent, NextTaker, PushIterator } from "../ports.js";
+import type { MuteEvent } from "../ports.js";
+import type { NextTaker, PushIterator } from "../push-stream.js";
 import type { WatchCursor } from "./cursor.js";
 
 /** The caller's value of an event: of channel `channelId`, with the watch's cursor after it. A module's function, not a closure: a watch lives long. */

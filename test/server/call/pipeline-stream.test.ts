@@ -19,7 +19,7 @@ import type { ReportedStream } from "../../../src/server/call/reported-stream.js
 import type { ServedStream } from "../../../src/server/call/served-methods.js";
 import { Metrics } from "../../../src/server/ops/metrics.js";
 import { Failure } from "../../../src/services/failure.js";
-import type { PushIterator } from "../../../src/services/ports.js";
+import type { PushIterator } from "../../../src/services/push-stream.js";
 
 type Event = MessageInitShape<typeof PstnEventSchema>;
 

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, expect, test, vi } from "vitest";
 import { type PstnEvent, PstnEventSchema } from "../../../gen/channel/v1/pstn_pb.js";
 import { writeEventStream } from "../../../src/server/json/event-stream.js";
 import type { NodeResponse } from "../../../src/server/http/request-answer.js";
-import type { PushIterator } from "../../../src/services/ports.js";
+import type { PushIterator } from "../../../src/services/push-stream.js";
 
 /** What a stream wrote, as a response object that always has room. */
 class WrittenResponse extends EventEmitter {

@@ -8,7 +8,8 @@
 import { create } from "@bufbuild/protobuf";
 import { afterEach, describe, expect, it } from "vitest";
 import { WatchPstnEventsRequestSchema } from "../../../gen/channel/v1/pstn_pb.js";
-import { type Caller, PSTN_GATEWAY_SCOPE, type PushIterator } from "../../../src/services/ports.js";
+import { type Caller, PSTN_GATEWAY_SCOPE } from "../../../src/services/ports.js";
+import type { PushIterator } from "../../../src/services/push-stream.js";
 import { PstnWatches } from "../../../src/services/pstn/watch-events.js";
 import { PstnWatchHub, DEFAULT_PSTN_WATCH_SETTINGS } from "../../../src/services/pstn/watch-hub.js";
 import { channelHash, decodeAfter } from "../../../src/services/pstn/cursor.js";
