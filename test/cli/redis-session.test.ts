@@ -1,7 +1,7 @@
 /**
  * The CLI's Redis session in-process: it names an unreachable Redis by the
  * connection error the store's readiness wait carries as `cause`, and never
- * shows credentials. (test/cli.test.ts runs the built CLI end to end.)
+ * shows credentials. (test/cli/records-the-server-reads.test.ts runs the built CLI end to end.)
  */
 import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";

@@ -4,76 +4,21 @@
  * boardline server (same Redis, same key prefix, same JWT secret) reads.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type Boardline, startBoardline } from "./harness/boardline.js";
-import { ensureBuilt, ROOT } from "./harness/build-dist.js";
-import { eventually } from "./harness/eventually.js";
-import { redisUrl, uniquePrefix } from "./harness/redis-url.js";
-import { rawRedis } from "./harness/redis-state.js";
-import { spawnTied } from "./harness/tied-spawn.js";
-
-const CLI = join(ROOT, "dist", "src", "cli", "main.js");
-const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
-
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-  readonly ms: number;
-}
+import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { ensureBuilt, ROOT } from "../harness/build-dist.js";
+import { eventually } from "../harness/eventually.js";
+import { redisUrl, uniquePrefix } from "../harness/redis-url.js";
+import { rawRedis } from "../harness/redis-state.js";
+import { spawnTied } from "../harness/tied-spawn.js";
+import { baseEnv, CLI, cliRunner, JWT, oneLine } from "./run-cli.js";
 
 let bl: Boardline;
 let prefix: string;
 const jwtSecret = randomBytes(32).toString("hex");
 const project = `cli-proj-${randomBytes(4).toString("hex")}`;
 const channel = "weekly sync";
-
-/** The CLI's environment: only what it is given (plus PATH), never the test runner's. */
-function baseEnv(): Record<string, string> {
-  return { PATH: process.env.PATH ?? "", REDIS_URL: redisUrl(), REDIS_KEY_PREFIX: prefix, JWT_SECRET: jwtSecret };
-}
-
-function cli(
-  args: string[],
-  o: { env?: Record<string, string | undefined>; input?: string; onStdout?: (soFar: string) => void } = {},
-): Promise<Run> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries({ ...baseEnv(), ...o.env })) if (v !== undefined) env[k] = v;
-  const started = Date.now();
-  return new Promise((resolve, reject) => {
-    const child = spawnTied(process.execPath, [CLI, ...args], { cwd: ROOT, env, stdio: ["pipe", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      stdout += d;
-      o.onStdout?.(stdout);
-    });
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, ms: Date.now() - started });
-    });
-    child.stdin.end(o.input ?? "");
-  });
-}
-
-/** The CLI succeeded: exit 0 and nothing on stderr. */
-async function ok(args: string[], o: Parameters<typeof cli>[1] = {}): Promise<string> {
-  const r = await cli(args, o);
-  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" });
-  return r.stdout;
-}
-
-/** Exactly one line on stderr. */
-function oneLine(stderr: string): string {
-  expect(stderr.endsWith("\n")).toBe(true);
-  const lines = stderr.trimEnd().split("\n");
-  expect(lines).toHaveLength(1);
-  return lines[0] ?? "";
-}
+const { cli, ok } = cliRunner(() => ({ prefix, jwtSecret }));
 
 async function post(path: string, token: string, body: object): Promise<{ status: number; body: unknown }> {
   const res = await fetch(`${bl.url}${path}`, {
@@ -194,7 +139,7 @@ describe("records the CLI writes are what the server reads", () => {
   test("mute watch prints a line per mute event as it happens, until Ctrl-C (SIGINT: exit 0)", async () => {
     const child = spawnTied(process.execPath, [CLI, "mute", "watch", project, channel], {
       cwd: ROOT,
-      env: baseEnv(),
+      env: baseEnv({ prefix, jwtSecret }),
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -223,7 +168,7 @@ describe("records the CLI writes are what the server reads", () => {
       [CLI, "mute", "watch", project, channel, "--after", first ?? "", "--json"],
       {
         cwd: ROOT,
-        env: baseEnv(),
+        env: baseEnv({ prefix, jwtSecret }),
         stdio: ["ignore", "pipe", "pipe"],
       },
     );
@@ -507,123 +452,5 @@ describe("records the CLI writes are what the server reads", () => {
     const r = await cli(["conversion", "show", "00000000-0000-4000-8000-000000000000"]);
     expect(r.code).toBe(1);
     expect(oneLine(r.stderr)).toContain("no record of conversion task");
-  });
-});
-
-describe("usage errors exit 2 with a clear message", () => {
-  test.each([
-    [["channel", "create", "p"], "missing required argument 'channel'"],
-    [["channel", "create", "p", "c"], "--host-passphrase is required (or --generate"],
-    [["channel", "create", "p{x}", "c", "--generate"], "project must not contain"],
-    [["channel", "create", "p", "c", "--generate", "--expire-time", "tomorrow"], "expected an ISO 8601 time"],
-    [["channel", "rotate", "p", "c"], "required option '--role <role>' not specified"],
-    [["channel", "rotate", "p", "c", "--role", "owner"], "Allowed choices are host, attendee"],
-    [["channel", "list", "p", "--page-size", "1001"], "expected a whole number from 1 to 1000"],
-    [["channel", "reindex", "--batch", "0"], "expected a whole number from 1 to 100000"],
-    [
-      ["whiteboard", "set", "p", "--region", "mars", "--sdk-token", "t"],
-      "Allowed choices are us-sv, sg, in-mum, eu, cn-hz",
-    ],
-    [["whiteboard", "set", "p", "--sdk-token", "t"], "required option '--region <region>' not specified"],
-    [["whiteboard", "set", "p", "--region", "eu"], "credentials are required"],
-    [["whiteboard", "set", "p", "--region", "eu", "--sdk-token", "t", "--access-key", "a"], "not both"],
-    [
-      ["whiteboard", "set", "p", "--region", "eu", "--access-key", "a"],
-      "--secret-key (or --secret-key-stdin) is required",
-    ],
-    [["mute", "show", "p", "c", "--events", "0"], "expected a whole number from 1 to 10000"],
-    [["token", "mint"], "required option '--project <project>' not specified"],
-    [["token", "mint", "--project", "p", "--ttl", "soon"], "expected a duration like 90s, 15m, 1h or 7d"],
-    [["frobnicate"], "unknown command 'frobnicate'"],
-  ])("%j", async (args, message) => {
-    const r = await cli(args);
-    expect(r.code).toBe(2);
-    expect(r.stdout).toBe("");
-    expect(r.stderr).toMatch(/^boardline: error: /);
-    expect(r.stderr).toContain(message);
-  });
-
-  test("no command at all prints the help on stderr, exit 2", async () => {
-    const r = await cli([]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain("Usage: boardline");
-  });
-});
-
-describe("configuration failures exit 1 with one line", () => {
-  test("no Redis configured", async () => {
-    const r = await cli(["mute", "show", "p", "c"], { env: { REDIS_URL: undefined } });
-    expect(r.code).toBe(1);
-    expect(r.stdout).toBe("");
-    expect(oneLine(r.stderr)).toMatch(/^boardline: no Redis configured: set REDIS_URL .*no in-memory mode$/);
-  });
-
-  test("an invalid REDIS_URL is named", async () => {
-    const r = await cli(["channel", "delete", "p", "c"], { env: { REDIS_URL: "localhost:6379" } });
-    expect(r.code).toBe(1);
-    expect(oneLine(r.stderr)).toBe("boardline: invalid configuration: REDIS_URL must start with redis:// or rediss://");
-  });
-
-  test("an unreachable Redis is named, without credentials", async () => {
-    const r = await cli(["mute", "show", "p", "c"], { env: { REDIS_URL: "redis://user:hunter2@127.0.0.1:1" } });
-    expect(r.code).toBe(1);
-    const line = oneLine(r.stderr);
-    expect(line).toMatch(/^boardline: cannot reach Redis at redis:\/\/127\.0\.0\.1:1: .*ECONNREFUSED/);
-    expect(line).not.toContain("hunter2");
-    // Gives up after its connect time-out (3 s) and does not linger.
-    expect(r.ms).toBeLessThan(6000);
-  });
-
-  test("token mint refuses without JWT_SECRET, or with one under 32 bytes", async () => {
-    const missing = await cli(["token", "mint", "--project", "p"], { env: { JWT_SECRET: undefined } });
-    expect(missing.code).toBe(1);
-    expect(missing.stdout).toBe("");
-    expect(oneLine(missing.stderr)).toMatch(/^boardline: JWT_SECRET is not set/);
-    const short = await cli(["token", "mint", "--project", "p"], { env: { JWT_SECRET: "x".repeat(31) } });
-    expect(short.code).toBe(1);
-    expect(oneLine(short.stderr)).toBe("boardline: invalid configuration: JWT_SECRET must be at least 32 bytes");
-  });
-
-  test("token mint needs no Redis", async () => {
-    const out = await ok(["token", "mint", "--project", "p", "--json"], { env: { REDIS_URL: undefined } });
-    expect(JSON.parse(out)).toMatchObject({ project: "p", subject: "operator", token: expect.stringMatching(JWT) });
-  });
-});
-
-describe("help", () => {
-  test("--help lists every command and the environment", async () => {
-    const out = await ok(["--help"]);
-    for (const word of [
-      "channel",
-      "whiteboard",
-      "token",
-      "mute",
-      "conversion",
-      "REDIS_URL",
-      "JWT_SECRET",
-      "Exit codes",
-    ]) {
-      expect(out).toContain(word);
-    }
-  });
-
-  test("whiteboard set --help explains how to keep secrets out of shell history", async () => {
-    const out = await ok(["whiteboard", "set", "--help"]);
-    for (const word of [
-      "--secret-key-stdin",
-      "--sdk-token-stdin",
-      "BOARDLINE_SECRET_KEY",
-      "BOARDLINE_SDK_TOKEN",
-      "us-sv",
-    ]) {
-      expect(out).toContain(word);
-    }
-  });
-
-  test("the process does not linger after a Redis command", async () => {
-    // The CLI force-exits 2 s after finishing should a handle stay open; a clean exit is much sooner.
-    const r = await cli(["mute", "show", "p", "c"]);
-    expect(r.code).toBe(0);
-    expect(r.ms).toBeLessThan(1900);
   });
 });

@@ -9,11 +9,11 @@ import { once } from "node:events";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { ensureBuilt, ROOT } from "./harness/build-dist.js";
-import { eventually } from "./harness/eventually.js";
-import { ROUTES, RPC_PATHS } from "./harness/routes.js";
-import { sleep } from "./harness/sleep.js";
-import { spawnTied } from "./harness/tied-spawn.js";
+import { ensureBuilt, ROOT } from "../harness/build-dist.js";
+import { eventually } from "../harness/eventually.js";
+import { ROUTES, RPC_PATHS } from "../harness/routes.js";
+import { sleep } from "../harness/sleep.js";
+import { spawnTied } from "../harness/tied-spawn.js";
 
 const MAIN = join(ROOT, "dist", "src", "main.js");
 /** Netless task uuids are 32 hex digits (dashes tolerated). */
