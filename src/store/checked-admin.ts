@@ -15,7 +15,7 @@ import type {
   WhiteboardEvent,
   WhiteboardSettings,
 } from "../services/ports.js";
-import { replaceChannelPassphrases } from "./channels/legacy.js";
+import { replaceChannelPassphrases } from "./channels/replace-passphrases.js";
 import { ChannelRepair } from "./channels/repair.js";
 import { unindexedPassphrases } from "./channels/scan.js";
 import type { ChannelSteps } from "./channels/steps.js";
@@ -56,7 +56,7 @@ export abstract class CheckedAdmin implements AdminOperations {
 
   /**
    * Creates the channel or changes its passphrases: afterwards exactly the given
-   * passphrases open it, and the channel is indexed (src/store/channels/legacy.ts). A
+   * passphrases open it, and the channel is indexed (src/store/channels/replace-passphrases.ts). A
    * passphrase that already opens another channel is refused (`invalid`,
    * naming that channel).
    */

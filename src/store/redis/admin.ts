@@ -1,5 +1,5 @@
 /**
- * The Redis store's raw admin writes and reads (channels: src/store/channels/legacy.ts
+ * The Redis store's raw admin writes and reads (channels: src/store/channels/replace-passphrases.ts
  * over the directory's primitives, src/store/redis/channels.ts). The admin front
  * (src/store/checked-admin.ts) checks the input before calling these. Every key is
  * addressed on its own (or with keys of the same hash tag), so all of this
