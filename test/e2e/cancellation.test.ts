@@ -15,7 +15,7 @@ import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { eventually } from "../harness/eventually.js";
 import { postJson } from "../harness/http.js";
 import { RPC_PATHS, ROUTES } from "../harness/routes.js";
-import { convertRequest } from "./helpers-rpc.js";
+import { convertRequest } from "./helpers/rpc.js";
 
 /** The backend sleeps this long; far longer than any wait below. */
 const BACKEND_DELAY_MS = 20_000;

@@ -16,7 +16,7 @@ import { postJson } from "../harness/http.js";
 import { type RedisClusterHandle, startRedisCluster } from "../harness/redis-topologies.js";
 import { sleep } from "../harness/sleep.js";
 import { ROUTES } from "../harness/routes.js";
-import { ADMIN_PROTOCOLS, type AdminMethod, adminToken, callAdmin } from "./helpers-channel-admin.js";
+import { ADMIN_PROTOCOLS, type AdminMethod, adminToken, callAdmin } from "./helpers/channel-admin.js";
 
 const GENERATED = /^[a-km-np-z2-9]{4}(-[a-km-np-z2-9]{4}){6}$/;
 const ALL_METHODS: ReadonlyArray<[AdminMethod, Record<string, unknown>]> = [

@@ -10,11 +10,11 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
-import { type ErrorCase, errorCases, GRPC, jsonMessage } from "./helpers-cases.js";
+import { type ErrorCase, errorCases, GRPC, jsonMessage } from "./helpers/cases.js";
 import { parseBody, postJson } from "../harness/http.js";
 import { ROUTES, RPC_PATHS } from "../harness/routes.js";
-import { expectError, expectNoLeak, INVALID_PREFIX } from "./helpers-contract.js";
-import { bearer, clients, convertRequest, muteRequest, PROTOCOLS, transport } from "./helpers-rpc.js";
+import { expectError, expectNoLeak, INVALID_PREFIX } from "./helpers/contract.js";
+import { bearer, clients, convertRequest, muteRequest, PROTOCOLS, transport } from "./helpers/rpc.js";
 import { errorFromJson, trailerParse } from "../../src/server/rpc/connect-internals.js";
 
 const TIMEOUT_MS = 250;

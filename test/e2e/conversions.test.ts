@@ -11,7 +11,7 @@ import { eventually } from "../harness/eventually.js";
 import { postJson } from "../harness/http.js";
 import { convertBody } from "../harness/request-bodies.js";
 import { ROUTES } from "../harness/routes.js";
-import { bearer, type ProtocolName, transport } from "./helpers-rpc.js";
+import { bearer, type ProtocolName, transport } from "./helpers/rpc.js";
 
 let bl: Boardline;
 let legacy: Boardline;

@@ -19,12 +19,12 @@ import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { statusDetails } from "../harness/grpc-status-details.js";
 import { startRedisServer } from "../harness/redis-server.js";
-import { type ErrorCase, errorCases, GRPC, jsonMessage } from "./helpers-cases.js";
+import { type ErrorCase, errorCases, GRPC, jsonMessage } from "./helpers/cases.js";
 import { postJson } from "../harness/http.js";
 import { muteBody } from "../harness/request-bodies.js";
 import { type Op, ROUTES, RPC_PATHS } from "../harness/routes.js";
-import { expectError, INVALID_PREFIX } from "./helpers-contract.js";
-import { convertRequest, muteRequest } from "./helpers-rpc.js";
+import { expectError, INVALID_PREFIX } from "./helpers/contract.js";
+import { convertRequest, muteRequest } from "./helpers/rpc.js";
 
 const TIMEOUT_MS = 300;
 

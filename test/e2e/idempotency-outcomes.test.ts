@@ -12,7 +12,7 @@ import type { MemoryStore } from "../../src/store/memory/store.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { eventually } from "../harness/eventually.js";
 import { convertBody } from "../harness/request-bodies.js";
-import { type Answer, convertWithKey, createsOf, KEY_PROTOCOLS, type KeyProtocol } from "./helpers-idempotency.js";
+import { type Answer, convertWithKey, createsOf, KEY_PROTOCOLS, type KeyProtocol } from "./helpers/idempotency.js";
 
 const TIMEOUT_MS = 300;
 const LOCK_MS = 1500;

@@ -17,7 +17,7 @@ import { eventually } from "../harness/eventually.js";
 import { postJson } from "../harness/http.js";
 import { convertBody, muteBody } from "../harness/request-bodies.js";
 import { ROUTES } from "../harness/routes.js";
-import { type Answer, convertWithKey, createsOf, KEY_PROTOCOLS, type KeyProtocol } from "./helpers-idempotency.js";
+import { type Answer, convertWithKey, createsOf, KEY_PROTOCOLS, type KeyProtocol } from "./helpers/idempotency.js";
 
 /** gRPC status codes (connect-es's Code has the same numbers). */
 const INVALID_ARGUMENT = 3;

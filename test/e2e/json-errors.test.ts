@@ -14,7 +14,7 @@ import { conversionKeys, redisSnapshot } from "../harness/redis-state.js";
 import { startRedisServer } from "../harness/redis-server.js";
 import { convertBody, muteBody } from "../harness/request-bodies.js";
 import { type Op, OPS, ROUTES } from "../harness/routes.js";
-import { expectError, INVALID_PREFIX, unauthenticatedCases, without } from "./helpers-contract.js";
+import { expectError, INVALID_PREFIX, unauthenticatedCases, without } from "./helpers/contract.js";
 
 const MAX_BODY_BYTES = 4096;
 const TIMEOUT_MS = 400;

@@ -13,7 +13,7 @@ import { postJson, postJsonH2 } from "../harness/http.js";
 import { conversionKey, eventsKey, muteKey, rawRedis } from "../harness/redis-state.js";
 import { convertBody, muteBody } from "../harness/request-bodies.js";
 import { ROUTES } from "../harness/routes.js";
-import { clients, convertRequest, muteRequest, PROTOCOLS, type ProtocolName, transport } from "./helpers-rpc.js";
+import { clients, convertRequest, muteRequest, PROTOCOLS, type ProtocolName, transport } from "./helpers/rpc.js";
 
 const SEVEN_DAYS = 7 * 24 * 60 * 60;
 

@@ -13,7 +13,7 @@ import { postJson } from "../harness/http.js";
 import { eventsKey, muteKey, muteMetaKey, rawRedis } from "../harness/redis-state.js";
 import { muteBody } from "../harness/request-bodies.js";
 import { ROUTES } from "../harness/routes.js";
-import { readState, STATE_PROTOCOLS, STATE_ROUTE, scopedToken } from "./helpers-pstn-state.js";
+import { readState, STATE_PROTOCOLS, STATE_ROUTE, scopedToken } from "./helpers/pstn-state.js";
 
 let bl: Boardline;
 let redis: Redis;

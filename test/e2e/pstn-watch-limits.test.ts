@@ -11,9 +11,9 @@ import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { startBoardline } from "../harness/boardline.js";
 import { eventually } from "../harness/eventually.js";
 import { openSse } from "../harness/sse.js";
-import { expectError } from "./helpers-contract.js";
-import { eventIds, grpcJsWatch, muteVia, WATCH_ROUTE } from "./helpers-pstn-watch.js";
-import { bearer, transport } from "./helpers-rpc.js";
+import { expectError } from "./helpers/contract.js";
+import { eventIds, grpcJsWatch, muteVia, WATCH_ROUTE } from "./helpers/pstn-watch.js";
+import { bearer, transport } from "./helpers/rpc.js";
 
 const post = async (url: string, token: string, body: unknown) => {
   const res = await fetch(url, {

@@ -12,9 +12,9 @@ import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { eventually } from "../harness/eventually.js";
 import { openSse, type SseEvent } from "../harness/sse.js";
-import { expectError } from "./helpers-contract.js";
-import { eventIds, grpcJsWatch, muteVia, WATCH_ROUTE } from "./helpers-pstn-watch.js";
-import { bearer, type ProtocolName, transport } from "./helpers-rpc.js";
+import { expectError } from "./helpers/contract.js";
+import { eventIds, grpcJsWatch, muteVia, WATCH_ROUTE } from "./helpers/pstn-watch.js";
+import { bearer, type ProtocolName, transport } from "./helpers/rpc.js";
 
 let bl: Boardline;
 const SECOND = { channel: "second room", host: "second room host passphrase" };

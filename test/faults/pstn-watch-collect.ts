@@ -12,8 +12,8 @@ import type { Boardline } from "../harness/boardline.js";
 import { postJson } from "../harness/http.js";
 import { ROUTES } from "../harness/routes.js";
 import { openSse, type SseStream } from "../harness/sse.js";
-import { grpcJsWatch, WATCH_ROUTE } from "../e2e/helpers-pstn-watch.js";
-import { bearer, transport } from "../e2e/helpers-rpc.js";
+import { grpcJsWatch, WATCH_ROUTE } from "../e2e/helpers/pstn-watch.js";
+import { bearer, transport } from "../e2e/helpers/rpc.js";
 
 export interface Received {
   readonly channel: string;

@@ -21,7 +21,7 @@ import type { LoadChannel, Outcome } from "../harness/instance-load.js";
 import { ROUTES, RPC_PATHS } from "../harness/routes.js";
 import { openSse } from "../harness/sse.js";
 import { sleep } from "../harness/sleep.js";
-import { WATCH_ROUTE, WATCH_RPC } from "../e2e/helpers-pstn-watch.js";
+import { WATCH_ROUTE, WATCH_RPC } from "../e2e/helpers/pstn-watch.js";
 import { boardlineErrorInfo } from "../harness/grpc-status-details.js";
 
 /** Longer than any documented bound: only a hung call meets it. */

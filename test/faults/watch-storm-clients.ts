@@ -10,7 +10,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { PstnEventSchema, WatchPstnEventsRequestSchema } from "../../gen/channel/v1/pstn_pb.js";
-import { WATCH_ROUTE, WATCH_RPC } from "../e2e/helpers-pstn-watch.js";
+import { WATCH_ROUTE, WATCH_RPC } from "../e2e/helpers/pstn-watch.js";
 import { boardlineErrorInfo } from "../harness/grpc-status-details.js";
 
 /** How a watch was answered: open (a stream), or refused with a documented code. */

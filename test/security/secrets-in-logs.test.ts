@@ -13,7 +13,7 @@ import { eventually } from "../harness/eventually.js";
 import { postJson } from "../harness/http.js";
 import { convertBody, muteBody } from "../harness/request-bodies.js";
 import { ROUTES } from "../harness/routes.js";
-import { STATE_ROUTE } from "../e2e/helpers-pstn-state.js";
+import { STATE_ROUTE } from "../e2e/helpers/pstn-state.js";
 import { mintToken } from "../../src/auth/jwt.js";
 
 const log = capturingLogger();

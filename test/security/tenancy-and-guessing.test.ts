@@ -10,7 +10,7 @@ import { type Boardline, startBoardline, startTwin } from "../harness/boardline.
 import { parseBody, postJson } from "../harness/http.js";
 import { convertBody, muteBody } from "../harness/request-bodies.js";
 import { ROUTES } from "../harness/routes.js";
-import { STATE_ROUTE } from "../e2e/helpers-pstn-state.js";
+import { STATE_ROUTE } from "../e2e/helpers/pstn-state.js";
 
 /** Three wrong passphrases in 30 s lock a caller out. */
 const guard = (store: AdminStore) => new MissLimitGuard(store, { attempts: 3, windowSeconds: 30 });

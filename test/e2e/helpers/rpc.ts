@@ -5,9 +5,9 @@
 import { fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import { MuteRequestSchema, PstnService } from "../../gen/channel/v1/pstn_pb.js";
-import { ConvertFileRequestSchema, WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
-import type { Boardline } from "../harness/boardline.js";
+import { MuteRequestSchema, PstnService } from "../../../gen/channel/v1/pstn_pb.js";
+import { ConvertFileRequestSchema, WhiteboardService } from "../../../gen/whiteboard/v1/whiteboard_pb.js";
+import type { Boardline } from "../../harness/boardline.js";
 
 export type ProtocolName =
   | "connect h1 (binary)"

@@ -10,14 +10,14 @@ import { type DescMethodUnary, fromBinary, fromJson, type JsonObject, toBinary, 
 import { ConnectError, createClient } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import { expect } from "vitest";
-import { ChannelAdminService } from "../../gen/channel/v1/channel_admin_pb.js";
-import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { mintToken } from "../../src/auth/jwt.js";
-import { httpRuleOf, httpBinding } from "../../src/server/json/routes.js";
-import type { Boardline } from "../harness/boardline.js";
-import { postJson } from "../harness/http.js";
-import { expectError } from "./helpers-contract.js";
-import { type ProtocolName, transport } from "./helpers-rpc.js";
+import { ChannelAdminService } from "../../../gen/channel/v1/channel_admin_pb.js";
+import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
+import { mintToken } from "../../../src/auth/jwt.js";
+import { httpRuleOf, httpBinding } from "../../../src/server/json/routes.js";
+import type { Boardline } from "../../harness/boardline.js";
+import { postJson } from "../../harness/http.js";
+import { expectError } from "./contract.js";
+import { type ProtocolName, transport } from "./rpc.js";
 
 export type AdminProtocol =
   | "json"

@@ -9,17 +9,17 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { ConnectError, createClient } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
-import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import {
   ConvertFileRequestSchema,
   ConvertFileResponseSchema,
   WhiteboardService,
-} from "../../gen/whiteboard/v1/whiteboard_pb.js";
-import type { Boardline } from "../harness/boardline.js";
-import { postJson } from "../harness/http.js";
-import { ROUTES, RPC_PATHS } from "../harness/routes.js";
-import { convertRequest, type ProtocolName, transport } from "./helpers-rpc.js";
-import { boardlineErrorInfo } from "../harness/grpc-status-details.js";
+} from "../../../gen/whiteboard/v1/whiteboard_pb.js";
+import type { Boardline } from "../../harness/boardline.js";
+import { postJson } from "../../harness/http.js";
+import { ROUTES, RPC_PATHS } from "../../harness/routes.js";
+import { convertRequest, type ProtocolName, transport } from "./rpc.js";
+import { boardlineErrorInfo } from "../../harness/grpc-status-details.js";
 
 export type KeyProtocol = "json" | "connect" | "grpc" | "grpc-web";
 export const KEY_PROTOCOLS: readonly KeyProtocol[] = ["json", "connect", "grpc", "grpc-web"];

@@ -9,14 +9,14 @@ import { fromBinary, fromJson, type JsonObject, toBinary, toJson } from "@bufbui
 import { Code, ConnectError } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import { expect } from "vitest";
-import { GetPstnStateRequestSchema, PstnStateSchema } from "../../gen/channel/v1/pstn_pb.js";
-import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { mintToken } from "../../src/auth/jwt.js";
-import type { Boardline } from "../harness/boardline.js";
-import { postJson, postJsonH2 } from "../harness/http.js";
-import { GRPC } from "./helpers-cases.js";
-import { expectError } from "./helpers-contract.js";
-import { clients, PROTOCOLS, type ProtocolName, transport } from "./helpers-rpc.js";
+import { GetPstnStateRequestSchema, PstnStateSchema } from "../../../gen/channel/v1/pstn_pb.js";
+import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
+import { mintToken } from "../../../src/auth/jwt.js";
+import type { Boardline } from "../../harness/boardline.js";
+import { postJson, postJsonH2 } from "../../harness/http.js";
+import { GRPC } from "./cases.js";
+import { expectError } from "./contract.js";
+import { clients, PROTOCOLS, type ProtocolName, transport } from "./rpc.js";
 
 export const STATE_ROUTE = "/v1/channel/pstn/state";
 export const STATE_RPC_PATH = "/channel.v1.PstnService/GetPstnState";

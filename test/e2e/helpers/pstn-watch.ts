@@ -6,10 +6,10 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import { expect } from "vitest";
-import { type PstnEvent, PstnEventSchema, WatchPstnEventsRequestSchema } from "../../gen/channel/v1/pstn_pb.js";
-import type { Boardline } from "../harness/boardline.js";
-import { postJson } from "../harness/http.js";
-import { ROUTES } from "../harness/routes.js";
+import { type PstnEvent, PstnEventSchema, WatchPstnEventsRequestSchema } from "../../../gen/channel/v1/pstn_pb.js";
+import type { Boardline } from "../../harness/boardline.js";
+import { postJson } from "../../harness/http.js";
+import { ROUTES } from "../../harness/routes.js";
 
 export const WATCH_ROUTE = "/v1/channel/pstn/events:watch";
 export const WATCH_RPC = "/channel.v1.PstnService/WatchPstnEvents";

@@ -7,12 +7,12 @@
  */
 import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
-import type { SimulatorFault } from "../../src/demo/simulator/index.js";
-import type { Boardline } from "../harness/boardline.js";
-import { postJson } from "../harness/http.js";
-import { convertBody, muteBody } from "../harness/request-bodies.js";
-import { type Op, ROUTES } from "../harness/routes.js";
-import { expectError, signToken } from "./helpers-contract.js";
+import type { SimulatorFault } from "../../../src/demo/simulator/index.js";
+import type { Boardline } from "../../harness/boardline.js";
+import { postJson } from "../../harness/http.js";
+import { convertBody, muteBody } from "../../harness/request-bodies.js";
+import { type Op, ROUTES } from "../../harness/routes.js";
+import { expectError, signToken } from "./contract.js";
 
 /** gRPC status codes (the same numbers as connect-es's `Code`). */
 export const GRPC = {

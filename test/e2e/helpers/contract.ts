@@ -8,8 +8,8 @@
 import { randomBytes } from "node:crypto";
 import { SignJWT } from "jose";
 import { expect } from "vitest";
-import type { Boardline } from "../harness/boardline.js";
-import type { HttpAnswer } from "../harness/http.js";
+import type { Boardline } from "../../harness/boardline.js";
+import type { HttpAnswer } from "../../harness/http.js";
 
 /** The exact 611 message of the error table. */
 export const INVALID_PREFIX = "the API request is invalid, improperly formed, or missing a required field";
