@@ -1,7 +1,7 @@
-// Renders the README's configuration table from the rows in
+// Renders the configuration table of docs/configuration.md from the rows in
 // src/config/variables.ts, and puts it between the table's marker comments.
-// `npm run generate` rewrites README.md with it; test/config/readme-table.test.ts
-// fails when README.md's table is stale.
+// `npm run generate` rewrites docs/configuration.md with it;
+// test/config/config-table.test.ts fails when that table is stale.
 
 import { VARIABLES, type Variable } from "../src/config/variables.js";
 
@@ -46,12 +46,12 @@ export function renderConfigTable(rows: Readonly<Record<string, Variable>> = VAR
   return lines.join("\n");
 }
 
-/** `readme` with the text between the markers replaced by `table`. */
-export function replaceConfigTable(readme: string, table: string): string {
-  const start = readme.indexOf(TABLE_START);
-  const end = readme.indexOf(TABLE_END);
+/** `doc` with the text between the markers replaced by `table`. */
+export function replaceConfigTable(doc: string, table: string): string {
+  const start = doc.indexOf(TABLE_START);
+  const end = doc.indexOf(TABLE_END);
   if (start === -1 || end === -1 || end < start) {
-    throw new Error(`README.md lacks the configuration table markers: ${TABLE_START} … ${TABLE_END}`);
+    throw new Error(`the document lacks the configuration table markers: ${TABLE_START} … ${TABLE_END}`);
   }
-  return `${readme.slice(0, start + TABLE_START.length)}\n${table}\n${readme.slice(end)}`;
+  return `${doc.slice(0, start + TABLE_START.length)}\n${table}\n${doc.slice(end)}`;
 }

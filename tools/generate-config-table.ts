@@ -1,11 +1,11 @@
 // `npm run generate` (after buf generate): rewrites the configuration table in
-// README.md (or the file named as the first argument) from src/config/variables.ts.
+// docs/configuration.md (or the file named as the first argument) from src/config/variables.ts.
 // Runs compiled, as dist/tools/generate-config-table.js.
 
 import { readFileSync, writeFileSync } from "node:fs";
 import { renderConfigTable, replaceConfigTable } from "./config-table.js";
 
-const path = process.argv[2] ?? "README.md";
+const path = process.argv[2] ?? "docs/configuration.md";
 const before = readFileSync(path, "utf8");
 const after = replaceConfigTable(before, renderConfigTable());
 if (after === before) {

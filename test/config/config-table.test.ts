@@ -5,13 +5,14 @@ import { VARIABLES } from "../../src/config/variables.js";
 import { ROOT } from "../harness/build-dist.js";
 import { renderConfigTable, replaceConfigTable, TABLE_END, TABLE_START } from "../../tools/config-table.js";
 
-const README = readFileSync(join(ROOT, "README.md"), "utf8");
+const DOC = readFileSync(join(ROOT, "docs/configuration.md"), "utf8");
 
-describe("the README's configuration table comes from src/config/variables.ts", () => {
+describe("docs/configuration.md's table comes from src/config/variables.ts", () => {
   it("is up to date (else: npm run generate)", () => {
-    expect(replaceConfigTable(README, renderConfigTable()), "README.md's table is stale: run npm run generate").toBe(
-      README,
-    );
+    expect(
+      replaceConfigTable(DOC, renderConfigTable()),
+      "docs/configuration.md's table is stale: run npm run generate",
+    ).toBe(DOC);
   });
 
   it("has one row per variable, in the table's order", () => {
@@ -36,8 +37,8 @@ describe("the README's configuration table comes from src/config/variables.ts", 
   });
 
   it("replaces only the text between the markers, and needs both", () => {
-    const readme = `intro\n${TABLE_START}\nold\n${TABLE_END}\noutro\n`;
-    expect(replaceConfigTable(readme, "new")).toBe(`intro\n${TABLE_START}\nnew\n${TABLE_END}\noutro\n`);
+    const doc = `intro\n${TABLE_START}\nold\n${TABLE_END}\noutro\n`;
+    expect(replaceConfigTable(doc, "new")).toBe(`intro\n${TABLE_START}\nnew\n${TABLE_END}\noutro\n`);
     expect(() => replaceConfigTable("no markers", "new")).toThrow(/markers/);
   });
 });
