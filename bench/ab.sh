@@ -6,7 +6,7 @@
 #           (git archive <commit> | tar -x -C <dir>, ln -s "$PWD/node_modules" <dir>/, then
 #           npx tsc -p tsconfig.build.json in <dir>: no worktree to clean up afterwards)
 #   off     this tree, tracing off (no OTEL_EXPORTER_OTLP_ENDPOINT)
-#   on      this tree, tracing on, exporting (OTLP http/protobuf, the SDK's defaults) to bench/otlp-sink.mjs
+#   on      this tree, tracing on, exporting (OTLP http/protobuf, the SDK's defaults) to bench/lib/otlp-sink.mjs
 #   on-10%  the same, one trace in ten sampled (OTEL_TRACES_SAMPLER=parentbased_traceidratio, ARG 0.1)
 #   flags   with BENCH_AB_FLAGS="<node flags>": this tree, tracing off, run with those flags instead of
 #           package.json's config.nodeFlags — and then only "off" and "flags" run (no tracing variants)
@@ -59,11 +59,11 @@ for _ in {1..50}; do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; s
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT" REDIS_KEY_PREFIX="bl:"
 JWT_SECRET=$(node -e 'console.log(require("node:crypto").randomBytes(32).toString("hex"))')
 export JWT_SECRET
-OUT_DIR=$WORK node bench/setup.mjs >&2
+OUT_DIR=$WORK node bench/lib/setup.mjs >&2
 JWT=$(<"$WORK/jwt.txt")
 spawn "$WORK/simulator.log" "${LOAD_PIN[@]}" env SIM_PORT="$SIM_PORT" SIM_HOST=127.0.0.1 \
   SIM_SDK_TOKEN="$(<"$WORK/sdk-token.txt")" LOG_LEVEL=warn node dist/src/demo/simulator/main.js
-spawn "$WORK/sink.log" "${LOAD_PIN[@]}" env PORT="$SINK_PORT" node bench/otlp-sink.mjs
+spawn "$WORK/sink.log" "${LOAD_PIN[@]}" env PORT="$SINK_PORT" node bench/lib/otlp-sink.mjs
 SINK_PID=${PIDS[-1]}
 read -ra NODE_FLAGS <<<"$(node -p 'require("./package.json").config.nodeFlags')"
 server() { # name port dir extra-env…
@@ -101,12 +101,12 @@ cell() { # variant port pid proto round
   local v=$1 port=$2 pid=$3 proto=$4 round=$5 name="$1-$4-$5" ticks
   if [[ $proto == JSON ]]; then
     local url="http://127.0.0.1:$port/v1/channel/pstn/mute"
-    local load=("${LOAD_PIN[@]}" wrk -t 1 -c "$C" --timeout 5s --latency -s bench/post.lua)
+    local load=("${LOAD_PIN[@]}" wrk -t 1 -c "$C" --timeout 5s --latency -s bench/wrk/post.lua)
     BENCH_BODY=$WORK/mute.json BENCH_AUTH=$WORK/jwt.txt BENCH_OUT="" "${load[@]}" -d "${WARMUP}s" "$url" >/dev/null
     ticks=$(cpu_ticks "$pid")
     BENCH_BODY=$WORK/mute.json BENCH_AUTH=$WORK/jwt.txt BENCH_OUT=$WORK/$name.json "${load[@]}" -d "${SECONDS_PER_CELL}s" "$url" >/dev/null
     ticks=$(($(cpu_ticks "$pid") - ticks))
-    node bench/collect.mjs wrk "$WORK/$name.json" variant="$v" proto="$proto" round="$round" cpu_s="$(node -p "$ticks / $TICKS_PER_S")" >>"$RESULTS"
+    node bench/lib/collect.mjs wrk "$WORK/$name.json" variant="$v" proto="$proto" round="$round" cpu_s="$(node -p "$ticks / $TICKS_PER_S")" >>"$RESULTS"
   else
     local url="http://127.0.0.1:$port/channel.v1.PstnService/Mute"
     local load=("${LOAD_PIN[@]}" h2load -t 1 -c "$C" -m 1 -d "$WORK/mute.grpc" -H 'content-type: application/grpc'
@@ -115,7 +115,7 @@ cell() { # variant port pid proto round
     ticks=$(cpu_ticks "$pid")
     "${load[@]}" -D "$SECONDS_PER_CELL" --log-file="$WORK/$name.log" "$url" >"$WORK/$name.out"
     ticks=$(($(cpu_ticks "$pid") - ticks))
-    node bench/collect.mjs h2load "$WORK/$name.out" "$WORK/$name.log" variant="$v" proto="$proto" round="$round" cpu_s="$(node -p "$ticks / $TICKS_PER_S")" >>"$RESULTS"
+    node bench/lib/collect.mjs h2load "$WORK/$name.out" "$WORK/$name.log" variant="$v" proto="$proto" round="$round" cpu_s="$(node -p "$ticks / $TICKS_PER_S")" >>"$RESULTS"
   fi
   log "$(tail -n 1 "$RESULTS" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const r=JSON.parse(s);console.log(`round ${r.round} ${r.variant} ${r.proto}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50_ms.toFixed(2)} ms, p99 ${r.p99_ms.toFixed(2)} ms, ${(r.cpu_s * 1e6 / r.requests).toFixed(0)} µs CPU/call, non-2xx ${r.non2xx}, errors ${r.errors}`)})')"
 }

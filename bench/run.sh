@@ -5,17 +5,17 @@
 #   npm run bench                      (5 s per cell after a 1 s warm-up)
 #   BENCH_SECONDS=30 npm run bench     (longer cells)
 #   BENCH_ONLY=conversions npm run bench   (only issue 12's parts, beside boardline's own mute cells)
-#   BENCH_ONLY=pstn npm run bench      (only issue 13's PSTN watchers, bench/pstn-watchers.mjs)
-#   BENCH_ONLY=channels npm run bench  (only issue 20's channel admin part, bench/channel-admin.mjs;
+#   BENCH_ONLY=pstn npm run bench      (only issue 13's PSTN watchers, bench/scenarios/pstn-watchers.mjs)
+#   BENCH_ONLY=channels npm run bench  (only issue 20's channel admin part, bench/scenarios/channels.mjs;
 #                                       also `npm run bench:channels`)
 #   BENCH_ONLY=follow npm run bench    (only issue 24's following of conversions in flight,
-#                                       bench/follow-tasks.mjs; also `npm run bench:follow`)
-#   BENCH_ONLY=storm npm run bench     (only issue 26's reconnect storm of watchers, bench/watch-storm.mjs;
+#                                       bench/scenarios/follow.mjs; also `npm run bench:follow`)
+#   BENCH_ONLY=storm npm run bench     (only issue 26's reconnect storm of watchers, bench/scenarios/reconnect-storm.mjs;
 #                                       also `npm run bench:storm`)
 #   BENCH_ONLY=cells npm run bench     (only the cells: boardline, the baselines and the floors, without
 #                                       the watchers and the other parts; about 5 minutes)
 #   BENCH_ONLY=fanout npm run bench    (only issue 24 part 2's watch fan-out against a bare fan-out floor,
-#                                       bench/watch-fanout.mjs; also `npm run bench:fanout`)
+#                                       bench/scenarios/watch-fanout.mjs; also `npm run bench:fanout`)
 #
 # Other knobs: BENCH_WARMUP (s, default 1), BENCH_CONCURRENCY (default "1 16 64"),
 # BENCH_SKIP_BUILD=1 (use dist/ as it is), BENCH_KEEP=1 (keep the work directory
@@ -30,30 +30,30 @@
 # BENCH_WATCHERS (default 2000, a multiple of 40; 0 skips the watchers scenario): watchers on one instance.
 # BENCH_WATCH_ROUNDS (default 5): rounds of 20 watched tasks per poll setting (p50/p99 over 20 × this many tasks).
 # BENCH_WATCH_SETTINGS (default "short default"): poll settings to watch with ("short": CONVERSION_POLL_*_MS=100).
-# Issue 13's: BENCH_ONLY=pstn runs only bench/pstn-watchers.mjs; its BENCH_PSTN_* knobs are listed in that file.
+# Issue 13's: BENCH_ONLY=pstn runs only bench/scenarios/pstn-watchers.mjs; its BENCH_PSTN_* knobs are listed in that file.
 #
 # What runs, all on loopback, against one dedicated redis-server (no persistence)
 # and with one HS256 JWT:
 #   boardline       node dist/src/main.js (NODE_ENV=production, LOG_LEVEL=warn,
 #                   GUESS_LIMIT=0, CONVERSION_API_BASE = the simulator)
-#   baseline-http   bench/baseline-http.mjs  (node:http + ioredis + jose, same work)
-#   baseline-grpc   bench/baseline-grpc.mjs  (@grpc/grpc-js, same work)
-#   floor           bench/floor.mjs  (node:http and node:http2 answering at once:
+#   baseline-http   bench/baselines/baseline-http.mjs  (node:http + ioredis + jose, same work)
+#   baseline-grpc   bench/baselines/baseline-grpc.mjs  (@grpc/grpc-js, same work)
+#   floor           bench/baselines/floor.mjs  (node:http and node:http2 answering at once:
 #                   no JWT, no Redis — what the transport alone costs here)
-#   floor+redis     bench/floor.mjs with FLOOR_WORK=redis: the floor plus the one Redis write a
+#   floor+redis     bench/baselines/floor.mjs with FLOOR_WORK=redis: the floor plus the one Redis write a
 #                   mute must make (the mute script, fixed arguments) — c16 cells only, beside the
 #                   floor's: the most any server doing that write could reach against the floor
 #   simulator       the bundled Netless conversion simulator
-#   stall probe     bench/stall.mjs, before and after the cells (before the ConvertFile cells, whose
+#   stall probe     bench/lib/stall.mjs, before and after the cells (before the ConvertFile cells, whose
 #                   tasks keep the followers busy): how often the machine itself stalls the servers'
 #                   CPU while the other CPU is busy
-#   watchers        bench/watchers.mjs (before the cells, pinned like a load generator): a boardline
+#   watchers        bench/scenarios/conversion-watchers.mjs (before the cells, pinned like a load generator): a boardline
 #                   of its own per poll setting, with a simulator of its own
-#                   (bench/watch-simulator.mjs), under a key prefix of its own on the same Redis;
+#                   (bench/lib/watch-simulator.mjs), under a key prefix of its own on the same Redis;
 #                   half the watchers SSE over HTTP/1.1, half gRPC streams over HTTP/2
-# GetConversion cells read one Finished task (bench/conversion-task.mjs creates it), beside the
+# GetConversion cells read one Finished task (bench/lib/conversion-task.mjs creates it), beside the
 # mute cells of the same run.
-# Load: wrk (HTTP/1.1 keep-alive, bench/post.lua) for the JSON routes, h2load
+# Load: wrk (HTTP/1.1 keep-alive, bench/wrk/post.lua) for the JSON routes, h2load
 # (h2c prior knowledge, one stream per connection: -m 1) for gRPC. With two or
 # more CPUs, the servers and Redis are pinned to the first allowed CPU and the
 # load generator and the simulator to the second. Results go to bench/RESULTS.md
@@ -211,55 +211,55 @@ fi
 [[ -f dist/src/main.js ]] || die "dist/src/main.js missing (build first)"
 
 # --- issue 13: 1 000 PSTN watchers (BENCH_ONLY=pstn runs only this part) --------------
-# bench/pstn-watchers.mjs starts its own redis-server and boardline on the servers' CPU, runs the
+# bench/scenarios/pstn-watchers.mjs starts its own redis-server and boardline on the servers' CPU, runs the
 # watchers, probes and wrk from the load CPU, writes its own section of bench/RESULTS.md and
 # stops everything it started. Its knobs (BENCH_PSTN_*) are listed at the top of that file.
 if [[ -z $BENCH_ONLY || $BENCH_ONLY == pstn ]]; then
-  log "PSTN watchers: bench/pstn-watchers.mjs"
+  log "PSTN watchers: bench/scenarios/pstn-watchers.mjs"
   run_load "${LOAD_PIN[@]}" env BENCH_WORK="$WORK" BENCH_SERVER_CPU="${SERVER_PIN[2]:-}" BENCH_SECONDS="$BENCH_SECONDS" \
-    BENCH_WARMUP="$BENCH_WARMUP" node bench/pstn-watchers.mjs >&2 || die "the PSTN watchers part failed"
+    BENCH_WARMUP="$BENCH_WARMUP" node bench/scenarios/pstn-watchers.mjs >&2 || die "the PSTN watchers part failed"
   [[ $BENCH_ONLY != pstn ]] || exit 0
 fi
 
 # --- issue 20: the channel admin calls beside mute, ListChannels over 100 000 channels ----------
-# (BENCH_ONLY=channels runs only this part.) bench/channel-admin.mjs starts its own redis-server and
+# (BENCH_ONLY=channels runs only this part.) bench/scenarios/channels.mjs starts its own redis-server and
 # boardline, pins them and itself as this script pins servers and load, writes its own section of
 # bench/RESULTS.md (formatted) and stops everything it started; ~1.5 min. Its knobs are at its top.
 if [[ -z $BENCH_ONLY || $BENCH_ONLY == channels ]]; then
-  log "channel admin: bench/channel-admin.mjs"
-  run_load env BENCH_SECONDS="$BENCH_SECONDS" BENCH_WARMUP="$BENCH_WARMUP" node bench/channel-admin.mjs >&2 ||
+  log "channel admin: bench/scenarios/channels.mjs"
+  run_load env BENCH_SECONDS="$BENCH_SECONDS" BENCH_WARMUP="$BENCH_WARMUP" node bench/scenarios/channels.mjs >&2 ||
     die "the channel admin part failed"
   [[ $BENCH_ONLY != channels ]] || exit 0
 fi
 
 # --- issue 24: conversions in flight followed on time (BENCH_ONLY=follow runs only this part) -----
-# bench/follow-tasks.mjs starts its own redis-server, simulator and 1 or 3 boardline instances per
+# bench/scenarios/follow.mjs starts its own redis-server, simulator and 1 or 3 boardline instances per
 # case, prints one line per case (polls/s against the needed rate, lateness, share, CPU per poll)
 # and the anchor (a bare client's queries/s against the same simulator); ~1 min per case.
 if [[ -z $BENCH_ONLY || $BENCH_ONLY == follow ]]; then
-  log "conversions in flight: bench/follow-tasks.mjs"
-  run_load env BENCH_FOLLOW_OUT="$WORK/follow.json" node bench/follow-tasks.mjs || die "the follow part failed"
+  log "conversions in flight: bench/scenarios/follow.mjs"
+  run_load env BENCH_FOLLOW_OUT="$WORK/follow.json" node bench/scenarios/follow.mjs || die "the follow part failed"
   [[ $BENCH_ONLY != follow ]] || exit 0
 fi
 
 # --- issue 26: a reconnect storm of watchers, burst against paced ------------------------------
-# (BENCH_ONLY=storm runs only this part.) bench/watch-storm.mjs starts its own redis-server and a
+# (BENCH_ONLY=storm runs only this part.) bench/scenarios/reconnect-storm.mjs starts its own redis-server and a
 # fresh boardline per cell, pins them and itself like the channel admin part, writes its own section of
 # bench/RESULTS.md and stops everything it started; ~1 min. Its knobs are at its top.
 if [[ -z $BENCH_ONLY || $BENCH_ONLY == storm ]]; then
-  log "reconnect storm: bench/watch-storm.mjs"
-  run_load node bench/watch-storm.mjs >&2 || die "the reconnect storm part failed"
+  log "reconnect storm: bench/scenarios/reconnect-storm.mjs"
+  run_load node bench/scenarios/reconnect-storm.mjs >&2 || die "the reconnect storm part failed"
   [[ $BENCH_ONLY != storm ]] || exit 0
 fi
 
 # --- issue 24 part 2: the watch fan-out, 10 000 watches on one instance (BENCH_ONLY=fanout) -------
-# bench/watch-fanout.mjs starts its own redis-server, boardline and bare fan-out floor
-# (bench/fanout-floor.mjs, the anchor), pins them and itself like the channel admin part, writes
+# bench/scenarios/watch-fanout.mjs starts its own redis-server, boardline and bare fan-out floor
+# (bench/baselines/fanout-floor.mjs, the anchor), pins them and itself like the channel admin part, writes
 # its own section of bench/RESULTS.md and stops everything it started; ~3 min. Its knobs
 # (BENCH_FANOUT_*) are at its top; it needs `ulimit -n` of at least 6 000 for 10 000 watches.
 if [[ -z $BENCH_ONLY || $BENCH_ONLY == fanout ]]; then
-  log "watch fan-out: bench/watch-fanout.mjs"
-  run_load env BENCH_SECONDS="$BENCH_SECONDS" BENCH_WARMUP="$BENCH_WARMUP" node bench/watch-fanout.mjs >&2 ||
+  log "watch fan-out: bench/scenarios/watch-fanout.mjs"
+  run_load env BENCH_SECONDS="$BENCH_SECONDS" BENCH_WARMUP="$BENCH_WARMUP" node bench/scenarios/watch-fanout.mjs >&2 ||
     die "the watch fan-out part failed"
   [[ $BENCH_ONLY != fanout ]] || exit 0
 fi
@@ -283,7 +283,7 @@ for _ in {1..50}; do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; s
 JWT_SECRET=$(node -e 'console.log(require("node:crypto").randomBytes(32).toString("hex"))')
 export REDIS_URL JWT_SECRET
 export REDIS_KEY_PREFIX=$PREFIX
-OUT_DIR=$WORK node bench/setup.mjs >&2
+OUT_DIR=$WORK node bench/lib/setup.mjs >&2
 JWT=$(<"$WORK/jwt.txt")
 
 # --- servers ---------------------------------------------------------------------
@@ -303,14 +303,14 @@ spawn "$WORK/boardline-nocache.log" "${SERVER_PIN[@]}" env NODE_ENV=production P
   LOG_LEVEL=warn GUESS_LIMIT=0 PASSPHRASE_CACHE_MS=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" \
   node "${NODE_FLAGS[@]}" dist/src/main.js
 BN_PID=${PIDS[-1]}
-spawn "$WORK/baseline-http.log" "${SERVER_PIN[@]}" env PORT="$BH_PORT" node "${NODE_FLAGS[@]}" bench/baseline-http.mjs
+spawn "$WORK/baseline-http.log" "${SERVER_PIN[@]}" env PORT="$BH_PORT" node "${NODE_FLAGS[@]}" bench/baselines/baseline-http.mjs
 BH_PID=${PIDS[-1]}
-spawn "$WORK/baseline-grpc.log" "${SERVER_PIN[@]}" env PORT="$BG_PORT" node "${NODE_FLAGS[@]}" bench/baseline-grpc.mjs
+spawn "$WORK/baseline-grpc.log" "${SERVER_PIN[@]}" env PORT="$BG_PORT" node "${NODE_FLAGS[@]}" bench/baselines/baseline-grpc.mjs
 BG_PID=${PIDS[-1]}
-spawn "$WORK/floor.log" "${SERVER_PIN[@]}" env PORT="$FH_PORT" GRPC_PORT="$FG_PORT" node "${NODE_FLAGS[@]}" bench/floor.mjs
+spawn "$WORK/floor.log" "${SERVER_PIN[@]}" env PORT="$FH_PORT" GRPC_PORT="$FG_PORT" node "${NODE_FLAGS[@]}" bench/baselines/floor.mjs
 FL_PID=${PIDS[-1]}
 spawn "$WORK/floor+redis.log" "${SERVER_PIN[@]}" env PORT="$RH_PORT" GRPC_PORT="$RG_PORT" FLOOR_WORK=redis \
-  node "${NODE_FLAGS[@]}" bench/floor.mjs
+  node "${NODE_FLAGS[@]}" bench/baselines/floor.mjs
 FR_PID=${PIDS[-1]}
 wait_tcp "$SIM_PORT" "$SIM_PID" simulator
 wait_tcp "$BL_PORT" "$BL_PID" boardline
@@ -344,7 +344,7 @@ check_get() { # label port path
 }
 check_grpc() { # label port mute|convert|get frame path
   local line sample
-  line=$(node bench/grpc-check.mjs "$1" "127.0.0.1:$2" "$3" "$4" "$WORK/jwt.txt") || die "$1: gRPC check failed: $line"
+  line=$(node bench/lib/grpc-check.mjs "$1" "127.0.0.1:$2" "$3" "$4" "$WORK/jwt.txt") || die "$1: gRPC check failed: $line"
   # The same request as h2load sends it (same frame file and headers), with curl, which shows the
   # trailers (h2load does not print them, and counts any HTTP 200 as succeeded).
   sample=$(curl -s --http2-prior-knowledge -D - -o /dev/null --data-binary "@$4" -H 'content-type: application/grpc' \
@@ -369,7 +369,7 @@ check_json "floor+redis JSON" "$RH_PORT" "$MUTE_PATH" "$WORK/mute.json"
 check_grpc "floor+redis gRPC" "$RG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_grpc "boardline gRPC ConvertFile" "$BL_PORT" convert "$WORK/convert.grpc" "$GRPC_CONVERT"
 # The task the GetConversion cells read, once boardline's follower has recorded it Finished.
-GET_UUID=$(OUT_DIR=$WORK node bench/conversion-task.mjs "http://127.0.0.1:$BL_PORT" "$WORK/convert.json" "$WORK/jwt.txt") ||
+GET_UUID=$(OUT_DIR=$WORK node bench/lib/conversion-task.mjs "http://127.0.0.1:$BL_PORT" "$WORK/convert.json" "$WORK/jwt.txt") ||
   die "could not create the task GetConversion reads"
 GET_PATH=$CONVERT_PATH/$GET_UUID
 GRPC_GET=/whiteboard.v1.WhiteboardService/GetConversion
@@ -379,17 +379,17 @@ log "every request kind answers success; measuring"
 
 # --- machine stalls ------------------------------------------------------------------
 # How much CPU time the machine itself takes away from the servers' CPU while the other one is
-# busy (bench/stall.mjs): the share of a p99 that no server code can remove. Measured before and
+# busy (bench/lib/stall.mjs): the share of a p99 that no server code can remove. Measured before and
 # after the cells, since it changes with whatever else the host runs.
 STALLS=$WORK/stalls.jsonl
 : >"$STALLS"
 measure_stalls() {
   local spin_pid=""
   if ((${#CPUS[@]} >= 2)); then
-    "${LOAD_PIN[@]}" node bench/stall.mjs spin 5 &
+    "${LOAD_PIN[@]}" node bench/lib/stall.mjs spin 5 &
     spin_pid=$!
   fi
-  "${SERVER_PIN[@]}" node bench/stall.mjs measure 5 | sed "s/^{/{\"when\":\"$1\",/" >>"$STALLS"
+  "${SERVER_PIN[@]}" node bench/lib/stall.mjs measure 5 | sed "s/^{/{\"when\":\"$1\",/" >>"$STALLS"
   [[ -z $spin_pid ]] || wait "$spin_pid"
   log "machine stalls ($1): $(tail -n 1 "$STALLS")"
 }
@@ -400,11 +400,11 @@ measure_stalls start
 # which would compete for the servers' CPU. The scenario starts and stops its own processes.
 WATCHERS_JSON=""
 if ((BENCH_WATCHERS > 0)) && [[ $BENCH_ONLY != cells ]]; then
-  log "watchers: $BENCH_WATCHERS on one boardline instance (bench/watchers.mjs)"
+  log "watchers: $BENCH_WATCHERS on one boardline instance (bench/scenarios/conversion-watchers.mjs)"
   SERVER_CPU=""
   ((${#CPUS[@]} >= 2)) && SERVER_CPU=${CPUS[0]}
   run_load "${LOAD_PIN[@]}" env BENCH_WORK="$WORK" BENCH_PIDFILE="$WORK/watch.pids" BENCH_SERVER_CPU="$SERVER_CPU" \
-    BENCH_WATCHERS="$BENCH_WATCHERS" NODE_FLAGS="${NODE_FLAGS[*]}" node bench/watchers.mjs || die "the watchers scenario failed"
+    BENCH_WATCHERS="$BENCH_WATCHERS" NODE_FLAGS="${NODE_FLAGS[*]}" node bench/scenarios/conversion-watchers.mjs || die "the watchers scenario failed"
   WATCHERS_JSON=$WORK/watchers.json
 fi
 
@@ -429,7 +429,7 @@ cell() {
   [[ $route == get ]] && method=GET
   local -a load
   if [[ $proto == JSON ]]; then
-    load=("${LOAD_PIN[@]}" wrk -t 1 -c "$c" --timeout 5s --latency -s bench/post.lua)
+    load=("${LOAD_PIN[@]}" wrk -t 1 -c "$c" --timeout 5s --latency -s bench/wrk/post.lua)
     BENCH_METHOD=$method BENCH_BODY=$body BENCH_AUTH=$WORK/jwt.txt BENCH_OUT="" run_load "${load[@]}" -d "${BENCH_WARMUP}s" "$url" >/dev/null
   else
     load=("${LOAD_PIN[@]}" h2load -t 1 -c "$c" -m 1 -d "$body" -H 'content-type: application/grpc'
@@ -455,9 +455,9 @@ cell() {
   local meta=(target="$target" route="$route" proto="$proto" c="$c" seconds="$BENCH_SECONDS"
     rss_peak_kb="$hwm" rss_now_kb="$(proc_kb "$pid" VmRSS)" redis_writes=$((after - before)) redis_cmd="$rcmd" run="$run" conv_due="$due" cpu_ticks="$cpu" redis_cpu_ticks="$rcpu" clk_tck="$CLK_TCK")
   if [[ $proto == JSON ]]; then
-    node bench/collect.mjs wrk "$WORK/$name.json" "${meta[@]}" >>"$RESULTS"
+    node bench/lib/collect.mjs wrk "$WORK/$name.json" "${meta[@]}" >>"$RESULTS"
   else
-    node bench/collect.mjs h2load "$WORK/$name.out" "$WORK/$name.log" "${meta[@]}" >>"$RESULTS"
+    node bench/lib/collect.mjs h2load "$WORK/$name.out" "$WORK/$name.log" "${meta[@]}" >>"$RESULTS"
   fi
   log "$name: $(tail -n 1 "$RESULTS" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const r=JSON.parse(s);console.log(`${r.rps.toFixed(0)} req/s, p50 ${r.p50_ms.toFixed(2)} ms, p99 ${r.p99_ms.toFixed(2)} ms, non-2xx ${r.non2xx}, errors ${r.errors}, RSS ${(r.rss_peak_kb/1024).toFixed(0)} MB`)})')"
 }
@@ -511,7 +511,7 @@ fi
 BENCH_WORK=$WORK BENCH_RESULTS=$RESULTS BENCH_VERIFY=$VERIFY BENCH_STALLS=$STALLS BENCH_WATCHERS_JSON=$WATCHERS_JSON BENCH_ONLY=$BENCH_ONLY BENCH_LOADAVG="$LOADAVG_START → $(cut -d" " -f1-3 /proc/loadavg)" BENCH_PINNING="$PINNING" BENCH_RSS_METHOD="$RSS_METHOD" \
   BENCH_ELAPSED=$(($(date +%s) - STARTED_AT)) BENCH_WARMUP=$BENCH_WARMUP BENCH_SECONDS=$BENCH_SECONDS BENCH_P99_RUNS=$BENCH_P99_RUNS \
   BENCH_NODE_FLAGS="${NODE_FLAGS[*]}" \
-  node bench/report.mjs
+  node bench/report/mute.mjs
 # The results as biome formats Markdown (aligned tables), so `biome check bench` stays green.
 if [[ -z ${BENCH_NO_WRITE:-} ]]; then
   npx biome format --write bench/RESULTS.md >/dev/null 2>&1 || log "could not format bench/RESULTS.md: run npm run format"
