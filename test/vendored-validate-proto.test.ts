@@ -16,7 +16,7 @@ import { FileDescriptorProtoSchema, FileDescriptorSetSchema } from "@bufbuild/pr
 import type { FileDescriptorProto } from "@bufbuild/protobuf/wkt";
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { beforeAll, describe, expect, it } from "vitest";
-import { descriptorToProto } from "../tools/descriptor-to-proto.js";
+import { descriptorToProto } from "../tools/vendoring/descriptor-to-proto.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const vendoredPath = "proto/buf/validate/validate.proto";

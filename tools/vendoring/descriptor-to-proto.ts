@@ -5,6 +5,9 @@
 // rendering: compiling it must yield the same descriptor. The printer is small
 // and only as general as the files we feed it need, but it never drops
 // anything silently: every descriptor field it does not render makes it throw.
+//
+// It exists to vendor proto/buf/validate/validate.proto from the descriptor that
+// @bufbuild/protovalidate ships; tools/vendoring/README.md says how to run it.
 
 import { createRegistry, getExtension, ScalarType } from "@bufbuild/protobuf";
 import type { DescEnum, DescExtension, DescField, DescFile, DescMessage, Message, Registry } from "@bufbuild/protobuf";
