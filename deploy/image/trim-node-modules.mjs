@@ -1,6 +1,6 @@
 // Run in the image's build stage after the prune to production dependencies: deletes from
 // node_modules the files Node never reads at run time, source maps (read only with
-// --enable-source-maps, which the image does not set) and TypeScript declarations, about 40 MB.
+// --enable-source-maps, which the image does not set) and TypeScript declarations.
 // Usage: node trim-node-modules.mjs <node_modules folder>
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";

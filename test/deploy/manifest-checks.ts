@@ -8,7 +8,7 @@ import { type Config, ConfigError, loadConfig } from "../../src/config/index.js"
 import { VARIABLES } from "../../src/config/variables.js";
 import type { KubeObject } from "./kustomize.js";
 
-/** bench/RESULTS.md: the highest peak RSS of boardline over every cell (147 MiB, GetConversion gRPC c64, 2026-11-26 12:54 run), and RSS per gRPC watch (54–60 KB). */
+/** At least the highest peak RSS under load and the RSS of one open gRPC watch that docs/performance.md reports. */
 export const PEAK_RSS_BYTES = 155e6;
 export const WATCH_RSS_BYTES = 60e3;
 /** After the grace: QUIT to Redis (≤ REDIS_COMMAND_TIMEOUT_MS) and the last spans' export (≤ 2 s, otel-sdk.ts). */
