@@ -1,5 +1,6 @@
 /**
- * The error contract (docs/architecture.md, "Error table"), in one place.
+ * The error contract, in one place (docs/errors.md is rendered from it, with
+ * what a caller does with each row from error-guidance.ts).
  * Every failure that leaves the service — on a JSON route, a plain endpoint,
  * over Connect, gRPC or gRPC-Web — is shaped here: the gRPC code, the HTTP
  * status, the documented numeric `error.code`, and the message. Nothing else
