@@ -1,63 +1,42 @@
 #!/usr/bin/env bash
-# Issue 4's benchmark: boardline against the bare limit of its stack; issue 12's
-# conversions (GetConversion beside mute, and 2 000 watchers on one instance).
+# boardline's benchmark: every scenario of bench/README.md, on loopback, against the anchors measured in
+# the same run (the floor, the floor plus one Redis write, the bare servers doing the same work). Each
+# part writes its own section of docs/performance.md; the full run writes them all.
 #
-#   npm run bench                      (5 s per cell after a 1 s warm-up)
-#   BENCH_SECONDS=30 npm run bench     (longer cells)
-#   BENCH_ONLY=conversions npm run bench   (only issue 12's parts, beside boardline's own mute cells)
-#   BENCH_ONLY=pstn npm run bench      (only issue 13's PSTN watchers, bench/scenarios/pstn-watchers.mjs)
-#   BENCH_ONLY=channels npm run bench  (only issue 20's channel admin part, bench/scenarios/channels.mjs;
-#                                       also `npm run bench:channels`)
-#   BENCH_ONLY=follow npm run bench    (only issue 24's following of conversions in flight,
-#                                       bench/scenarios/follow.mjs; also `npm run bench:follow`)
-#   BENCH_ONLY=storm npm run bench     (only issue 26's reconnect storm of watchers, bench/scenarios/reconnect-storm.mjs;
-#                                       also `npm run bench:storm`)
-#   BENCH_ONLY=cells npm run bench     (only the cells: boardline, the baselines and the floors, without
-#                                       the watchers and the other parts; about 5 minutes)
-#   BENCH_ONLY=fanout npm run bench    (only issue 24 part 2's watch fan-out against a bare fan-out floor,
-#                                       bench/scenarios/watch-fanout.mjs; also `npm run bench:fanout`)
+#   npm run bench                         every mode below, in turn (about 25 minutes)
+#   bash bench/run.sh MODE                one mode (or BENCH_ONLY=MODE npm run bench; npm run bench:MODE)
+#   bash bench/run.sh --help              the modes and knobs
 #
-# Other knobs: BENCH_WARMUP (s, default 1), BENCH_CONCURRENCY (default "1 16 64"),
-# BENCH_SKIP_BUILD=1 (use dist/ as it is), BENCH_KEEP=1 (keep the work directory
-# with every log), BENCH_NO_WRITE=1 (print the results, leave bench/RESULTS.md alone),
-# BENCH_P99_RUNS (default 3: how many times boardline's and the floor's c16 mute cells run; the
-# targets against the floor are judged on the medians, since one 5 s p99 moves ±40 % between
-# identical runs here), BENCH_NODE (which Node runs everything: default ".ci", the Node 24 CI runs on,
-# from .ci/node — installed there from the npm registry as .ci/run does when missing; "system" for
-# the `node` on PATH; or the path of a `node` binary).
-# Issue 12's knobs, one line each:
-# BENCH_ONLY=conversions: only boardline's mute cells, GetConversion cells and watchers (no baselines/floor/ConvertFile).
-# BENCH_WATCHERS (default 2000, a multiple of 40; 0 skips the watchers scenario): watchers on one instance.
-# BENCH_WATCH_ROUNDS (default 5): rounds of 20 watched tasks per poll setting (p50/p99 over 20 × this many tasks).
-# BENCH_WATCH_SETTINGS (default "short default"): poll settings to watch with ("short": CONVERSION_POLL_*_MS=100).
-# Issue 13's: BENCH_ONLY=pstn runs only bench/scenarios/pstn-watchers.mjs; its BENCH_PSTN_* knobs are listed in that file.
+# Knobs: BENCH_SECONDS (5: seconds a measured cell lasts), BENCH_WARMUP (1: seconds of warm-up before
+# each cell), BENCH_CONCURRENCY ("1 16 64": concurrent requests of the request cells), BENCH_P99_RUNS (3:
+# how many times boardline's and the floors' c16 mute cells run; the targets against the floors are
+# judged on the medians, since one 5 s p99 moves by tens of percent between identical runs),
+# BENCH_WATCHERS (2000, a multiple of 40; 0 skips them: WatchConversion streams on one instance, in the
+# full run and the conversions mode), BENCH_WATCH_ROUNDS (5: rounds of 20 watched tasks per poll
+# setting), BENCH_WATCH_SETTINGS ("short default": the poll settings watched with; "short" polls every
+# 100 ms), BENCH_SKIP_BUILD=1 (use dist/ as it is), BENCH_KEEP=1 (keep the work directory with every
+# log), BENCH_NO_WRITE=1 (print the sections, leave docs/performance.md alone), BENCH_NODE (which Node
+# runs everything: ".ci" by default, the Node 24 CI runs on, installed into .ci/node when missing;
+# "system" for the `node` on PATH; or the path of a `node` binary). Each scenario lists its own knobs
+# (BENCH_PSTN_*, BENCH_FANOUT_*, BENCH_FOLLOW_*, …) at the top of its file.
 #
-# What runs, all on loopback, against one dedicated redis-server (no persistence)
-# and with one HS256 JWT:
-#   boardline       node dist/src/main.js (NODE_ENV=production, LOG_LEVEL=warn,
-#                   GUESS_LIMIT=0, CONVERSION_API_BASE = the simulator)
-#   baseline-http   bench/baselines/baseline-http.mjs  (node:http + ioredis + jose, same work)
-#   baseline-grpc   bench/baselines/baseline-grpc.mjs  (@grpc/grpc-js, same work)
-#   floor           bench/baselines/floor.mjs  (node:http and node:http2 answering at once:
-#                   no JWT, no Redis — what the transport alone costs here)
-#   floor+redis     bench/baselines/floor.mjs with FLOOR_WORK=redis: the floor plus the one Redis write a
-#                   mute must make (the mute script, fixed arguments) — c16 cells only, beside the
-#                   floor's: the most any server doing that write could reach against the floor
-#   simulator       the bundled Netless conversion simulator
-#   stall probe     bench/lib/stall.mjs, before and after the cells (before the ConvertFile cells, whose
-#                   tasks keep the followers busy): how often the machine itself stalls the servers'
-#                   CPU while the other CPU is busy
-#   watchers        bench/scenarios/conversion-watchers.mjs (before the cells, pinned like a load generator): a boardline
-#                   of its own per poll setting, with a simulator of its own
-#                   (bench/lib/watch-simulator.mjs), under a key prefix of its own on the same Redis;
-#                   half the watchers SSE over HTTP/1.1, half gRPC streams over HTTP/2
-# GetConversion cells read one Finished task (bench/lib/conversion-task.mjs creates it), beside the
-# mute cells of the same run.
-# Load: wrk (HTTP/1.1 keep-alive, bench/wrk/post.lua) for the JSON routes, h2load
-# (h2c prior knowledge, one stream per connection: -m 1) for gRPC. With two or
-# more CPUs, the servers and Redis are pinned to the first allowed CPU and the
-# load generator and the simulator to the second. Results go to bench/RESULTS.md
-# between the results markers.
+# What the request cells run, all on loopback, against one dedicated redis-server (no persistence) and
+# with one HS256 JWT:
+#   boardline          node dist/src/main.js (NODE_ENV=production, LOG_LEVEL=warn, GUESS_LIMIT=0,
+#                      CONVERSION_API_BASE = the simulator), and a second one without the passphrase
+#                      read cache (boardline-nocache: the same Redis work per request as the bare servers)
+#   baseline-http      bench/baselines/baseline-http.mjs (node:http + ioredis + jose, the same work)
+#   baseline-grpc      bench/baselines/baseline-grpc.mjs (@grpc/grpc-js, the same work)
+#   the floor          bench/baselines/floor.mjs: node:http and node:http2 answering at once, with no
+#                      JWT and no Redis: what the transport alone costs here
+#   the floor plus     the same program making the one Redis write every mute must make (the mute
+#   one Redis write    script, fixed arguments), c16 only: the most any server making that write reaches
+#   simulator          the bundled Netless conversion simulator
+#   stall probe        bench/lib/stall.mjs, before and after the cells: how often the machine itself
+#                      takes the servers' CPU away while the other CPU is busy
+# Load: wrk (HTTP/1.1 keep-alive, bench/wrk/post.lua) for the JSON routes, h2load (h2c prior knowledge,
+# one stream per connection) for gRPC. With two or more CPUs, the servers and Redis are pinned to the
+# first allowed CPU, the load generators and the simulator to the second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -65,7 +44,29 @@ BENCH_SECONDS=${BENCH_SECONDS:-5}
 BENCH_WARMUP=${BENCH_WARMUP:-1}
 BENCH_P99_RUNS=${BENCH_P99_RUNS:-3}
 BENCH_CONCURRENCY=${BENCH_CONCURRENCY:-"1 16 64"}
-BENCH_ONLY=${BENCH_ONLY:-}
+MODES="mute conversions pstn-watchers channels follow reconnect-storm watch-fanout"
+usage() {
+  cat <<'USAGE'
+Usage: bash bench/run.sh [MODE]     (npm run bench runs every mode; npm run bench:MODE runs one)
+Modes, each writing its own section of docs/performance.md:
+  mute             JSON and gRPC mutes, conversions started and read, at c1/c16/c64: boardline
+                   against the bare servers doing the same work, the floor, and the floor plus one Redis write
+  conversions      reading a conversion beside boardline's own mutes, and 2 000 WatchConversion streams on one instance
+  pstn-watchers    mutes with 1 000 mute-event watchers open: throughput, delivery delay, memory
+  channels         the channel admin calls beside mute, and ListChannels over 100 000 channels against SCAN
+  follow           how many conversions in flight one or three instances follow on time
+  reconnect-storm  watchers reconnecting all at once against paced
+  watch-fanout     10 000 mute-event watches on one instance against the bare fan-out floor
+Knobs: see the top of bench/run.sh and bench/README.md.
+USAGE
+}
+case ${1:-} in
+  -h | --help)
+    usage
+    exit 0
+    ;;
+esac
+BENCH_ONLY=${1:-${BENCH_ONLY:-}}
 BENCH_WATCHERS=${BENCH_WATCHERS:-2000}
 PREFIX="bl:"
 STARTED_AT=$(date +%s)
@@ -76,8 +77,12 @@ die() {
   log "FAILED: $*"
   exit 1
 }
-[[ -z $BENCH_ONLY || $BENCH_ONLY == cells || $BENCH_ONLY == conversions || $BENCH_ONLY == pstn || $BENCH_ONLY == channels || $BENCH_ONLY == follow || $BENCH_ONLY == storm || $BENCH_ONLY == fanout ]] ||
-  die "BENCH_ONLY must be empty, \"cells\", \"conversions\", \"pstn\", \"channels\", \"follow\", \"storm\" or \"fanout\" (got \"$BENCH_ONLY\")"
+if [[ -n $BENCH_ONLY && " $MODES " != *" $BENCH_ONLY "* ]]; then
+  usage >&2
+  die "unknown mode \"$BENCH_ONLY\""
+fi
+# Runs a part when it is the mode asked for, or when no mode was (the full run).
+runs() { [[ -z $BENCH_ONLY || $BENCH_ONLY == "$1" ]]; }
 
 # --- tools -------------------------------------------------------------------
 if ! command -v wrk >/dev/null || ! command -v h2load >/dev/null; then
@@ -210,59 +215,30 @@ if [[ -z ${BENCH_SKIP_BUILD:-} ]]; then
 fi
 [[ -f dist/src/main.js ]] || die "dist/src/main.js missing (build first)"
 
-# --- issue 13: 1 000 PSTN watchers (BENCH_ONLY=pstn runs only this part) --------------
-# bench/scenarios/pstn-watchers.mjs starts its own redis-server and boardline on the servers' CPU, runs the
-# watchers, probes and wrk from the load CPU, writes its own section of bench/RESULTS.md and
-# stops everything it started. Its knobs (BENCH_PSTN_*) are listed at the top of that file.
-if [[ -z $BENCH_ONLY || $BENCH_ONLY == pstn ]]; then
-  log "PSTN watchers: bench/scenarios/pstn-watchers.mjs"
-  run_load "${LOAD_PIN[@]}" env BENCH_WORK="$WORK" BENCH_SERVER_CPU="${SERVER_PIN[2]:-}" BENCH_SECONDS="$BENCH_SECONDS" \
-    BENCH_WARMUP="$BENCH_WARMUP" node bench/scenarios/pstn-watchers.mjs >&2 || die "the PSTN watchers part failed"
-  [[ $BENCH_ONLY != pstn ]] || exit 0
-fi
-
-# --- issue 20: the channel admin calls beside mute, ListChannels over 100 000 channels ----------
-# (BENCH_ONLY=channels runs only this part.) bench/scenarios/channels.mjs starts its own redis-server and
-# boardline, pins them and itself as this script pins servers and load, writes its own section of
-# bench/RESULTS.md (formatted) and stops everything it started; ~1.5 min. Its knobs are at its top.
-if [[ -z $BENCH_ONLY || $BENCH_ONLY == channels ]]; then
-  log "channel admin: bench/scenarios/channels.mjs"
-  run_load env BENCH_SECONDS="$BENCH_SECONDS" BENCH_WARMUP="$BENCH_WARMUP" node bench/scenarios/channels.mjs >&2 ||
-    die "the channel admin part failed"
-  [[ $BENCH_ONLY != channels ]] || exit 0
-fi
-
-# --- issue 24: conversions in flight followed on time (BENCH_ONLY=follow runs only this part) -----
-# bench/scenarios/follow.mjs starts its own redis-server, simulator and 1 or 3 boardline instances per
-# case, prints one line per case (polls/s against the needed rate, lateness, share, CPU per poll)
-# and the anchor (a bare client's queries/s against the same simulator); ~1 min per case.
-if [[ -z $BENCH_ONLY || $BENCH_ONLY == follow ]]; then
-  log "conversions in flight: bench/scenarios/follow.mjs"
-  run_load env BENCH_FOLLOW_OUT="$WORK/follow.json" node bench/scenarios/follow.mjs || die "the follow part failed"
-  [[ $BENCH_ONLY != follow ]] || exit 0
-fi
-
-# --- issue 26: a reconnect storm of watchers, burst against paced ------------------------------
-# (BENCH_ONLY=storm runs only this part.) bench/scenarios/reconnect-storm.mjs starts its own redis-server and a
-# fresh boardline per cell, pins them and itself like the channel admin part, writes its own section of
-# bench/RESULTS.md and stops everything it started; ~1 min. Its knobs are at its top.
-if [[ -z $BENCH_ONLY || $BENCH_ONLY == storm ]]; then
-  log "reconnect storm: bench/scenarios/reconnect-storm.mjs"
-  run_load node bench/scenarios/reconnect-storm.mjs >&2 || die "the reconnect storm part failed"
-  [[ $BENCH_ONLY != storm ]] || exit 0
-fi
-
-# --- issue 24 part 2: the watch fan-out, 10 000 watches on one instance (BENCH_ONLY=fanout) -------
-# bench/scenarios/watch-fanout.mjs starts its own redis-server, boardline and bare fan-out floor
-# (bench/baselines/fanout-floor.mjs, the anchor), pins them and itself like the channel admin part, writes
-# its own section of bench/RESULTS.md and stops everything it started; ~3 min. Its knobs
-# (BENCH_FANOUT_*) are at its top; it needs `ulimit -n` of at least 6 000 for 10 000 watches.
-if [[ -z $BENCH_ONLY || $BENCH_ONLY == fanout ]]; then
-  log "watch fan-out: bench/scenarios/watch-fanout.mjs"
-  run_load env BENCH_SECONDS="$BENCH_SECONDS" BENCH_WARMUP="$BENCH_WARMUP" node bench/scenarios/watch-fanout.mjs >&2 ||
-    die "the watch fan-out part failed"
-  [[ $BENCH_ONLY != fanout ]] || exit 0
-fi
+# --- the parts with processes of their own --------------------------------------------
+# Each scenario below starts its own redis-server and servers, pins them and itself as this script
+# pins servers and load, writes its own section of docs/performance.md (bench/report/document.mjs)
+# and stops everything it started. Its knobs are at the top of its file.
+part() { # mode what command…
+  local mode=$1 what=$2
+  shift 2
+  runs "$mode" || return 0
+  log "$what: ${*: -1}"
+  run_load "$@" >&2 || die "the $mode part failed"
+  [[ $BENCH_ONLY != "$mode" ]] || exit 0
+}
+COMMON=(env BENCH_WORK="$WORK" BENCH_SECONDS="$BENCH_SECONDS" BENCH_WARMUP="$BENCH_WARMUP")
+# 1 000 mute-event watchers on one instance (the scenario runs its load from the load CPU).
+part pstn-watchers "mutes with watchers open" "${LOAD_PIN[@]}" "${COMMON[@]}" BENCH_SERVER_CPU="${SERVER_PIN[2]:-}" \
+  node bench/scenarios/pstn-watchers.mjs
+# The channel admin calls beside mute, and ListChannels over 100 000 channels; about 1.5 min.
+part channels "channel admin" "${COMMON[@]}" node bench/scenarios/channels.mjs
+# Conversions in flight followed on time, against a bare client of the same simulator; about 1 min a case.
+part follow "conversions in flight followed" "${COMMON[@]}" node bench/scenarios/follow.mjs
+# A reconnect storm of watchers, burst against paced; about 1 min.
+part reconnect-storm "reconnect storm" "${COMMON[@]}" node bench/scenarios/reconnect-storm.mjs
+# 10 000 watches on one instance against the bare fan-out floor; about 3 min; needs `ulimit -n` ≥ 6 000.
+part watch-fanout "watch fan-out" "${COMMON[@]}" node bench/scenarios/watch-fanout.mjs
 
 read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT FH_PORT FG_PORT RH_PORT RG_PORT < <(node -e '
   const net = require("node:net");
@@ -292,7 +268,7 @@ spawn "$WORK/simulator.log" "${LOAD_PIN[@]}" env SIM_PORT="$SIM_PORT" SIM_HOST=1
 SIM_PID=${PIDS[-1]}
 # Started as `npm start` runs it: the V8 flags of package.json "config.nodeFlags" (a smaller young
 # generation, a slower heap growth, no allocation-site pretenuring, no idle-time memory reducer; see
-# bench/RESULTS.md). The baselines and the floor run with the same flags, so the ratios compare code,
+# docs/deploy.md). The bare servers and the floors run with the same flags, so the ratios compare code,
 # not flags.
 read -ra NODE_FLAGS <<<"${npm_package_config_nodeFlags:-$(node -p 'require("./package.json").config.nodeFlags')}"
 spawn "$WORK/boardline.log" "${SERVER_PIN[@]}" env NODE_ENV=production PORT="$BL_PORT" HOST=127.0.0.1 \
@@ -309,7 +285,7 @@ spawn "$WORK/baseline-grpc.log" "${SERVER_PIN[@]}" env PORT="$BG_PORT" node "${N
 BG_PID=${PIDS[-1]}
 spawn "$WORK/floor.log" "${SERVER_PIN[@]}" env PORT="$FH_PORT" GRPC_PORT="$FG_PORT" node "${NODE_FLAGS[@]}" bench/baselines/floor.mjs
 FL_PID=${PIDS[-1]}
-spawn "$WORK/floor+redis.log" "${SERVER_PIN[@]}" env PORT="$RH_PORT" GRPC_PORT="$RG_PORT" FLOOR_WORK=redis \
+spawn "$WORK/floor-plus-write.log" "${SERVER_PIN[@]}" env PORT="$RH_PORT" GRPC_PORT="$RG_PORT" FLOOR_WORK=redis \
   node "${NODE_FLAGS[@]}" bench/baselines/floor.mjs
 FR_PID=${PIDS[-1]}
 wait_tcp "$SIM_PORT" "$SIM_PID" simulator
@@ -318,7 +294,7 @@ wait_tcp "$BN_PORT" "$BN_PID" boardline-nocache
 wait_tcp "$BH_PORT" "$BH_PID" baseline-http
 wait_tcp "$BG_PORT" "$BG_PID" baseline-grpc
 wait_tcp "$FG_PORT" "$FL_PID" floor
-wait_tcp "$RG_PORT" "$FR_PID" floor+redis
+wait_tcp "$RG_PORT" "$FR_PID" floor-plus-write
 for i in {1..100}; do # ready once its Redis connection is (on a busy machine that can take a few seconds)
   curl -sf -o /dev/null "http://127.0.0.1:$BL_PORT/readyz" && curl -sf -o /dev/null "http://127.0.0.1:$BN_PORT/readyz" && break
   ((i < 100)) || die "boardline /readyz is not 200 after 10 s"
@@ -365,8 +341,8 @@ check_grpc "baseline-grpc Mute" "$BG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_grpc "boardline-nocache gRPC Mute" "$BN_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_json "floor JSON" "$FH_PORT" "$MUTE_PATH" "$WORK/mute.json"
 check_grpc "floor gRPC" "$FG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
-check_json "floor+redis JSON" "$RH_PORT" "$MUTE_PATH" "$WORK/mute.json"
-check_grpc "floor+redis gRPC" "$RG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
+check_json "floor-plus-write JSON" "$RH_PORT" "$MUTE_PATH" "$WORK/mute.json"
+check_grpc "floor-plus-write gRPC" "$RG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_grpc "boardline gRPC ConvertFile" "$BL_PORT" convert "$WORK/convert.grpc" "$GRPC_CONVERT"
 # The task the GetConversion cells read, once boardline's follower has recorded it Finished.
 GET_UUID=$(OUT_DIR=$WORK node bench/lib/conversion-task.mjs "http://127.0.0.1:$BL_PORT" "$WORK/convert.json" "$WORK/jwt.txt") ||
@@ -395,11 +371,11 @@ measure_stalls() {
 }
 measure_stalls start
 
-# --- watchers (issue 12) ---------------------------------------------------------------
+# --- WatchConversion streams on one instance (the full run and the conversions mode) ---------
 # Before the cells: the ConvertFile cells leave thousands of tasks for the main instances' followers,
 # which would compete for the servers' CPU. The scenario starts and stops its own processes.
 WATCHERS_JSON=""
-if ((BENCH_WATCHERS > 0)) && [[ $BENCH_ONLY != cells ]]; then
+if ((BENCH_WATCHERS > 0)) && runs conversions; then
   log "watchers: $BENCH_WATCHERS on one boardline instance (bench/scenarios/conversion-watchers.mjs)"
   SERVER_CPU=""
   ((${#CPUS[@]} >= 2)) && SERVER_CPU=${CPUS[0]}
@@ -408,7 +384,7 @@ if ((BENCH_WATCHERS > 0)) && [[ $BENCH_ONLY != cells ]]; then
   WATCHERS_JSON=$WORK/watchers.json
 fi
 
-# --- cells -------------------------------------------------------------------------
+# --- request cells: one server, one route, one protocol, one concurrency, measured for BENCH_SECONDS ---
 RESULTS=$WORK/results.jsonl
 : >"$RESULTS"
 RSS_METHOD="VmHWM of the server process, reset (clear_refs 5) after each cell's warm-up"
@@ -463,7 +439,8 @@ cell() {
 }
 
 # Interleaved (each server's cell next to its peer's), so drift hits both alike.
-all_cells() { [[ -z $BENCH_ONLY || $BENCH_ONLY == cells ]]; }
+# The mute mode and the full run measure every server; the conversions mode only boardline's own cells.
+all_cells() { runs mute; }
 for c in $BENCH_CONCURRENCY; do
   cell boardline mute JSON "$c" "$BL_PID" "$BL_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
   if all_cells; then
@@ -477,11 +454,11 @@ for c in $BENCH_CONCURRENCY; do
     cell floor mute JSON "$c" "$FL_PID" "$FH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
     cell floor mute gRPC "$c" "$FL_PID" "$FG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
     if ((c == 16)); then
-      cell floor+redis mute JSON "$c" "$FR_PID" "$RH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
-      cell floor+redis mute gRPC "$c" "$FR_PID" "$RG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
+      cell floor-plus-write mute JSON "$c" "$FR_PID" "$RH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
+      cell floor-plus-write mute gRPC "$c" "$FR_PID" "$RG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
     fi
   fi
-  # GetConversion (issue 12): one Redis read (HGETALL of the record) per call; the followers' polls read too.
+  # GetConversion: one Redis read (HGETALL of the record) per call; the followers' polls read too.
   cell boardline get JSON "$c" "$BL_PID" "$BL_PORT" "$GET_PATH" /dev/null hgetall
   cell boardline get gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_GET" "$WORK/get.grpc" hgetall
   # The p99 target's cells again, right after the first run (same server state): judged on the median.
@@ -491,8 +468,8 @@ for c in $BENCH_CONCURRENCY; do
       cell floor mute JSON "$c" "$FL_PID" "$FH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd "$run"
       cell boardline mute gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd "$run"
       cell floor mute gRPC "$c" "$FL_PID" "$FG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd "$run"
-      cell floor+redis mute JSON "$c" "$FR_PID" "$RH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd "$run"
-      cell floor+redis mute gRPC "$c" "$FR_PID" "$RG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd "$run"
+      cell floor-plus-write mute JSON "$c" "$FR_PID" "$RH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd "$run"
+      cell floor-plus-write mute gRPC "$c" "$FR_PID" "$RG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd "$run"
     done
   fi
 done
@@ -508,11 +485,11 @@ if all_cells; then
 fi
 
 # --- report --------------------------------------------------------------------------
+# bench/report/requests.mjs writes the mute section (the full run and the mute mode) and the conversions
+# section (the full run and the conversions mode) of docs/performance.md.
 BENCH_WORK=$WORK BENCH_RESULTS=$RESULTS BENCH_VERIFY=$VERIFY BENCH_STALLS=$STALLS BENCH_WATCHERS_JSON=$WATCHERS_JSON BENCH_ONLY=$BENCH_ONLY BENCH_LOADAVG="$LOADAVG_START → $(cut -d" " -f1-3 /proc/loadavg)" BENCH_PINNING="$PINNING" BENCH_RSS_METHOD="$RSS_METHOD" \
   BENCH_ELAPSED=$(($(date +%s) - STARTED_AT)) BENCH_WARMUP=$BENCH_WARMUP BENCH_SECONDS=$BENCH_SECONDS BENCH_P99_RUNS=$BENCH_P99_RUNS \
   BENCH_NODE_FLAGS="${NODE_FLAGS[*]}" \
-  node bench/report/mute.mjs
-# The results as biome formats Markdown (aligned tables), so `biome check bench` stays green.
-if [[ -z ${BENCH_NO_WRITE:-} ]]; then
-  npx biome format --write bench/RESULTS.md >/dev/null 2>&1 || log "could not format bench/RESULTS.md: run npm run format"
-fi
+  node bench/report/requests.mjs
+# The full run also dates the document's head: the machine and the commit every section was measured on.
+[[ -n $BENCH_ONLY || -n ${BENCH_NO_WRITE:-} ]] || node bench/report/document.mjs full-run "$(($(date +%s) - STARTED_AT))"

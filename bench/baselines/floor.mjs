@@ -9,7 +9,7 @@
  *     PORT       node:http (HTTP/1.1), any path: 200 {"uid":"bench-uid-1","mute":true}
  *     GRPC_PORT  node:http2 h2c, any path: a MuteResponse {uid: "bench-uid-1", mute: true}
  *
- * With FLOOR_WORK=redis (and REDIS_URL, REDIS_KEY_PREFIX) it is "floor+redis":
+ * With FLOOR_WORK=redis (and REDIS_URL, REDIS_KEY_PREFIX) it is "the floor plus one Redis write":
  * before answering, each request runs the one Redis write every mute must make —
  * boardline's own mute script (EVALSHA through ioredis), with fixed arguments —
  * and nothing else: no body parsing, JWT, passphrase read or protobuf. Its rows
@@ -38,7 +38,7 @@ async function redisWrite() {
 }
 
 /**
- * Runs `answer` once the request's body has arrived (and, for floor+redis, the
+ * Runs `answer` once the request's body has arrived (and, with the Redis write, the
  * write is done — unless the client went away meanwhile, as the load generator's
  * connections do at the end of a cell).
  */

@@ -28,7 +28,7 @@ export class MuteError extends Error {
 /**
  * The one Redis write of a mute, as boardline makes it: its atomic mute script
  * (EVALSHA: HSET + XADD MAXLEN ~ 10000 + the meta HSET + the SPUBLISH + the channel record's PTTL), on `redis`.
- * bench/baselines/floor.mjs (floor+redis) makes the same write.
+ * bench/baselines/floor.mjs (the floor plus one Redis write) makes the same write.
  * @param {import("ioredis").Redis} redis
  * @param {ReturnType<typeof keySchema>} keys
  */

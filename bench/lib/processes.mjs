@@ -3,11 +3,10 @@
  * output appended to `<work>/<name>.log`, pinned to a CPU when one is given
  * (taskset), stopped together (SIGTERM, then SIGKILL after 10 s) — also when
  * the script itself exits — and what they cost, read from /proc; the machine's
- * stall probe (bench/lib/stall.mjs); and where a part writes its figures (its own
- * section of bench/RESULTS.md).
+ * stall probe (bench/lib/stall.mjs).
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -257,20 +256,4 @@ export function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length / 2;
   return s.length === 0 ? Number.NaN : s.length % 2 === 1 ? s[Math.floor(m)] : (s[m - 1] + s[m]) / 2;
-}
-
-/** Writes `md` into bench/RESULTS.md between the part's own `start` and `end` markers, formatted as biome formats Markdown. */
-export function writeResultsSection(start, end, md, log) {
-  const file = "bench/RESULTS.md";
-  const text = readFileSync(file, "utf8");
-  const section = `${start}\n${md}\n${end}`;
-  const at = text.indexOf(start);
-  const next =
-    at === -1
-      ? `${text.trimEnd()}\n\n${section}\n`
-      : `${text.slice(0, at)}${section}${text.slice(text.indexOf(end) + end.length)}`;
-  writeFileSync(file, next);
-  const formatted = spawnSync("npx", ["biome", "format", "--write", file], { encoding: "utf8" });
-  if (formatted.status !== 0) log(`could not format ${file}: run npm run format`);
-  log(`written into ${file}`);
 }

@@ -18,7 +18,9 @@ import { startConversionSimulator } from "./boardline.mjs";
 const token = process.env.SIM_SDK_TOKEN;
 const progressMs = Number(process.env.SIM_PROGRESS_MS ?? 1500);
 if (!token || !(progressMs > 0) || typeof process.send !== "function") {
-  console.error("watch-simulator.mjs is forked by bench/scenarios/conversion-watchers.mjs with SIM_SDK_TOKEN and SIM_PROGRESS_MS");
+  console.error(
+    "watch-simulator.mjs is forked by bench/scenarios/conversion-watchers.mjs with SIM_SDK_TOKEN and SIM_PROGRESS_MS",
+  );
   process.exit(2);
 }
 

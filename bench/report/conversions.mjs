@@ -1,7 +1,7 @@
 /**
- * The "Conversions (issue 12)" part of the results section: GetConversion
- * beside mute (cells of the same run), and the watchers scenario
- * (bench/scenarios/conversion-watchers.mjs's watchers.json). Used by report.mjs.
+ * The conversions section of docs/performance.md: GetConversion beside mute (cells of the same run),
+ * and the WatchConversion streams (bench/scenarios/conversion-watchers.mjs's watchers.json). Rendered
+ * for bench/report/requests.mjs.
  */
 
 const f = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
@@ -36,7 +36,7 @@ function besideMute(cells, cpuPerResponse) {
     }
   }
   if (rows.length === 0) return "GetConversion: not run.";
-  return `#### GetConversion beside mute
+  return `### GetConversion beside mute
 
 The same boardline instance, cells of this run (the machine is shared, so compare within a row, not with
 other runs). GetConversion reads one Finished task's record (3 pages) with \`HGETALL\`; Mute runs a Lua script
@@ -118,7 +118,7 @@ function settingPart(w, s) {
           : `${label}: **errors** ${JSON.stringify(x.errors)}; rounds timed out: ${x.timedOut}; watchers without Finished: ${x.missing}`,
       ),
   ];
-  return `##### Poll setting "${s.setting}": ${poll}
+  return `#### Poll setting "${s.setting}": ${poll}
 
 ${table(["delay, ms", "p50 / p99 / max over tasks"], rows)}
 
@@ -135,7 +135,7 @@ function watchersPart(w) {
     a === undefined
       ? "not run"
       : `${a.attachedFirst} watchers of the slow task${Object.keys(a.errorsFirst).length > 0 ? ` (**not attached: ${JSON.stringify(a.errorsFirst)}**)` : ""} disconnected at once: boardline's open descriptors ${a.fdsBefore} → ${a.fdsDuring} → ${a.fdsAfter} (back within ${f(a.releaseMs)} ms); attached again at once with MAX_WATCHES = ${w.watchers}: ${a.attachedAgain} of ${w.watchers}${Object.keys(a.errorsAgain).length > 0 ? ` — **refused: ${JSON.stringify(a.errorsAgain)}**` : " (no watch slot was left behind)"}`;
-  return `#### ${w.watchers} watchers on one instance
+  return `### WatchConversion streams on one instance
 
 bench/scenarios/conversion-watchers.mjs: a boardline of its own per poll setting (same build, flags and Redis; MAX_WATCHES = ${w.watchers}),
 ${w.watchers / 2} watchers as server-sent events over HTTP/1.1 (\`GET …/watch\`, one socket each) and ${w.watchers / 2} as
@@ -159,5 +159,5 @@ ${w.settings.map((s) => settingPart(w, s)).join("\n\n")}`;
 export function conversionsSection(cells, watchers, cpuPerResponse) {
   const parts = [besideMute(cells, cpuPerResponse)];
   if (watchers !== undefined) parts.push(watchersPart(watchers));
-  return `\n### Conversions (issue 12)\n\n${parts.join("\n\n")}\n`;
+  return parts.join("\n\n");
 }

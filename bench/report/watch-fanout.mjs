@@ -1,7 +1,7 @@
 /**
  * Renders bench/scenarios/watch-fanout.mjs's result (its watch-fanout.json) as the
- * Markdown section "Issue 24, part 2: watch fan-out" of bench/RESULTS.md: the
- * verdict table — each target of the issue, boardline's figure, the same
+ * watch fan-out section of docs/performance.md: the
+ * verdict table — each target, boardline's figure, the same
  * figure of the bare fan-out floor measured in the same run, PASS/FAIL, and
  * whether the floor itself meets the target (if not, this machine cannot) —
  * then the details.
@@ -11,6 +11,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { median } from "../lib/watch-clients.mjs";
+import { measuredLine } from "./document.mjs";
 
 const f = (x, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : "—");
 /** kB as MB ("—" for a reading that did not come: NaN, or null once written as JSON). */
@@ -223,17 +224,15 @@ function details(r) {
 }
 
 export function render(r) {
-  const m = r.machine;
   const { bl, fl, md } = verdict(r);
-  const when = r.startedAt.slice(0, 16).replace("T", " ");
   const pin = r.pinning
     ? `redis-server, boardline and the floor on CPU ${r.pinning.server}; this process, ${r.settings.clients} watcher process(es) and wrk on CPU ${r.pinning.load}`
     : "no pinning (one CPU)";
   const perWatch = (x) => (x === undefined ? "—" : `${f(x.rssKbPerWatch)} KB RSS, ${f(x.heapKbPerWatch)} KB live heap`);
   return [
-    "## Issue 24, part 2: watch fan-out",
+    measuredLine("watch-fanout", new Date(r.startedAt)),
     "",
-    `\`npm run bench:fanout\` (bench/scenarios/watch-fanout.mjs), ${when} UTC, ${n0(r.elapsedS)} s: ${m.cpus} CPUs (\`nproc\` ${m.nproc}), ${m.cpuModel}, ${f(m.memGiB)} GiB; Node ${m.node}, ${m.allocator ?? "glibc malloc"}; load average ${r.loadavg.start.map((l) => l.toFixed(2)).join(" ")} at the start, ${r.loadavg.end.map((l) => l.toFixed(2)).join(" ")} at the end; ${pin}; \`ulimit -n\` ${r.openFiles}.`,
+    `${n0(r.elapsedS)} s in all; load average ${r.loadavg.start.map((l) => l.toFixed(2)).join(" ")} at the start, ${r.loadavg.end.map((l) => l.toFixed(2)).join(" ")} at the end; ${pin}; \`ulimit -n\` ${r.openFiles}.`,
     `Stall probe (bench/lib/stall.mjs on the servers' CPU while the other spins): before ${stall(r.stall.before)}; after ${stall(r.stall.after)}.`,
     `${n0(r.settings.watches)} watches: half gRPC (HTTP/2 connections of 200 streams), half SSE (an HTTP/1.1 connection each), ${r.settings.perChannel} per channel over ${n0(r.settings.channels)} channels; ${n0(r.knobs.delayWatchers)} watchers of one channel per protocol for the delays, ${r.knobs.probes} probes each; mute cells in ${r.knobs.rounds} round(s). The anchor is the bare fan-out floor (bench/baselines/fanout-floor.mjs: node:http2 + node:http, no Redis, no JWT), measured by the same clients in the same run; the mute-rate targets' anchor is boardline's own cell without watches (the floor's ratio is shown to tell whether any Node server reaches it here).`,
     "",

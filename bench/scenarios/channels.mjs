@@ -1,10 +1,8 @@
 /**
- * Issue 20's bench: the ChannelAdminService's calls next to mute, and
- * ListChannels over a project of many channels against finding the same by
- * SCAN. Part of `npm run bench` (bench/run.sh builds dist/ and runs it
- * first; ~1.5 min); `npm run bench:channels` (BENCH_ONLY=channels) runs only
- * it. Writes its section of bench/RESULTS.md between its own markers,
- * formatted as biome formats Markdown (not with BENCH_NO_WRITE=1), and prints it.
+ * The ChannelAdminService's calls next to mute, and ListChannels over a
+ * project of many channels against finding the same by SCAN. Part of `npm run
+ * bench` (~1.5 min); `npm run bench:channels` runs only it. Writes its section
+ * of docs/performance.md (not with BENCH_NO_WRITE=1) and prints it.
  *
  * What runs, all on loopback, every process started and stopped here:
  *   - a redis-server of its own (no persistence) and one boardline
@@ -24,8 +22,8 @@
  *     passphrase records each — what CreateChannel writes, without the audit
  *     entries), then ListChannels page after page (page_size 1 000, one call at a
  *     time, BENCH_LIST_PASSES passes): time per page, boardline's RSS;
- *   - the same listing by SCAN, as the admin code before issue 20 found a
- *     channel's passphrases (src/store/redis/admin.ts on main: SCAN MATCH
+ *   - the same listing by SCAN, as a store without the project's index would
+ *     find a channel's passphrases (SCAN MATCH
  *     <prefix>pass:* COUNT 1000 and HMGET project, channel of every key found,
  *     in one pipeline per batch), in a Node process of its own pinned like the
  *     server (`node bench/scenarios/channels.mjs scan <redis url> <prefix> <project>`):
@@ -42,17 +40,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import {
-  cpuTicks,
-  median,
-  procKb,
-  Servers,
-  splitCpus,
-  stallProbe,
-  TICK_US,
-  writeResultsSection,
-} from "../lib/processes.mjs";
+import { cpuTicks, procKb, Servers, splitCpus, stallProbe, TICK_US } from "../lib/processes.mjs";
 import { hashPassphrase, keySchema, mintToken, passField } from "../lib/boardline.mjs";
+import { render } from "../report/channels.mjs";
+import { writeSection } from "../report/document.mjs";
 
 const env = process.env;
 
@@ -60,7 +51,6 @@ if (process.argv[2] === "scan") {
   await scanChild(process.argv[3], process.argv[4], process.argv[5]);
   process.exit(0);
 }
-
 
 const SECONDS = Number(env.BENCH_SECONDS ?? 5);
 const WARMUP = Number(env.BENCH_WARMUP ?? 1);
@@ -70,8 +60,6 @@ const LIST_PASSES = Number(env.BENCH_LIST_PASSES ?? 2);
 const PREFIX = "bl:";
 const PROJECT = "bench-project";
 const LIST_PROJECT = "bench-list";
-const START = "<!-- channel-admin:start -->";
-const END = "<!-- channel-admin:end -->";
 
 const WORK = mkdtempSync(join(os.tmpdir(), "boardline-bench-channels-"));
 const startedAt = new Date();
@@ -83,7 +71,7 @@ const servers = new Servers({ work: WORK, cpu: SERVER_CPU });
 
 const log = (...args) => console.error(`[bench:channels ${new Date().toISOString().slice(11, 19)}]`, ...args);
 
-const quantile = (xs, q) => {
+const _quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
 };
@@ -324,9 +312,8 @@ async function main() {
     .filter((l) => /"level":(50|60)/.test(l)).length;
   await servers.stopAll();
 
-  const cpuModel = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "unknown CPU";
   const redisVersion = /v=(\S+)/.exec(execFileSync("redis-server", ["--version"], { encoding: "utf8" }))?.[1];
-  const md = report({
+  const md = render({
     others,
     cells,
     rssIdle,
@@ -338,83 +325,16 @@ async function main() {
     scans,
     stallBefore,
     stallAfter,
-    cpuModel,
     redisVersion,
     errorLines,
+    startedAt,
+    loadStart,
+    settings: { channels: CHANNELS, warmup: WARMUP, seconds: SECONDS, rounds: ROUNDS },
+    pinning: SERVER_CPU
+      ? `redis-server, boardline and the SCAN process on CPU ${SERVER_CPU}; wrk and this process on CPU ${LOAD_CPU}`
+      : "none (one CPU)",
   });
-  console.log(md);
-  if (!env.BENCH_NO_WRITE) {
-    writeResultsSection(START, END, md, log);
-  }
-}
-
-function report(r) {
-  const elapsed = (Date.now() - startedAt.getTime()) / 1000;
-  const stall = (s) =>
-    `${fmt(s.stalled_pct, 2)} % of ${s.seconds} s lost, ${s.gaps_over_2ms} gaps over 2 ms, the longest ${fmt(s.max_gap_ms, 1)} ms`;
-  const byName = (name) => r.cells.filter((c) => c.name === name);
-  const rows = ["Mute", "GetChannel", "CreateChannel"].map((name) => {
-    const cs = byName(name);
-    return `| ${name.padEnd(13)} | ${cs.map((c) => fmt(c.rps)).join(", ")} | ${fmt(median(cs.map((c) => c.rps)))} | ${fmt(median(cs.map((c) => c.p50)), 2)} / ${fmt(median(cs.map((c) => c.p99)), 2)} | ${fmt(median(cs.map((c) => c.blUs)))} / ${fmt(median(cs.map((c) => c.redisUs)))} | ${cs.reduce((a, c) => a + c.errors, 0)} |`;
-  });
-  const pages = r.passes.flatMap((p) => p.pages);
-  const passRows = r.passes.map(
-    (p, i) =>
-      `| ListChannels, pass ${i + 1} | ${p.pages.length} | ${fmt(p.ms)} | ${fmt(median(p.pages), 1)} / ${fmt(quantile(p.pages, 0.99), 1)} / ${fmt(Math.max(...p.pages), 1)} | ${fmt(p.peakRss, 1)} (boardline) |`,
-  );
-  const scanRows = r.scans.map(
-    (s, i) =>
-      `| SCAN, pass ${i + 1} | 1 (the whole pass: ${s.rounds} SCAN calls, ${fmt(s.keysSeen)} passphrase keys read) | ${fmt(s.ms)} | ${fmt(s.ms / (s.channels / 1000), 1)} per 1 000 channels | ${fmt(s.rssPeakMb, 1)} (a bare Node + ioredis; ${fmt(s.rssBeforeMb, 1)} before) |`,
-  );
-  return `## Issue 20: ChannelAdminService next to mute, and ListChannels over ${fmt(CHANNELS)} channels — ${startedAt.toISOString().slice(0, 16).replace("T", " ")} UTC
-
-Generated by \`bench/scenarios/channels.mjs\` (part of \`npm run bench\`; \`npm run bench:channels\` runs only this part, ~1.5 min);
-rerun to replace this section. Run once, on a machine shared with other sessions' tests and benches: the req/s and latencies move
-with what else ran on the servers' CPU (see the stall probe and the load average); CPU time per request moves least.
-
-- Machine: ${os.cpus().length} CPUs, ${r.cpuModel}, ${fmt(os.totalmem() / 2 ** 30, 1)} GiB RAM; Node ${process.version}; redis-server ${r.redisVersion}. Load average (1/5/15 min) ${loadStart.map((x) => x.toFixed(2)).join(" ")} at the start, ${os
-    .loadavg()
-    .map((x) => x.toFixed(2))
-    .join(" ")} at the end; ${fmt(elapsed)} s in all.
-- Pinning: ${SERVER_CPU ? `redis-server, boardline and the SCAN process on CPU ${SERVER_CPU}; wrk and this process on CPU ${LOAD_CPU}` : "none (one CPU)"}.
-- Stall probe (bench/lib/stall.mjs on the servers' CPU while the other spins): before ${stall(r.stallBefore)}; after ${stall(r.stallAfter)}.
-- boardline: one instance, \`NODE_ENV=production\`, the package's V8 flags, \`GUESS_LIMIT=0\`, \`PASSPHRASE_CACHE_MS\` default (1 000); error-level log lines during the run: ${r.errorLines}.
-
-### Calls at c16
-
-wrk, one thread, 16 keep-alive HTTP/1.1 connections, JSON routes; ${WARMUP} s warm-up + ${SECONDS} s per cell, ${ROUNDS} rounds
-of Mute → GetChannel → CreateChannel. Mute: \`POST /v1/channel/pstn/mute\` on one channel. GetChannel: \`GET
-/v1/channels/bench-room\` (the record, the mute snapshot and the newest whiteboard event). CreateChannel: \`POST
-/v1/channels\`, a new id per request, both passphrases generated (the record marked pending, the index, two
-passphrase records, the mark cleared, the audit entry: six Redis round trips one after another). CPU µs per
-request: the process's user + system time over the cell (\`/proc/<pid>/stat\`) ÷ requests.
-
-| call          | req/s (each round) | median req/s | p50 / p99 ms (median) | CPU µs/request boardline / Redis | errors |
-| ------------- | ------------------ | ------------ | --------------------- | -------------------------------- | ------ |
-${rows.join("\n")}
-
-boardline's RSS: ${fmt(r.rssIdle, 1)} MB idle, ${fmt(Math.max(...r.cells.map((c) => c.rssMb)), 1)} MB the most after a cell.
-
-### ListChannels over ${fmt(CHANNELS)} channels, against the same by SCAN
-
-${fmt(CHANNELS)} channels of one project written straight into Redis in the documented schema in ${fmt(r.filled.ms / 1000, 1)} s (${fmt(r.filled.dbsize)} keys
-in all, Redis used_memory ${fmt(r.filled.usedMb, 1)} MB). ListChannels: \`POST /v1/channels:list\`, \`page_size\` 1 000, each page after
-the last one's answer, ${r.passes.length} passes over all ${fmt(CHANNELS / 1000)} pages: one ZRANGEBYLEX on the project's index, then the record of
-each of its 1 000 channels. SCAN: what the admin code before issue 20 did for every Rotate and Delete (SCAN MATCH
-\`pass:*\` COUNT 1 000 and an HMGET of every key found, one pipeline per batch) — here one full pass collecting the
-project's channels, which is the least a listing by SCAN costs (it cannot start at a page: every page is the
-whole pass). Its figure per 1 000 channels is the pass ÷ ${fmt(CHANNELS / 1000)}; one page of a listing, or one Rotate or Delete of
-the old code, took the whole pass. With other projects' channels in the store, the pass grows with all of
-them; the index does not (here the CreateChannel cells had left ${fmt(r.others)} channels of another project, whose
-passphrase keys the pass read too). The last page of a listing whose size is a multiple of 1 000 is an empty one
-(the one before it still carries a token).
-
-| how                        | pages   | total ms | per page ms: p50 / p99 / max (SCAN: see text) | RSS MB |
-| -------------------------- | ------- | -------- | ---------------------------------------------- | ------ |
-${[...passRows, ...scanRows].join("\n")}
-
-boardline's RSS: ${fmt(r.rssBeforeList, 1)} MB before the listing, ${fmt(r.rssAfterList, 1)} MB after it, ${fmt(r.hwm, 1)} MB the most over its whole life
-(VmHWM). Per page over all passes: p50 ${fmt(median(pages), 1)} ms, p99 ${fmt(quantile(pages, 0.99), 1)} ms.`;
+  writeSection("channels", md, log);
 }
 
 try {

@@ -1,9 +1,9 @@
 /**
- * Issue 12's watchers scenario: BENCH_WATCHERS (default 2 000) concurrent
+ * The conversions mode's watchers: BENCH_WATCHERS (default 2 000) concurrent
  * WatchConversion streams on one boardline instance, and how long the last of
  * them takes to hear that its task finished. Run by bench/run.sh (pinned to
  * the load generator's CPU); writes one JSON document to $BENCH_WORK/watchers.json
- * for bench/report/mute.mjs.
+ * for bench/report/requests.mjs.
  *
  * What runs, all on loopback:
  *   - a conversion simulator forked from this process (bench/lib/watch-simulator.mjs),

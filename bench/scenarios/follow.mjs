@@ -1,6 +1,6 @@
 /**
- * Issue 24, part 3: how many conversions in flight boardline follows on time
- * (`npm run bench:follow`, or BENCH_ONLY=follow npm run bench).
+ * How many conversions in flight boardline follows on time (`npm run bench:follow`; part of
+ * `npm run bench`). Writes its section of docs/performance.md (bench/report/follow.mjs).
  *
  * Each case starts its own redis-server, the conversion simulator in a process
  * of its own (bench/lib/watch-simulator.mjs, with a progress step of an hour, so
@@ -21,14 +21,16 @@
  *
  * Knobs: BENCH_FOLLOW_CASES ("instances×tasks", comma-separated; default
  * "1x2500,1x5000,1x10000,3x10000"), BENCH_FOLLOW_WINDOW_S (20; whole poll periods of 5 s),
- * BENCH_FOLLOW_OUT (a JSON file for the figures; default: stdout only).
+ * BENCH_NO_WRITE (print the section only).
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createTasks, lateness, seedFollowProject, startFollowSimulator } from "../lib/follow-setup.mjs";
 import { cpuTicks, procKb, Servers, TICK_US } from "../lib/processes.mjs";
+import { writeSection } from "../report/document.mjs";
+import { render } from "../report/follow.mjs";
 
 const CASES = (process.env.BENCH_FOLLOW_CASES ?? "1x2500,1x5000,1x10000,3x10000").split(",").map((c) => {
   const [instances, tasks] = c.split("x").map(Number);
@@ -143,6 +145,7 @@ async function runCase({ instances, tasks }) {
   return result;
 }
 
+const startedAt = new Date();
 const results = [];
 try {
   for (const c of CASES) {
@@ -161,4 +164,4 @@ try {
 } finally {
   await servers.stopAll();
 }
-if (process.env.BENCH_FOLLOW_OUT) writeFileSync(process.env.BENCH_FOLLOW_OUT, JSON.stringify(results, null, 2));
+writeSection("follow", render({ cases: results, startedAt, windowS: WINDOW_S }));

@@ -1,51 +1,3 @@
-/**
- * Issue 13's watchers bench: mute throughput with 0 and with BENCH_PSTN_WATCHERS
- * (default 1 000) WatchPstnEvents streams attached, the delay from a mute's
- * acknowledgement to the last watcher receiving its event, the server's memory
- * per watcher and the Redis connections the instance uses. Run by bench/run.sh
- * (pinned to the load generator's CPU; `BENCH_ONLY=pstn npm run bench` runs only
- * this); writes $BENCH_WORK/pstn-watchers.json and .md, and the .md into
- * bench/RESULTS.md between its own markers (not with BENCH_NO_WRITE=1).
- *
- * What runs, all on loopback, every process started here and stopped here:
- *   - a redis-server of its own (no persistence) and one boardline
- *     (dist/src/main.js, the package's V8 flags, MAX_WATCHES = the number of
- *     watchers, so a watch slot that leaks makes the next attach fail with 429),
- *     both pinned to BENCH_SERVER_CPU;
- *   - in this process (the load CPU): the watchers, as gRPC server streams over
- *     node:http2 — a few HTTP/2 connections of at most 200 streams each — each
- *     message decoded with protobuf-es (BENCH_PSTN_PROTOCOL=sse: server-sent
- *     events, one HTTP/1.1 connection each); a watch the server ends with
- *     UNAVAILABLE is opened again from its last event id, as a client does, and
- *     counted; the probe mutes (JSON over HTTP/1.1,
- *     keep-alive); a plain SSUBSCRIBE on the channels' notify channels (what a
- *     mute's notification alone takes to arrive: the floor of any watcher);
- *   - wrk (inheriting this process's CPU): JSON mutes at c16, the bodies taking
- *     turns over the muted channels (bench/wrk/pstn-mute.lua).
- *
- * Two layouts of the watchers: "spread" — 100 channels × (watchers ÷ 100), the
- * mutes going round the 100 channels; "one" — every watcher on one channel,
- * every mute on it. Each watcher watches one channel and is attached from the
- * channel's last event id (so a mute right after the attach cannot be missed);
- * it counts as attached once it has received the attach mute of its channel.
- *
- * Per round and layout, in alternating order (0 watchers first in odd rounds,
- * last in even ones): a mute cell with no watcher; attach the watchers; the
- * same mute cell with them (while it runs, one probe mute every 50 ms: ack →
- * last watcher under load); after the cell, how long until every watcher has
- * every event (each watcher's count against the stream's `entries-added`);
- * sequential probe mutes (each waits for its event at every watcher); detach.
- * Memory (RSS and live heap after two full GCs, bench/lib/gc-probe.cjs) and
- * Redis connections are read before the rounds, with each layout attached, and
- * after each detach.
- *
- * Environment: BENCH_WORK (output and logs), BENCH_SERVER_CPU (pin the servers;
- * empty: no pinning), NODE_FLAGS, BENCH_SECONDS (5), BENCH_WARMUP (1),
- * BENCH_PSTN_WATCHERS (1000, a multiple of 100), BENCH_PSTN_ROUNDS (3),
- * BENCH_PSTN_PROBES (100 sequential probes per layout and round), BENCH_PSTN_PROTOCOL (grpc | sse),
- * BENCH_PSTN_LAYOUTS ("spread one"), BENCH_PSTN_LOG_LEVEL (boardline's LOG_LEVEL, warn), BENCH_NO_WRITE.
- */
-import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import http2 from "node:http2";
@@ -546,27 +498,10 @@ async function main() {
 
 const result = await main();
 const { render } = await import("../report/pstn-watchers.mjs");
+const { writeSection } = await import("../report/document.mjs");
 const markdown = render(result);
 writeFileSync(join(WORK, "pstn-watchers.md"), markdown);
-process.stdout.write(`${markdown}\n`);
-if (!env.BENCH_NO_WRITE) {
-  const path = new URL("./RESULTS.md", import.meta.url);
-  const START = "<!-- pstn-watchers:start -->";
-  const END = "<!-- pstn-watchers:end -->";
-  const text = readFileSync(path, "utf8");
-  const i = text.indexOf(START);
-  const j = text.indexOf(END);
-  const updated =
-    i >= 0 && j > i
-      ? `${text.slice(0, i + START.length)}\n${markdown}\n${text.slice(j)}`
-      : `${text.trimEnd()}\n\n${START}\n${markdown}\n${END}\n`;
-  writeFileSync(path, updated);
-  // As biome formats Markdown (aligned tables), so `biome check bench` stays green.
-  const formatted = spawnSync("npx", ["biome", "format", "--write", "bench/RESULTS.md"], { stdio: "ignore" });
-  log(
-    `bench/RESULTS.md updated (issue 13's watchers section)${formatted.status === 0 ? "" : "; could not format it: run npm run format"}`,
-  );
-}
+writeSection("pstn-watchers", markdown, log);
 if (seen.errors.length > 0 || seen.outOfOrder > 0) {
   log(
     `FAILED: ${seen.errors.length} errors, ${seen.outOfOrder} events out of order: ${seen.errors.slice(0, 5).join("; ")}`,

@@ -1,10 +1,9 @@
 /**
- * Issue 26's bench: a reconnect storm of watchers against one instance —
+ * A reconnect storm of watchers against one instance —
  * WatchPstnEvents opened all at once (a burst) against the same number opened
  * at 1 000 per second (paced), in the same run, for each storm size. Part of
- * `npm run bench`; `npm run bench:storm` (BENCH_ONLY=storm) runs only it.
- * Writes its section of bench/RESULTS.md between its own markers, formatted
- * as biome formats Markdown (not with BENCH_NO_WRITE=1), and prints it.
+ * `npm run bench`; `npm run bench:reconnect-storm` runs only it. Writes its
+ * section of docs/performance.md (not with BENCH_NO_WRITE=1) and prints it.
  *
  * What runs, all on loopback, every process started and stopped here:
  *   - a redis-server of its own (no persistence) and, per cell, a fresh
@@ -27,16 +26,18 @@
  * BENCH_STORM_RATE (1000 per second, the paced cells), BENCH_STORM_MAX_WATCHES
  * (10000), BENCH_NO_WRITE.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
 import os from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { Servers, splitCpus, writeResultsSection } from "../lib/processes.mjs";
+import { Servers, splitCpus } from "../lib/processes.mjs";
 import { createLogger, createRedisStore, mintToken } from "../lib/boardline.mjs";
 import { WatchPstnEventsRequestSchema } from "../lib/protos.mjs";
+import { writeSection } from "../report/document.mjs";
+import { render } from "../report/reconnect-storm.mjs";
 
 const env = process.env;
 
@@ -51,8 +52,6 @@ const CELL_LIMIT_MS = 60_000;
 const PREFIX = "bs:";
 const PROJECT = "bench-storm";
 const SECRET = "bench-storm-secret-0123456789abcdef";
-const START = "<!-- watch-storm:start -->";
-const END = "<!-- watch-storm:end -->";
 const WATCH_RPC = "/channel.v1.PstnService/WatchPstnEvents";
 const WATCH_ROUTE = "/v1/channel/pstn/events:watch";
 
@@ -60,8 +59,8 @@ const WORK = mkdtempSync(join(os.tmpdir(), "boardline-bench-storm-"));
 const startedAt = new Date();
 const loadStart = os.loadavg();
 /** Before this process pins itself to one CPU. */
-const NPROC = os.availableParallelism();
-const log = (...args) => console.error(`[bench:storm ${new Date().toISOString().slice(11, 19)}]`, ...args);
+const _NPROC = os.availableParallelism();
+const log = (...args) => console.error(`[bench:reconnect-storm ${new Date().toISOString().slice(11, 19)}]`, ...args);
 
 // --- CPUs: servers on the first allowed one, this process on the second ------------------------
 const { serverCpu: SERVER_CPU, loadCpu: LOAD_CPU } = splitCpus();
@@ -71,7 +70,7 @@ const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
 };
-const fmt = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : "–");
+const _fmt = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : "–");
 
 // --- the watches ------------------------------------------------------------------------------
 
@@ -245,36 +244,12 @@ async function main() {
   return results;
 }
 
-function report(results) {
-  const cpuModel = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "?";
-  const rows = results.map(
-    (r) =>
-      `| ${r.size} | ${r.mode} | ${r.live} | ${fmt(r.p50)} / ${fmt(r.p99)} / ${fmt(r.max)} | ${fmt(r.allLiveMs)} | ${r.refused} | ${r.failed} |`,
-  );
-  return [
-    "## Reconnect storm of watchers (issue 26)",
-    "",
-    `\`npm run bench:storm\` (bench/scenarios/reconnect-storm.mjs), ${startedAt.toISOString().slice(0, 16).replace("T", " ")} UTC: ${os.cpus().length} CPUs (\`nproc\` ${NPROC}), ${cpuModel}; load average ${loadStart.map((l) => l.toFixed(2)).join(" ")} at the start, ${os
-      .loadavg()
-      .map((l) => l.toFixed(2))
-      .join(
-        " ",
-      )} at the end; ${SERVER_CPU ? `boardline and Redis on CPU ${SERVER_CPU}, the watchers on CPU ${LOAD_CPU}` : "no pinning (one CPU)"}; Node ${process.version}; MAX_WATCHES ${MAX_WATCHES}.`,
-    "Each cell: a fresh boardline; half the watches gRPC (20 HTTP/2 connections), half SSE (a connection each), two per channel, each resuming from before its channel's one event, so it is live when that event comes. Times in ms: from a watch's request until it is live, and from the first request until every watch is live.",
-    "",
-    "| watches | opened | live | to live p50 / p99 / max | all live after | refused (429) | failed |",
-    "| ------: | ------ | ---: | ----------------------- | -------------: | ------------: | -----: |",
-    ...rows,
-  ].join("\n");
-}
-
 try {
   const results = await main();
-  const md = report(results);
-  console.log(md);
-  if (!env.BENCH_NO_WRITE) {
-    writeResultsSection(START, END, md, log);
-  }
+  const pinning = SERVER_CPU
+    ? `boardline and Redis on CPU ${SERVER_CPU}, the watchers on CPU ${LOAD_CPU}`
+    : "no pinning (one CPU)";
+  writeSection("reconnect-storm", render({ results, startedAt, loadStart, pinning, maxWatches: MAX_WATCHES }), log);
 } finally {
   await servers.stopAll();
   rmSync(WORK, { recursive: true, force: true });

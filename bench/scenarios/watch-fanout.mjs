@@ -1,10 +1,9 @@
 /**
- * Issue 24 part 2's bench: the watch fan-out of one boardline instance, each
- * figure against the bare fan-out floor (bench/baselines/fanout-floor.mjs: node:http2 +
- * node:http, no Redis, no JWT) measured in the same run, pinned alike.
- * `npm run bench:fanout` (BENCH_ONLY=fanout bash bench/run.sh) runs it; it
- * writes its section of bench/RESULTS.md ("Issue 24, part 2: watch fan-out")
- * between its own markers (not with BENCH_NO_WRITE=1) and prints it.
+ * The watch fan-out of one boardline instance, each figure against the bare
+ * fan-out floor (bench/baselines/fanout-floor.mjs: node:http2 + node:http, no
+ * Redis, no JWT) measured in the same run, pinned alike. `npm run
+ * bench:watch-fanout` runs it (and `npm run bench`); it writes its section of
+ * docs/performance.md (not with BENCH_NO_WRITE=1) and prints it.
  *
  * What runs, all on loopback, every process started and stopped here:
  *   - a redis-server of its own, one boardline (dist/src/main.js, the package's
@@ -48,6 +47,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
 import { attach, detach, muteCell, probeDelays } from "../lib/fanout-phases.mjs";
+import { writeSection } from "../report/document.mjs";
 import { render } from "../report/watch-fanout.mjs";
 import { heapGrowth, summarizeHeap } from "../lib/heap-summary.mjs";
 import { WatcherProcesses } from "../lib/fanout-watchers.mjs";
@@ -61,7 +61,6 @@ import {
   serverMemory,
   splitCpus,
   stallProbe,
-  writeResultsSection,
 } from "../lib/processes.mjs";
 import { createLogger, createRedisStore, keySchema, mintToken } from "../lib/boardline.mjs";
 
@@ -94,14 +93,12 @@ const WARMUP_WATCHES = Math.min(200, WATCHES);
 const PREFIX = "fo:";
 const PROJECT = "bench-fanout";
 const SECRET = randomBytes(32).toString("hex");
-const START = "<!-- watch-fanout:start -->";
-const END = "<!-- watch-fanout:end -->";
 const watchedId = (i) => `fo-${String(i).padStart(5, "0")}`;
 const WATCHED = Array.from({ length: CHANNELS }, (_, i) => watchedId(i));
 const IDLE = Array.from({ length: UNWATCHED }, (_, i) => `fo-idle-${String(i).padStart(3, "0")}`);
 const ONE = "fo-one";
 
-const log = (...args) => console.error(`[bench:fanout ${new Date().toISOString().slice(11, 19)}]`, ...args);
+const log = (...args) => console.error(`[bench:watch-fanout ${new Date().toISOString().slice(11, 19)}]`, ...args);
 
 /** Open files each process here may hold: a server holds an SSE watch's connection each, and so do the watchers. */
 function checkOpenFiles() {
@@ -399,9 +396,7 @@ async function main() {
 try {
   const result = await main();
   writeFileSync(join(WORK, "watch-fanout.json"), `${JSON.stringify(result, null, 1)}\n`);
-  const md = render(result);
-  console.log(md);
-  if (!env.BENCH_NO_WRITE) writeResultsSection(START, END, md, log);
+  writeSection("watch-fanout", render(result), log);
 } finally {
   await servers.stopAll();
   if (env.BENCH_KEEP) log(`work directory kept: ${WORK}`);

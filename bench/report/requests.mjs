@@ -1,13 +1,12 @@
 /**
- * Renders the bench's results (one JSON line per cell, from collect.mjs) as
- * Markdown, prints it, and writes it into bench/RESULTS.md between
- * `<!-- results:start -->` and `<!-- results:end -->`; everything outside the
- * markers (the human-written findings) is kept. BENCH_NO_WRITE=1 only prints.
+ * Renders bench/run.sh's request cells (one JSON line per cell, from bench/lib/collect.mjs) as the mute
+ * section of docs/performance.md (the targets against the anchors, and every cell), and the
+ * conversions section (bench/report/conversions.mjs), each when its mode ran.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { conversionsSection as renderConversions } from "./conversions.mjs";
+import { measuredLine, writeSection } from "./document.mjs";
 
 const env = process.env;
 const cells = readFileSync(env.BENCH_RESULTS, "utf8")
@@ -39,7 +38,7 @@ function logSummary() {
     "baseline-http",
     "baseline-grpc",
     "floor",
-    "floor+redis",
+    "floor-plus-write",
     "simulator",
     "boardline-watch-short",
     "boardline-watch-default",
@@ -84,10 +83,7 @@ function run(cmd, args) {
   }
 }
 
-// --- machine ---
-const cpuinfo = readFileSync("/proc/cpuinfo", "utf8");
-const cpuModel = /^model name\s*:\s*(.*)$/m.exec(cpuinfo)?.[1] ?? "unknown";
-const memKb = Number(/^MemTotal:\s*(\d+)/m.exec(readFileSync("/proc/meminfo", "utf8"))?.[1]);
+// --- tools and code ---
 const head = run("git", ["rev-parse", "--short", "HEAD"]);
 const dirty = run("git", ["status", "--porcelain", "--untracked-files=all", "--", "src", "gen"]);
 const redisVersion = /v=(\S+)/.exec(run("redis-server", ["--version"]))?.[1] ?? "unknown";
@@ -95,13 +91,13 @@ const wrkVersion = /wrk (\S+)/.exec(run("sh", ["-c", "wrk -v 2>&1 || true"]))?.[
 const h2loadVersion = run("h2load", ["--version"]).replace(/^h2load\s*/, "");
 
 // --- targets ---
-// Issue 14: judged against the floor of the same run (c16, the medians of the repeated cells), and
-// against the bare servers doing the same work.
+// Judged against the floors of the same run (c16, the medians of the repeated cells), and against the
+// bare servers doing the same work.
 const targets = [];
 const row = (check, measured, target, ok) => targets.push([check, measured, target, verdict(ok)]);
-// Issue 14: boardline ≥ 1.5× the bare servers at c16; at c1 and c64, and without the read cache, issue 4's floors.
-const againstBare = (who, c, issue4Min) => (who === "boardline" && c === 16 ? "1.5" : issue4Min);
-for (const [proto, what, bare, bareName, issue4Min] of [
+// boardline ≥ 1.5× the bare servers at c16; at c1 and c64, and without the read cache, the lower minimum.
+const againstBare = (who, c, lowerMin) => (who === "boardline" && c === 16 ? "1.5" : lowerMin);
+for (const [proto, what, bare, bareName, lowerMin] of [
   ["JSON", "JSON mute", "baseline-http", "baseline-http", "0.85"],
   ["gRPC", "gRPC Mute", "baseline-grpc", "grpc-js", "1.0"],
 ])
@@ -110,7 +106,7 @@ for (const [proto, what, bare, bareName, issue4Min] of [
     ["boardline-nocache", " (no read cache)"],
   ])
     for (const c of concurrencies) {
-      const min = againstBare(who, c, issue4Min);
+      const min = againstBare(who, c, lowerMin);
       const a = find(who, "mute", proto, c);
       const b = find(bare, "mute", proto, c);
       if (a && b) {
@@ -155,28 +151,28 @@ for (const [proto, floorName, minRps] of [
     p99Ratio <= 1.5,
   );
   // The ceiling: the floor plus the mute's one Redis write, and nothing else (no verdict: a reference).
-  const ceiling = medianOf("floor+redis", proto, "rps");
-  const ceilingP99 = medianOf("floor+redis", proto, "p99_ms");
-  // Issue 24, part 1: boardline against that ceiling (req/s ≥ 0.9×, p99 ≤ 1.3×), medians of the same runs.
+  const ceiling = medianOf("floor-plus-write", proto, "rps");
+  const ceilingP99 = medianOf("floor-plus-write", proto, "p99_ms");
+  // boardline against that ceiling (req/s ≥ 0.9×, p99 ≤ 1.3×), medians of the same runs.
   if (ceiling.values.length > 0) {
     const toCeiling = rps.value / ceiling.value;
     row(
-      `${what} ÷ floor+redis, req/s, c16 (issue 24)`,
-      `${f(toCeiling)}× (${f(rps.value, 0)} / ${f(ceiling.value, 0)}; floor+redis ${runsText(ceiling.values, 0)})`,
+      `${what} ÷ the floor plus one Redis write, req/s, c16`,
+      `${f(toCeiling)}× (${f(rps.value, 0)} / ${f(ceiling.value, 0)}; floor plus write ${runsText(ceiling.values, 0)})`,
       "≥ 0.9×",
       toCeiling >= 0.9,
     );
     const p99ToCeiling = p99.value / ceilingP99.value;
     row(
-      `${what} p99 ÷ floor+redis p99, c16 (issue 24)`,
-      `${f(p99ToCeiling)}× (${f(p99.value)} / ${f(ceilingP99.value)} ms; floor+redis ${runsText(ceilingP99.values, 2)})`,
+      `${what} p99 ÷ the floor plus one Redis write's p99, c16`,
+      `${f(p99ToCeiling)}× (${f(p99.value)} / ${f(ceilingP99.value)} ms; floor plus write ${runsText(ceilingP99.values, 2)})`,
       "≤ 1.3×",
       p99ToCeiling <= 1.3,
     );
   }
   if (ceiling.values.length > 0)
     targets.push([
-      `floor+redis ${proto} ÷ ${floorName}, c16: the most a server making the mute's write can reach`,
+      `the floor plus one Redis write, ${proto} ÷ ${floorName}, c16: the most a server making the mute's write can reach`,
       `${f(ceiling.value / floorRps.value)}× req/s (${f(ceiling.value, 0)}; ${runsText(ceiling.values, 0)}); p99 ${f(ceilingP99.value / floorP99.value)}× (${f(ceilingP99.value)} ms; ${runsText(ceilingP99.values, 2)})`,
       `req/s ≥ ${minRps}×, p99 ≤ 1.5×`,
       "reference",
@@ -192,7 +188,9 @@ const ROUTE_NAMES = { mute: "Mute", get: "GetConversion", convert: "ConvertFile"
 /** A process's CPU time (user + system; the server's or Redis's) during the measured run, per response counted. */
 const cpuPerResponse = (r, key = "cpu_ticks") =>
   r[key] === undefined ? Number.NaN : ((r[key] / r.clk_tck) * 1e6) / r.requests;
-const order = ["boardline", "boardline-nocache", "baseline-http", "baseline-grpc", "floor+redis", "floor"];
+const order = ["boardline", "boardline-nocache", "baseline-http", "baseline-grpc", "floor-plus-write", "floor"];
+/** How the cell tables name each server. */
+const SHOWN = { "floor-plus-write": "floor plus one Redis write" };
 const sorted = cells
   .filter((r) => (r.run ?? 1) === 1)
   .sort(
@@ -203,7 +201,7 @@ const sorted = cells
       x.c - y.c,
   );
 const rows = sorted.map((r) => [
-  r.target,
+  SHOWN[r.target] ?? r.target,
   ROUTE_NAMES[r.route] ?? r.route,
   `${r.proto} (${r.tool})`,
   r.c,
@@ -228,36 +226,24 @@ const table = (header, body) =>
     ...body.map((r) => `| ${r.join(" | ")} |`),
   ].join("\n");
 
-/** What a partial run (BENCH_ONLY) left out, for the section's head. */
-function partialRun(only) {
-  if (!only) return "";
-  const what =
-    only === "cells"
-      ? "only the cells; no watchers, and none of the parts with sections of their own"
-      : "only boardline's mute cells and issue 12's parts; no baselines, floor, ConvertFile cells or repeated p99 runs";
-  return `\n\n**A partial run (BENCH_ONLY=${only}):** ${what}.`;
-}
+const startedAt = new Date(Date.now() - Number(env.BENCH_ELAPSED ?? 0) * 1000);
+const only = env.BENCH_ONLY ?? "";
 
-const now = new Date();
-const section = `## Results — ${now.toISOString().slice(0, 16).replace("T", " ")} UTC
+const muteSection = `${measuredLine("mute", startedAt)}
 
-Generated by \`npm run bench\` (bench/run.sh); rerun to replace this section.${partialRun(env.BENCH_ONLY)}
+- Cells: ${env.BENCH_SECONDS} s each after a ${env.BENCH_WARMUP} s warm-up run; code built from ${head}${dirty === "" ? "" : " **with uncommitted changes in src/ or gen/**"}; redis-server ${redisVersion}; wrk ${wrkVersion}; h2load ${h2loadVersion}; every server runs with \`${env.BENCH_NODE_FLAGS ?? ""}\`.
+- CPU pinning: ${env.BENCH_PINNING}. Load average (1/5/15 min) at start → end: ${env.BENCH_LOADAVG}.
+- Peak RSS: ${env.BENCH_RSS_METHOD}.
+- Stall probe on the servers' CPU, the other CPU busy: ${stalls.length === 0 ? "not measured" : stalls.map(describeStalls).join("; ")}.
 
-- Machine: ${os.availableParallelism()} CPUs (nproc), ${cpuModel}, ${f(memKb / 1024 / 1024, 1)} GiB RAM; Node ${process.version} (V8 ${process.versions.v8}; every server runs with \`${env.BENCH_NODE_FLAGS ?? ""}\` and ${env.LD_PRELOAD ? `LD_PRELOAD=${env.LD_PRELOAD}${env.MALLOC_CONF ? ` MALLOC_CONF=${env.MALLOC_CONF}` : ""}` : "glibc malloc"}); redis-server ${redisVersion}; wrk ${wrkVersion}; h2load ${h2loadVersion}
-- Code: ${head}${dirty === "" ? "" : " **with uncommitted changes in src/ or gen/ (measured as built from the working tree)**"}
-- Cells: ${env.BENCH_SECONDS} s each after a ${env.BENCH_WARMUP} s warm-up run; whole run ${env.BENCH_ELAPSED} s
-- CPU pinning: ${env.BENCH_PINNING}
-- Load average (1/5/15 min) at start → end: ${env.BENCH_LOADAVG} (anything else running on the machine competes for the same CPUs)
-- Peak RSS: ${env.BENCH_RSS_METHOD}
-- Machine stalls on the servers' CPU, other CPU busy (bench/lib/stall.mjs, a busy loop timing its own gaps): ${stalls.length === 0 ? "not measured" : stalls.map(describeStalls).join("; ")}
-
-### Targets (issues 4 and 14)
+### Targets
 
 ${table(["check", "measured", "target", "verdict"], targets)}
 
-### Every cell
+### Every request cell
 
-c = concurrent requests (wrk connections; h2load connections × 1 stream). Latency in ms.
+A cell is one server answering one operation over one protocol at one concurrency (c: concurrent requests, wrk
+connections or h2load connections of one stream each) for ${env.BENCH_SECONDS} s. Latency in ms.
 "Redis commands ÷ responses" is the growth of the Redis command counter (\`xadd\` for Mute, \`expire\` for
 ConvertFile, as run by the mute script / conversion record; \`hgetall\` for GetConversion, the record read)
 divided by the responses counted; ≈ 1.00 means every counted response was a real write (a little above 1:
@@ -296,16 +282,10 @@ How: wrk -t 1 -c C (HTTP/1.1 keep-alive, bench/wrk/post.lua); p50/p99 from wrk's
 \`--log-file\` (per-request µs from start to end of response). Every cell is a separate warm-up run, then the measured run,
 against a server that keeps running across cells; cells of peers are interleaved. Non-2xx: wrk's status errors (≥ 400) /
 non-200 lines in h2load's log; a gRPC error would still be HTTP 200, which is what the Redis-writes column is for.
-boardline's, the floor's and floor+redis's c16 mute cells run ${env.BENCH_P99_RUNS ?? 1} times in a row, each boardline cell next to its floor cell
-(BENCH_P99_RUNS): the table shows the first run, the targets against the floor are judged on the medians of all of them.
+boardline's, the floor's and the floor plus one Redis write's c16 mute cells run ${env.BENCH_P99_RUNS ?? 1} times in a row, each boardline cell next to its floor cell
+(BENCH_P99_RUNS): the table shows the first run, the targets against the floors are judged on the medians of all of them.
 
-"floor" is bench/baselines/floor.mjs: node:http and node:http2 answering the same bytes at once, with no JWT, Redis or protobuf —
-what the transport and this machine cost before any code runs. "floor+redis" is the same program making, before each
-answer, the one Redis write every mute must make (boardline's mute script through ioredis, fixed arguments; FLOOR_WORK=redis),
-on the same CPU as its Redis like every server here: the most any mute server could reach against the floor.
-
-Peak RSS of the other processes: baseline-http ${peakMb("baseline-http")}, baseline-grpc ${peakMb("baseline-grpc")}, floor ${peakMb("floor")}, floor+redis ${peakMb("floor+redis")}.
-${conversionsSection()}
+Peak RSS of the other processes: baseline-http ${peakMb("baseline-http")}, baseline-grpc ${peakMb("baseline-grpc")}, the floor ${peakMb("floor")}, the floor plus one Redis write ${peakMb("floor-plus-write")}.
 
 ### Server logs during the run
 
@@ -313,22 +293,15 @@ ${logSummary()}
 
 ### Checked before measuring
 
-${verify}
-`;
+${verify}`;
 
-process.stdout.write(`\n${section}`);
+if (only === "" || only === "mute") writeSection("mute", muteSection);
+if (only === "" || only === "conversions")
+  writeSection(
+    "conversions",
+    `${measuredLine("conversions", startedAt)}
 
-if (!env.BENCH_NO_WRITE) {
-  const path = new URL("./RESULTS.md", import.meta.url);
-  const START = "<!-- results:start -->";
-  const END = "<!-- results:end -->";
-  const block = `${START}\n${section}${END}\n`;
-  let text = existsSync(path)
-    ? readFileSync(path, "utf8")
-    : "# Benchmark results (issue 4)\n\n## Findings\n\n_(written by people; `npm run bench` never touches this part)_\n\n";
-  const s = text.indexOf(START);
-  const e = text.indexOf(END);
-  text = s >= 0 && e > s ? text.slice(0, s) + block + text.slice(e + END.length + 1) : `${text.trimEnd()}\n\n${block}`;
-  writeFileSync(path, text);
-  process.stderr.write("bench/RESULTS.md updated\n");
-}
+Beside boardline's own mute cells of the same run (${env.BENCH_SECONDS} s cells after a ${env.BENCH_WARMUP} s warm-up; ${env.BENCH_PINNING}).
+
+${conversionsSection()}`,
+  );
