@@ -1,56 +1,12 @@
 /**
- * Key names of the documented Redis schema (docs/architecture.md, "Redis
- * schema"). Other services write these records too, so the names here are a
- * contract: change nothing without changing that document.
- *
- *   <prefix>pass:{<sha256 hex of passphrase>}              hash
- *   <prefix>proj:{<project>}:whiteboard                    hash
- *   <prefix>proj:{<project>}:channels                      sorted set (channel ids, score 0)
- *   <prefix>proj:{<project>}:admin-events                  stream
- *   <prefix>chan:{<project>/<channel>}:channel             hash (the channel's own record)
- *   <prefix>chan:{<project>/<channel>}:pstn-mute           hash
- *   <prefix>chan:{<project>/<channel>}:pstn-events         stream
- *   <prefix>chan:{<project>/<channel>}:pstn-mute-meta      hash
- *   <prefix>chan:{<project>/<channel>}:pstn-notify         sharded pub/sub channel (SPUBLISH)
- *   <prefix>chan:{<project>/<channel>}:whiteboard-events   stream
- *   <prefix>conv:{<task uuid>}                             hash
- *   <prefix>conv:{<task uuid>}:changes                     stream
- *   <prefix>conv:{<task uuid>}:lease                       string
- *   <prefix>conv-due                                       sorted set
- *   <prefix>conv-hook:{<webhook id>}                       string
- *   <prefix>idem:{<project>}:<sha256 hex of [sub, key]>    hash
- *
- * About the `{…}` hash tags: Redis Cluster hashes only the text between the
- * first `{` and the first `}` after it. The mute hash, its meta hash and the
- * event stream share everything up to the closing brace we add, so they always
- * share a tag, with one exception: an id that starts with `}` gives an empty
- * tag `{}`, and then Cluster hashes the whole key and the keys land in
- * different slots (the atomic mute script fails with CROSSSLOT). A task's
- * record, changes stream and lease share its `{<uuid>}` tag the same way, so
- * one script can update them; `conv-due` (one key for every task) and the
- * channel's whiteboard-events stream live in other slots. An idempotency
- * record is one key, addressed alone; its `{<project>}` tag keeps a project's
- * records on one node (ConvertFile runs at about one call a second per
- * project, the backend's own limit, so that slot is never hot). A `/` in a project
- * id makes `a/b` + `c` and `a` + `b/c` the same channel key. So ids with
- * braces (or a project id with `/`) are refused where records are created
- * (`checkProjectId`, `checkChannelId`, used by the admin functions and the
- * CLI); keys are still built verbatim for records other services wrote, to
- * stay compatible.
- *
- * Channels managed through the API (docs/architecture.md, "Channels through
- * the API") are indexed twice, so nothing on an API path has to SCAN: the
- * project's `channels` sorted set lists their ids (score 0, paged by
- * ZRANGEBYLEX in byte order), and each channel's own `channel` hash names the
- * sha256 of every passphrase that opens it (field `pass:<sha>` → role), with
- * `created_at`, `created_by`, `expire_at` and, while a write is under way,
- * `pending`. The hash shares the channel's tag (same slot as its mute keys,
- * so the mute script can give them the channel's expiry); the sorted set and
- * the admin stream share the project's tag with its whiteboard record.
- *
- * Passphrases (and the caller keys of the wrong-passphrase counters, and the
- * subjects and Idempotency-Keys of idempotency records) are given to the
- * schema in clear and hashed here, so no key can carry one in clear.
+ * Key names of the Redis schema, the one place they are built. Other services
+ * read and write these records too, so the names are a contract:
+ * docs/redis-schema.md lists every key, rendered from these builders by
+ * `npm run generate`, and a test fails when it is stale. Passphrases (and the
+ * caller keys of the wrong-passphrase counters, and the subjects and
+ * Idempotency-Keys of idempotency records) are given here in clear and hashed,
+ * so no key can carry one in clear. The `{…}` hash tags keep the keys one
+ * script writes in one Cluster slot (docs/redis-schema.md, "Hash tags").
  */
 import { createHash } from "node:crypto";
 

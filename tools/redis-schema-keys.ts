@@ -1,0 +1,186 @@
+// What docs/redis-schema.md says of each key: one entry per key builder of
+// src/store/schema/keys.ts, so a new builder does not compile until it is
+// documented. The key names themselves come from the builders, called with
+// placeholders (tools/redis-schema-doc.ts).
+
+import {
+  ADMIN_EVENTS_MAXLEN,
+  CONVERSION_CHANGES_MAXLEN,
+  hashPassphrase,
+  type KeySchema,
+  MUTE_EVENTS_MAXLEN,
+  WHITEBOARD_EVENTS_MAXLEN,
+} from "../src/store/schema/keys.js";
+
+/** The members of `KeySchema` that are not key builders: SCAN patterns, key parsers, and a bundle of builders. */
+type NotAKey =
+  | "prefix"
+  | "passphraseByHash"
+  | "passphrasePattern"
+  | "passphraseHashOf"
+  | "channelRecordPattern"
+  | "channelRecordOf"
+  | "channelIndexPattern"
+  | "channelIndexOf"
+  | "channelKeys";
+
+export type KeyName = Exclude<keyof KeySchema, NotAKey>;
+
+export type RedisType = "hash" | "stream" | "sorted set" | "string" | "sharded pub/sub channel";
+
+export interface KeyDoc {
+  /** The key, from its builder called with placeholders. */
+  readonly key: (keys: KeySchema) => string;
+  readonly type: RedisType;
+  /** What it holds (the fields of a hash or stream are listed under "Record layouts"). */
+  readonly holds: string;
+  readonly writtenBy: string;
+  readonly expires: string;
+}
+
+/**
+ * `key` with the hash a builder made of `clear` shown as `shown`: a builder
+ * that stops hashing it, or hashes it otherwise, makes the generator fail.
+ */
+export function hashShown(key: string, clear: string, shown: string): string {
+  const hash = hashPassphrase(clear);
+  if (!key.includes(hash)) throw new Error(`${key}: the key builder no longer carries the sha256 hex of ${clear}`);
+  return key.replace(hash, shown);
+}
+
+const UNTIL_CHANNEL_EXPIRES =
+  "with the channel: when it has an expiry, mutes give this key the channel's (`PEXPIREAT`); else never";
+
+/** Every key, in the order the document lists them. */
+export const KEYS: Readonly<Record<KeyName, KeyDoc>> = {
+  passphrase: {
+    key: (k) => hashShown(k.passphrase("<passphrase>"), "<passphrase>", "<sha256 hex of passphrase>"),
+    type: "hash",
+    holds: "what one passphrase opens: project, channel and role",
+    writtenBy: "CreateChannel and RotatePassphrase (`boardline channel create|rotate`); other services directly",
+    expires: "when the channel expires, if it has an expiry (`expire_at`, `PEXPIREAT`); else never",
+  },
+  whiteboard: {
+    key: (k) => k.whiteboard("<project>"),
+    type: "hash",
+    holds: "the project's whiteboard settings: region and Netless credentials",
+    writtenBy: "SetWhiteboardSettings (`boardline whiteboard set`); other services directly",
+    expires: "never",
+  },
+  channelIndex: {
+    key: (k) => k.channelIndex("<project>"),
+    type: "sorted set",
+    holds:
+      "the project's channel index: member = channel id, score `0` (listed in byte order with `ZRANGEBYLEX`). A channel another writer creates is listed once `boardline channel reindex` (or `channel doctor`) has run",
+    writtenBy: "CreateChannel and DeleteChannel; `boardline channel reindex` and `channel doctor`",
+    expires: "never: an expired channel's member stays until `boardline channel doctor` removes it",
+  },
+  adminEvents: {
+    key: (k) => k.adminEvents("<project>"),
+    type: "stream",
+    holds: `the project's audit trail: one entry per admin change, never a passphrase or a secret; \`MAXLEN ~ ${ADMIN_EVENTS_MAXLEN}\``,
+    writtenBy: "ChannelAdminService",
+    expires: "never",
+  },
+  channelRecord: {
+    key: (k) => k.channelRecord("<project>", "<channel>"),
+    type: "hash",
+    holds:
+      "the channel's own record: who created it and when, its expiry, and the sha256 hex of every passphrase that opens it. It shares the channel's hash tag, so the mute script can read its expiry",
+    writtenBy: "ChannelAdminService; `boardline channel reindex` for channels other writers created",
+    expires: "when the channel expires, if it has an expiry (`PEXPIREAT`); else never",
+  },
+  pstnMute: {
+    key: (k) => k.pstnMute("<project>", "<channel>"),
+    type: "hash",
+    holds: "the channel's mute state: `<uid>` → `1` muted, `0` unmuted",
+    writtenBy: "Mute (the mute script); other writers may set states directly",
+    expires: UNTIL_CHANNEL_EXPIRES,
+  },
+  pstnMuteMeta: {
+    key: (k) => k.pstnMuteMeta("<project>", "<channel>"),
+    type: "hash",
+    holds:
+      '`<uid>` → JSON `{"at":<ms>,"by":"<sub>","event_id":"<stream id>"}`: who set the uid\'s state, when, and its event. A state another writer set without it reads with `updated_at`/`updated_by` absent',
+    writtenBy: "Mute (the mute script, with the state)",
+    expires: UNTIL_CHANNEL_EXPIRES,
+  },
+  pstnEvents: {
+    key: (k) => k.pstnEvents("<project>", "<channel>"),
+    type: "stream",
+    holds: `one entry per mute change; \`MAXLEN ~ ${MUTE_EVENTS_MAXLEN}\`. The telephone gateway consumes it (e.g. \`XREAD BLOCK 0 STREAMS <this key> $\`), or the API's WatchPstnEvents`,
+    writtenBy: "Mute (the mute script, with the state)",
+    expires: UNTIL_CHANNEL_EXPIRES,
+  },
+  pstnNotify: {
+    key: (k) => k.pstnNotify("<project>", "<channel>"),
+    type: "sharded pub/sub channel",
+    holds:
+      "nothing is stored: the mute script `SPUBLISH`es each new event's id here (same hash tag, so same slot), and the watch hubs `SSUBSCRIBE` to the channels they watch",
+    writtenBy: "Mute (the mute script)",
+    expires: "—",
+  },
+  whiteboardEvents: {
+    key: (k) => k.whiteboardEvents("<project>", "<channel>"),
+    type: "stream",
+    holds: `one entry per conversion task of the channel that reached its end; \`MAXLEN ~ ${WHITEBOARD_EVENTS_MAXLEN}\``,
+    writtenBy: "the conversion follower, once a task ends",
+    expires: "never; DeleteChannel removes it, and so does `boardline channel doctor` once an API channel has expired",
+  },
+  conversion: {
+    key: (k) => k.conversion("<task uuid>"),
+    type: "hash",
+    holds: "one conversion task: where it belongs, its type and API, its latest state and pages",
+    writtenBy: "ConvertFile creates it; the conversion follower saves each state (only while it holds the lease)",
+    expires: "`CONVERSION_RETENTION_DAYS` after its last change",
+  },
+  conversionChanges: {
+    key: (k) => k.conversionChanges("<task uuid>"),
+    type: "stream",
+    holds: `one entry per change of the task's status or percent; \`MAXLEN ~ ${CONVERSION_CHANGES_MAXLEN}\``,
+    writtenBy: "the conversion follower, with each state it saves",
+    expires: "with the task",
+  },
+  conversionLease: {
+    key: (k) => k.conversionLease("<task uuid>"),
+    type: "string",
+    holds: "the id of the instance polling the task",
+    writtenBy: "the conversion follower (`SET NX PX`)",
+    expires: "on its own, when the lease runs out (`PX`)",
+  },
+  conversionsDue: {
+    key: (k) => k.conversionsDue(),
+    type: "sorted set",
+    holds:
+      "member = task uuid, score = when it is next due for a poll (ms; while a poll is under way, when its lease runs out); a task leaves it at its end",
+    writtenBy:
+      "ConvertFile adds a task; the conversion follower scores and removes it; a conversion webhook makes it due now",
+    expires: "never",
+  },
+  conversionWebhook: {
+    key: (k) => k.conversionWebhook("<webhook id>"),
+    type: "string",
+    holds: "the task uuid a conversion webhook id stands for (with `CONVERSION_WEBHOOK_BASE`)",
+    writtenBy: "ConvertFile, once",
+    expires: "`CONVERSION_RETENTION_DAYS` after it is written",
+  },
+  guesses: {
+    key: (k) => hashShown(k.guesses("<caller>"), "<caller>", "<sha256 hex of caller>"),
+    type: "string",
+    holds: "wrong-passphrase counter of one caller (mutes, state reads and conversions together)",
+    writtenBy: "every request that names a wrong passphrase",
+    expires: "at the end of its window (`GUESS_WINDOW_SECONDS`)",
+  },
+  idempotency: {
+    key: (k) =>
+      hashShown(
+        k.idempotency("<project>", "<sub>", "<key>"),
+        JSON.stringify(["<sub>", "<key>"]),
+        '<sha256 hex of ["<sub>","<key>"]>',
+      ),
+    type: "hash",
+    holds: "a ConvertFile sent with an `Idempotency-Key`: its state, and its answer once it has one",
+    writtenBy: "ConvertFile with an `Idempotency-Key` (only boardline writes these)",
+    expires: "when its lock runs out, or `IDEMPOTENCY_TTL_HOURS` after the answer",
+  },
+};
