@@ -1,5 +1,5 @@
 /**
- * The CLI's way into ChannelAdminService's domain (issue 20: one code path):
+ * The CLI's way into ChannelAdminService's domain, so both take one code path:
  * `channel create|delete|rotate|show|list` and `whiteboard set|show|clear`
  * call the same service functions as the RPCs, as an in-process operator
  * caller — the project named on the command line, `sub` "cli", every scope.

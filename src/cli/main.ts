@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The operator CLI (`npx boardline …`; docs/architecture.md, "Operator CLI"):
+ * The operator CLI (`npx boardline …`; docs/operations.md, "Operator CLI"):
  * manages channels and whiteboard settings through the same domain functions
  * as the API, reads records through the same store the server uses, and
  * mints test tokens. This is its entry: it runs the command line and maps

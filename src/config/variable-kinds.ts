@@ -3,9 +3,9 @@
  * has, each with what its row must say.
  */
 export interface Documented {
-  /** The README's "meaning" column. */
+  /** The configuration table's "meaning" column (docs/configuration.md, "Variables"). */
   readonly meaning: string;
-  /** The README's "default" column when the default depends on the mode (otherwise the default itself, or —). */
+  /** The configuration table's "default" column when the default depends on the mode (otherwise the default itself, or —). */
   readonly defaultNote?: string;
 }
 

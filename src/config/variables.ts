@@ -1,8 +1,8 @@
 /**
  * Every environment variable boardline reads, one row each: its default, the
  * values it accepts and what it means. The parser reads values through these
- * rows (see read-variable.ts), and the README's configuration table is
- * generated from them (`npm run generate`), so neither can drift from this file.
+ * rows (see read-variable.ts), and the configuration table of
+ * docs/configuration.md is generated from them (`npm run generate`), so neither can drift from this file.
  * The Redis rows are written in redis-variables.ts and take their place here.
  * Rules that tie several variables together live in load-config.ts,
  * redis-settings.ts and jwt-settings.ts.
@@ -16,7 +16,7 @@ export type * from "./variable-kinds.js";
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 const CONVERSION_APIS = ["projector", "legacy"];
 
-/** The rows, in the README's order. A variable set to an empty (or blank) value counts as not set. */
+/** The rows, in the configuration table's order. A variable set to an empty (or blank) value counts as not set. */
 export const VARIABLES = {
   PORT: {
     kind: "integer",

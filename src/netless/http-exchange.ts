@@ -110,7 +110,7 @@ export function exchange(agents: Agents, request: ExchangeRequest): Promise<Exch
         chunks.push(chunk);
       });
       res.on("error", fail);
-      // "aborted" (the server hung up mid-body) surfaces as a res "error" on Node 20;
+      // "aborted" (the server hung up mid-body) surfaces as a res "error";
       // "close" without "end" covers whatever remains.
       res.on("close", () => {
         if (!res.complete) fail(new Error("the connection closed before the answer was complete"));

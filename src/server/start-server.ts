@@ -100,9 +100,9 @@ export async function startServer(o: ServerOptions): Promise<Server> {
     cors: new Cors(o.corsOrigins),
     logger: o.logger,
   });
+  const onListenerError = listenerErrorReporter(o.logger, metrics);
   // 128 KiB of headers: room for a large (even hostile) bearer token to be
   // refused with a proper 401 rather than a bare 431.
-  const onListenerError = listenerErrorReporter(o.logger, metrics);
   const running = await listen({ maxHeaderBytes: 128 * 1024, ...o, onListenerError }, dispatch);
   // Process-wide, like the default metrics: only for the real process.
   const stopWatchingDescriptors = o.collectDefaultMetrics ? watchDescriptors(onListenerError) : () => {};

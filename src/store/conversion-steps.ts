@@ -2,7 +2,7 @@
  * The conversion-task operations of both stores, in one place: the order of
  * their steps (which is what makes them safe when a follower dies half-way)
  * lives here, over each store's raw operations on the documented keys
- * (docs/architecture.md, "Redis schema"): the task's record, changes stream and
+ * (docs/redis-schema.md): the task's record, changes stream and
  * lease (one slot, updated together by one step), the `conv-due` sorted set and
  * the channel's whiteboard-events stream (other slots, separate steps).
  */

@@ -4,17 +4,16 @@
  *
  * Deadline: `grpc-timeout` (gRPC and gRPC-Web: 1–8 digits and a unit) or
  * `connect-timeout-ms` (Connect: 1–10 digits). A deadline longer than a Node
- * timer can hold (2^31−1 ms, about 24.8 days) is no practical deadline: the
- * call runs without one, on every protocol (connect-es would otherwise arm a
- * 1 ms timer and warn).
+ * timer can hold (`MAX_TIMER_MS`, about 24.8 days) is no practical deadline:
+ * the call runs without one, on every protocol (connect-es's timer would
+ * otherwise overflow: Node fires it at once, and warns).
  *
  * Cancellation: the `AbortSignal` is made only when something asks for it.
- * Why not simply an `AbortController` per request: on Node 20 an `AbortSignal`
- * never dies young. Every one survives the young-generation GC and is promoted
- * to the old generation (measured: about 660 promoted bytes per request, 3 MB/s
- * at 5 000 requests/s), and that promotion is what drove the mark-compact
- * pauses in the mute p99 (bench/RESULTS.md). Mute never looks at the signal;
- * ConvertFile hands it to the Netless client, and only then is one made.
+ * Why not simply an `AbortController` per request: a controller and its signal
+ * are an EventTarget, several times dearer to make than a plain object, and
+ * the transport would add a listener to each, on the path of every call. Mute
+ * never looks at the signal; ConvertFile hands it to the Netless client, and
+ * only then is one made.
  */
 import type { IncomingHttpHeaders } from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";

@@ -8,9 +8,9 @@
  * at once — gateways reconnecting after a deploy — each of them would get to
  * its first await before any got further, so all of those chains would be held
  * at once, outlive the young generation and be promoted to V8's old space,
- * where they die a second later and leave pages of holes behind (measured:
- * 10 000 gRPC watches opened at once held 9.9–10.9 KB of memory each, 6.2 KB
- * with turns; bench/RESULTS.md). Taken in turns, a chain lives and dies young.
+ * where they die a second later and leave pages of holes behind: every open
+ * watch then costs more memory than its own state (the reconnect-storm figures
+ * in docs/performance.md). Taken in turns, a chain lives and dies young.
  *
  * A turn lasts until the stream is established or refused, not for the
  * watch's life, so the limit is on work under way, never on open watches

@@ -196,7 +196,7 @@ function secureServer(
   secure.on("session", (s: http2.ServerHttp2Session) => onSession(s, l, drain));
   streamsToDispatch(secure, drain, dispatch);
   secure.on("secureConnection", (s: Duplex) => drain.socket(s));
-  // Node's secure HTTP/2 server has it (for its HTTP/1.1 fallback); @types/node 20 does not say so.
+  // Node's secure HTTP/2 server has it (for its HTTP/1.1 fallback); @types/node does not declare it.
   const closeIdle = () => (secure as unknown as { closeIdleConnections(): void }).closeIdleConnections();
   return { outer: secure, closeIdle, closeAll: () => {} };
 }

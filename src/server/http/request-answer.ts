@@ -71,8 +71,8 @@ export function sayingRequestId(res: NodeResponse, requestId: string): NodeRespo
 
 /**
  * Makes a request id compact, for a request that lives long (a watch). `randomUUID` builds its
- * text from 20 pieces, which V8 keeps as a tree of concatenations (about 490 bytes) until
- * something reads it by character; reading one flattens it in place (about 70 bytes), for every
+ * text from many pieces, which V8 keeps as a tree of concatenations, several times the size of the
+ * flat text, until something reads it by character; reading one flattens it in place, for every
  * holder of the string. A unary call's id dies young, so it is not worth doing there.
  */
 export function compactRequestId(id: string): void {

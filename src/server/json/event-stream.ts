@@ -23,7 +23,7 @@ import { returnQuietly } from "../call/reported-stream.js";
 import { type NodeResponse, writableAgain } from "../http/request-answer.js";
 
 const KEEP_ALIVE_S = 15;
-/** How long a finished stream may wait for a client that does not read its end (the README's 10 s). */
+/** How long a finished stream may wait for a client that does not read its end (docs/api.md, "Telephone gateway integration"). */
 export const UNTAKEN_ANSWER_MS = 10_000;
 
 /**

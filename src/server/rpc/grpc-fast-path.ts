@@ -4,9 +4,10 @@
  * connect-es handler. A unary call is one data frame in, headers + one data
  * frame + trailers out; a server-streaming call (a watch) is one data frame
  * in, headers once it is established, a data frame per message, trailers at
- * its end (grpc-answer.ts writes them). Measured at about 2–3× the throughput
- * of the same unary call through connect-node's adapter, and a fraction of its
- * memory per open watch (bench/RESULTS.md).
+ * its end (grpc-answer.ts writes them). Skipping the compatibility layer and
+ * the adapter's per-call objects is what lets a unary call go faster and an
+ * open watch hold less memory than through connect-node's adapter
+ * (docs/architecture.md, "gRPC fast path"; the figures: docs/performance.md).
  *
  * It takes only what it fully understands: POST, `application/grpc` or
  * `application/grpc+proto`, no request compression, one uncompressed message.

@@ -2,8 +2,8 @@
  * Passphrases of channels managed through the API (ChannelAdminService):
  * generated ones, and the minimum strength of chosen ones. A passphrase is
  * stored as its unsalted sha256 (the `pass:` key names), so a weak one falls
- * to anyone holding a Redis dump: hence the rule, documented in the README
- * ("Channels through the API").
+ * to anyone holding a Redis dump: hence the rule, documented in docs/security.md
+ * ("Passphrases and the guessing limit").
  */
 import { randomBytes } from "node:crypto";
 import { Failure } from "../failure.js";

@@ -111,9 +111,7 @@ export class ConversionFollower {
     // come due, the looks come more often, so each takes less and the shares even out (and the polls
     // begin sooner after their due time). Busy stays on for a while after the last find: another
     // instance's look may have just taken what was due, and an instance that went back to the slow
-    // tick at once would lose its share (a model of three instances at 2 000 polls/s: one instance's
-    // share of 20 s was off by more than 10 points in a third of runs with one tick, in none with this;
-    // bench/follow-share-model.mjs).
+    // tick at once would lose its share.
     const tick = () => {
       this.sinceFound = this.found > 0 ? 0 : this.sinceFound + 1;
       this.found = 0;

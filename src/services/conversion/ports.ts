@@ -21,7 +21,7 @@ export type ConversionType = "static" | "dynamic";
 
 /**
  * A conversion task as the store keeps it, from its creation to its end
- * (docs/architecture.md, "Redis schema"). Records written before the follower
+ * (docs/redis-schema.md). Records written before the follower
  * existed lack the newer fields and read with the defaults given here.
  */
 export interface ConversionTaskRecord {

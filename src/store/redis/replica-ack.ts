@@ -1,6 +1,6 @@
 /**
- * Replicated acknowledgement (REDIS_MIN_REPLICAS; docs/architecture.md, "Redis
- * schema"): a write a caller is told about is followed by
+ * Replicated acknowledgement (REDIS_MIN_REPLICAS; docs/operations.md,
+ * "Replicated acknowledgement"): a write a caller is told about is followed by
  * `WAIT <minReplicas> <timeoutMs>`, so with replicas required a 200 means that
  * many replicas have the write as well as the primary; fewer in time is a
  * failure, which callers see as 503 (outcome unknown).

@@ -1,6 +1,6 @@
 /**
- * The production store: the documented Redis records (docs/architecture.md,
- * "Redis schema") over ioredis, on one node, a Cluster or through Sentinel.
+ * The production store: the documented Redis records (docs/redis-schema.md)
+ * over ioredis, on one node, a Cluster or through Sentinel.
  * This file is its request path; the admin functions go through the shared
  * admin front (src/store/checked-admin.ts) to its raw admin operations (src/store/redis/admin.ts),
  * the conversion follower's through the shared conversion front

@@ -4,12 +4,11 @@
  *
  * ioredis writes every command to its socket at once: one `write` system call
  * per command, and each of them wakes Redis for that single command. Under
- * load that wake-up per command costs more than the command itself (measured
- * on the bench, with Redis sharing the server's CPU: 57 µs of Redis CPU and
- * ~285 µs of Node CPU per gRPC Mute; with coalescing 22 µs and ~235 µs,
- * +30–55 % requests/s — bench/RESULTS.md). Holding the socket corked until
+ * load that wake-up per command costs Redis (and the server's own CPU, when
+ * they share it) more than the command itself. Holding the socket corked until
  * `setImmediate` sends everything the requests of this turn asked for in one
- * write, and Redis answers them in one read.
+ * write, and Redis answers them in one read: fewer system calls on both sides,
+ * so more requests per second (the mute figures in docs/performance.md).
  *
  * Unlike ioredis's `enableAutoPipelining`, nothing waits for an earlier batch
  * to be answered: a command is on the wire by the end of the loop turn that

@@ -1,6 +1,5 @@
 /**
- * Field layout of the documented records (docs/architecture.md, "Redis
- * schema"), shared by the Redis and the in-memory store so both read and
+ * Field layout of the documented records (docs/redis-schema.md), shared by the Redis and the in-memory store so both read and
  * write exactly the same thing (conversion tasks: conversion-records.ts).
  * Parsers return undefined for anything malformed: other services write these
  * records, and a record we cannot trust is treated as absent rather than

@@ -1,6 +1,5 @@
 /**
- * Field layout of a conversion task's records (docs/architecture.md, "Redis
- * schema"): the task hash, its changes stream and the channel's
+ * Field layout of a conversion task's records (docs/redis-schema.md): the task hash, its changes stream and the channel's
  * whiteboard-events stream, shared by the Redis and the in-memory store.
  * Records written before the follower existed lack the newer fields; they read
  * with defaults. A record whose required fields are unusable reads as absent.

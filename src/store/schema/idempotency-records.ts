@@ -1,5 +1,5 @@
 /**
- * The idempotency record (docs/architecture.md, "Redis schema"), shared by
+ * The idempotency record (docs/redis-schema.md), shared by
  * both stores: a hash `state` (`pending`, `unknown`, `done`), `fingerprint`
  * (sha256 hex of the request), `owner` (the call holding a `pending` or
  * `unknown` record), `answer` (`done` only: the answer as the domain encoded
