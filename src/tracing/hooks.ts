@@ -1,6 +1,6 @@
 /**
  * The tracing hooks the transports (src/server) and the Netless client
- * (src/conversion) call, with no OpenTelemetry in them. The OpenTelemetry
+ * (src/netless) call, with no OpenTelemetry in them. The OpenTelemetry
  * implementation (otel-*.ts) is loaded only when tracing is on
  * (start-tracing.ts); with tracing off no OpenTelemetry module is loaded at
  * all, and each hook is one `undefined` check on the hot path.
