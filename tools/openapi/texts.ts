@@ -1,6 +1,6 @@
 // The prose of the OpenAPI document that no proto declaration carries: how the
 // JSON routes read and write messages, the token, and the event-stream framing.
-// Keep it true to README.md ("The API", "Errors", "Authentication").
+// Keep it true to docs/api.md ("The API"), docs/errors.md and docs/security.md ("Authentication").
 
 import type { Schema } from "./rules.js";
 
