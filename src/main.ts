@@ -12,7 +12,7 @@ import { type ConversionSimulator, startConversionSimulator } from "./demo/simul
 import { type DemoSeed, demoBanner, demoSeed, seedDemo } from "./demo/demo.js";
 import { createLogger, type Logger } from "./log.js";
 import { MissLimitGuard } from "./services/passphrase-guard.js";
-import { type AdminStore, PSTN_GATEWAY_SCOPE } from "./services/ports.js";
+import { type AdminStore, CHANNELS_ADMIN_SCOPE, PSTN_GATEWAY_SCOPE } from "./services/ports.js";
 import { retryLockMs } from "./services/idempotency/safe-retries.js";
 import { MemoryStore } from "./store/memory/store.js";
 import { ReadCachedStore } from "./store/read-cache.js";
@@ -151,19 +151,25 @@ async function announceDemo(config: Config, server: Server, store: AdminStore, s
     ttlSeconds: 24 * 3600,
     projectClaim: config.jwt.projectClaim,
   });
-  const gatewayToken = await mintToken({
-    secret,
-    project: seed.project,
-    subject: "demo-gateway",
-    ttlSeconds: 24 * 3600,
-    projectClaim: config.jwt.projectClaim,
-    scopeClaim: config.jwt.scopeClaim,
-    scopes: [PSTN_GATEWAY_SCOPE],
-  });
+  const scoped = (subject: string, scope: string) =>
+    mintToken({
+      secret,
+      project: seed.project,
+      subject,
+      ttlSeconds: 24 * 3600,
+      projectClaim: config.jwt.projectClaim,
+      scopeClaim: config.jwt.scopeClaim,
+      scopes: [scope],
+    });
+  const tokens = {
+    user: token,
+    gateway: await scoped("demo-gateway", PSTN_GATEWAY_SCOPE),
+    admin: await scoped("demo-backend", CHANNELS_ADMIN_SCOPE),
+  };
   const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
   const scheme = config.tls === undefined ? "http" : "https";
   const url = `${scheme}://${host.includes(":") ? `[${host}]` : host}:${server.port}`;
-  process.stdout.write(`${demoBanner(url, token, seed, gatewayToken)}\n`);
+  process.stdout.write(`${demoBanner(url, seed, tokens)}\n`);
 }
 
 /** The first SIGTERM/SIGINT shuts down gracefully and exits 0; a second one exits at once. */

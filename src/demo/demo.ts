@@ -2,7 +2,8 @@
  * Demo mode (`npm start` with no configuration): seeds a project whose
  * whiteboard talks to the bundled conversion simulator, a channel with a host
  * and an attendee passphrase — through ChannelAdminService's domain, as the
- * CLI and the RPCs do — and prints a ready-to-paste curl per route.
+ * CLI and the RPCs do — and prints a ready-to-paste curl per route, first the
+ * one an integrator's backend makes first: creating a channel.
  */
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
@@ -59,16 +60,27 @@ export async function seedDemo(store: Store, seed: DemoSeed): Promise<void> {
   );
 }
 
-/**
- * The banner: a command per route with `token` (the demo user's), and the
- * watch of the telephone gateway with `gatewayToken` (scope `pstn.gateway`).
- */
-export function demoBanner(url: string, token: string, seed: DemoSeed, gatewayToken: string): string {
+/** The demo's tokens, each for its caller: a user, the telephone gateway, the product's backend. */
+export interface DemoTokens {
+  /** A user of the project: no scope. */
+  readonly user: string;
+  /** The telephone gateway (scope `pstn.gateway`). */
+  readonly gateway: string;
+  /** The product's backend (scope `channels.admin`). */
+  readonly admin: string;
+}
+
+/** The channel the banner's CreateChannel example creates (the seeded one exists already). */
+export const DEMO_NEW_CHANNEL = "meeting-4711";
+
+/** The banner: a command per route, each with the token of the caller that makes that call. */
+export function demoBanner(url: string, seed: DemoSeed, tokens: DemoTokens): string {
+  const token = tokens.user;
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  const curl = (path: string, body: object) =>
+  const curl = (path: string, body: object, bearer = token) =>
     [
       `curl -sS -X POST ${url}${path}`,
-      `  -H ${q(`Authorization: Bearer ${token}`)}`,
+      `  -H ${q(`Authorization: Bearer ${bearer}`)}`,
       "  -H 'Content-Type: application/json'",
       `  -d ${q(JSON.stringify(body))}`,
     ].join(" \\\n");
@@ -79,6 +91,9 @@ export function demoBanner(url: string, token: string, seed: DemoSeed, gatewayTo
     `  host passphrase ${seed.hostPassphrase}, attendee passphrase ${seed.attendeePassphrase}`,
     "  in-memory store, conversion simulator on loopback, random JWT secret (tokens die with the process)",
     `  API reference: ${url}/docs (paste the token below into Authorize to try the routes)`,
+    "",
+    "Create a channel and get its passphrases, as your backend does (a channels.admin token):",
+    curl("/v1/channels", { channel_id: DEMO_NEW_CHANNEL }, tokens.admin),
     "",
     "Mute a telephone participant:",
     curl("/v1/channel/pstn/mute", { uid: "pstn-1001", passphrase: seed.hostPassphrase, mute: true }),
@@ -100,11 +115,11 @@ export function demoBanner(url: string, token: string, seed: DemoSeed, gatewayTo
     "",
     "Watch the channel's mute events as the telephone gateway does (a pstn.gateway token), then run the mute curl",
     "above in another terminal: the event arrives here, its cursor resumes a watch (Ctrl-C stops):",
-    `npx buf curl --protocol grpc --http2-prior-knowledge -H ${q(`Authorization: Bearer ${gatewayToken}`)} \\\n  -d ${q(JSON.stringify({ channel_ids: [seed.channel] }))} ${url}/channel.v1.PstnService/WatchPstnEvents`,
+    `npx buf curl --protocol grpc --http2-prior-knowledge -H ${q(`Authorization: Bearer ${tokens.gateway}`)} \\\n  -d ${q(JSON.stringify({ channel_ids: [seed.channel] }))} ${url}/channel.v1.PstnService/WatchPstnEvents`,
     "or as server-sent events (resume with -H 'Last-Event-ID: <the last id:>'):",
     [
       `curl -sS -N -X POST ${url}/v1/channel/pstn/events:watch`,
-      `  -H ${q(`Authorization: Bearer ${gatewayToken}`)}`,
+      `  -H ${q(`Authorization: Bearer ${tokens.gateway}`)}`,
       "  -H 'Content-Type: application/json'",
       `  -d ${q(JSON.stringify({ channel_ids: [seed.channel] }))}`,
     ].join(" \\\n"),
@@ -113,19 +128,17 @@ export function demoBanner(url: string, token: string, seed: DemoSeed, gatewayTo
     `npx buf curl --protocol grpc --http2-prior-knowledge -H ${q(`Authorization: Bearer ${token}`)} \\\n  -d ${q(JSON.stringify({ uid: "pstn-1001", passphrase: seed.hostPassphrase, mute: false }))} \\\n  ${url}/channel.v1.PstnService/Mute`,
     "",
     "The example callers in examples/ (Go, Python, browser) read these; paste them into their terminal:",
-    ...Object.entries(exampleVariables(url, token, seed, gatewayToken)).map(
-      ([name, value]) => `export ${name}=${q(value)}`,
-    ),
+    ...Object.entries(exampleVariables(url, seed, tokens)).map(([name, value]) => `export ${name}=${q(value)}`),
     "",
   ].join("\n");
 }
 
 /** What the example callers in examples/ read to find and call a boardline (examples/README.md). */
-export function exampleVariables(url: string, token: string, seed: DemoSeed, gatewayToken: string) {
+export function exampleVariables(url: string, seed: DemoSeed, tokens: DemoTokens) {
   return {
     BOARDLINE_URL: url,
-    BOARDLINE_TOKEN: token,
-    BOARDLINE_GATEWAY_TOKEN: gatewayToken,
+    BOARDLINE_TOKEN: tokens.user,
+    BOARDLINE_GATEWAY_TOKEN: tokens.gateway,
     BOARDLINE_CHANNEL: seed.channel,
     BOARDLINE_HOST_PASSPHRASE: seed.hostPassphrase,
     BOARDLINE_ATTENDEE_PASSPHRASE: seed.attendeePassphrase,
