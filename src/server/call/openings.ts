@@ -9,8 +9,8 @@
  * its first await before any got further, so all of those chains would be held
  * at once, outlive the young generation and be promoted to V8's old space,
  * where they die a second later and leave pages of holes behind: every open
- * watch then costs more memory than its own state (the reconnect-storm figures
- * in docs/performance.md). Taken in turns, a chain lives and dies young.
+ * watch then costs more memory than its own state (docs/performance.md,
+ * "Reconnect storm"). Taken in turns, a chain lives and dies young.
  *
  * A turn lasts until the stream is established or refused, not for the
  * watch's life, so the limit is on work under way, never on open watches

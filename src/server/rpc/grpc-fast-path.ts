@@ -7,7 +7,8 @@
  * its end (grpc-answer.ts writes them). Skipping the compatibility layer and
  * the adapter's per-call objects is what lets a unary call go faster and an
  * open watch hold less memory than through connect-node's adapter
- * (docs/architecture.md, "gRPC fast path"; the figures: docs/performance.md).
+ * (docs/architecture.md, "gRPC fast path"; the figures: docs/performance.md,
+ * "Mute" and "Watch fan-out").
  *
  * It takes only what it fully understands: POST, `application/grpc` or
  * `application/grpc+proto`, no request compression, one uncompressed message.

@@ -8,7 +8,7 @@
  * they share it) more than the command itself. Holding the socket corked until
  * `setImmediate` sends everything the requests of this turn asked for in one
  * write, and Redis answers them in one read: fewer system calls on both sides,
- * so more requests per second (the mute figures in docs/performance.md).
+ * so more requests per second (docs/performance.md, "Mute").
  *
  * Unlike ioredis's `enableAutoPipelining`, nothing waits for an earlier batch
  * to be answered: a command is on the wire by the end of the loop turn that
