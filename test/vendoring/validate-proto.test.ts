@@ -4,7 +4,7 @@
 // descriptor, and that the committed file is what the generator produces.
 //
 // Regenerate with:
-//   WRITE_VENDORED=1 npx vitest run test/vendored-validate-proto.test.ts
+//   WRITE_VENDORED=1 npx vitest run test/vendoring/validate-proto.test.ts
 
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -16,9 +16,9 @@ import { FileDescriptorProtoSchema, FileDescriptorSetSchema } from "@bufbuild/pr
 import type { FileDescriptorProto } from "@bufbuild/protobuf/wkt";
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { beforeAll, describe, expect, it } from "vitest";
-import { descriptorToProto } from "../tools/vendoring/descriptor-to-proto.js";
+import { descriptorToProto } from "../../tools/vendoring/descriptor-to-proto.js";
 
-const root = fileURLToPath(new URL("..", import.meta.url));
+const root = fileURLToPath(new URL("../..", import.meta.url));
 const vendoredPath = "proto/buf/validate/validate.proto";
 const pkgDir = join(root, "node_modules/@bufbuild/protovalidate");
 const bufBin = join(root, "node_modules/.bin/buf");
@@ -51,7 +51,7 @@ function renderVendored(): string {
     `// @bufbuild/protovalidate@${version} (its generated buf/validate/validate_pb.js),`,
     "// not copied from the original source: the original comments are therefore",
     "// absent. Regenerate with:",
-    "//   WRITE_VENDORED=1 npx vitest run test/vendored-validate-proto.test.ts",
+    "//   WRITE_VENDORED=1 npx vitest run test/vendoring/validate-proto.test.ts",
   ].join("\n");
   return descriptorToProto(file_buf_validate_validate, { header });
 }
