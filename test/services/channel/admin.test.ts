@@ -22,7 +22,7 @@ import { CHANNELS_ADMIN_SCOPE } from "../../../src/services/ports.js";
 import { MemoryStore } from "../../../src/store/memory/store.js";
 import { adminEvents, callerOf, storeContents } from "../store-contents.js";
 
-const NOW = Date.UTC(2026, 10, 27, 12);
+const NOW = 1_800_000_000_000;
 const HOUR = 3_600_000;
 const GENERATED = /^[a-z2-9]{4}(-[a-z2-9]{4}){6}$/;
 const CHOSEN_HOST = "Chosen-host-passphrase-1";

@@ -17,7 +17,7 @@ import { CHANNELS_ADMIN_SCOPE } from "../../../src/services/ports.js";
 import { MemoryStore } from "../../../src/store/memory/store.js";
 import { adminEvents, callerOf, storeContents } from "../store-contents.js";
 
-const NOW = Date.UTC(2026, 10, 27, 12);
+const NOW = 1_800_000_000_000;
 const ADMIN = callerOf("p", [CHANNELS_ADMIN_SCOPE], "meetings");
 
 type SetInit = Parameters<typeof create<typeof SetWhiteboardSettingsRequestSchema>>[1];

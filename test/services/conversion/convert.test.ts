@@ -17,7 +17,7 @@ import { MemoryStore } from "../../../src/store/memory/store.js";
 import { callerOf, storeContents } from "../store-contents.js";
 import { FakeBackend } from "./fake-backend.js";
 
-const NOW = Date.UTC(2026, 10, 27, 12);
+const NOW = 1_800_000_000_000;
 const FIRST_POLL_MS = 2_000;
 const HOST = "host-passphrase-of-weekly";
 const ATTENDEE = "attendee-passphrase-of-weekly";

@@ -13,7 +13,7 @@ import { MemoryStore } from "../../../src/store/memory/store.js";
 import { memoryRaw } from "../../store/memory-raw.js";
 import { callerOf, storeContents } from "../store-contents.js";
 
-const NOW = Date.UTC(2026, 10, 27, 12);
+const NOW = 1_800_000_000_000;
 const HOST = "host-passphrase-of-weekly";
 const ATTENDEE = "attendee-passphrase-of-weekly";
 const OTHER_HOST = "host-passphrase-of-another-project";
