@@ -13,6 +13,7 @@ import { MuteRequestSchema, MuteResponseSchema } from "../lib/protos.mjs";
 
 const handler = createMuteHandler();
 
+/** @type {Record<number, grpc.status>} */
 const STATUS = {
   400: grpc.status.INVALID_ARGUMENT,
   401: grpc.status.UNAUTHENTICATED,
@@ -24,15 +25,21 @@ const service = {
     path: "/channel.v1.PstnService/Mute",
     requestStream: false,
     responseStream: false,
-    requestDeserialize: (bytes) => fromBinary(MuteRequestSchema, bytes),
-    requestSerialize: (msg) => Buffer.from(toBinary(MuteRequestSchema, msg)),
-    responseSerialize: (msg) => Buffer.from(toBinary(MuteResponseSchema, msg)),
-    responseDeserialize: (bytes) => fromBinary(MuteResponseSchema, bytes),
+    requestDeserialize: (/** @type {Uint8Array<ArrayBufferLike>} */ bytes) => fromBinary(MuteRequestSchema, bytes),
+    requestSerialize: (/** @type {import("../../gen/channel/v1/pstn_pb.js").MuteRequest} */ msg) =>
+      Buffer.from(toBinary(MuteRequestSchema, msg)),
+    responseSerialize: (/** @type {import("../../gen/channel/v1/pstn_pb.js").MuteResponse} */ msg) =>
+      Buffer.from(toBinary(MuteResponseSchema, msg)),
+    responseDeserialize: (/** @type {Uint8Array<ArrayBufferLike>} */ bytes) => fromBinary(MuteResponseSchema, bytes),
   },
 };
 
 const server = new grpc.Server();
 server.addService(service, {
+  /**
+   * @param {grpc.ServerUnaryCall<import("../../gen/channel/v1/pstn_pb.js").MuteRequest, import("../../gen/channel/v1/pstn_pb.js").MuteResponse>} call
+   * @param {grpc.sendUnaryData<import("../../gen/channel/v1/pstn_pb.js").MuteResponse>} callback
+   */
   Mute(call, callback) {
     const auth = call.metadata.get("authorization")[0];
     const { uid, passphrase, mute } = call.request;
@@ -40,7 +47,7 @@ server.addService(service, {
       (answer) => callback(null, create(MuteResponseSchema, answer)),
       (e) => {
         const code = e instanceof MuteError ? (STATUS[e.code] ?? grpc.status.INTERNAL) : grpc.status.INTERNAL;
-        callback({ code, details: e.message });
+        callback({ code, details: e instanceof Error ? e.message : String(e) });
       },
     );
   },

@@ -10,6 +10,11 @@ import { createMuteHandler, MuteError } from "./mute-work.mjs";
 
 const handler = createMuteHandler();
 
+/**
+ * @param {http.ServerResponse<http.IncomingMessage> & { req: http.IncomingMessage; }} res
+ * @param {number} status
+ * @param {object} body the JSON answer
+ */
 function send(res, status, body) {
   const text = JSON.stringify(body);
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
@@ -17,6 +22,7 @@ function send(res, status, body) {
 }
 
 const server = http.createServer((req, res) => {
+  /** @type {Buffer[]} */
   const chunks = [];
   req.on("data", (c) => chunks.push(c));
   req.on("end", () => {
@@ -38,7 +44,9 @@ const server = http.createServer((req, res) => {
 });
 
 server.listen(Number(process.env.PORT || 0), process.env.HOST || "127.0.0.1", () => {
-  console.log(`baseline-http listening on http://127.0.0.1:${server.address().port}`);
+  console.log(
+    `baseline-http listening on http://127.0.0.1:${/** @type {import("node:net").AddressInfo} */ (server.address()).port}`,
+  );
 });
 
 for (const signal of ["SIGINT", "SIGTERM"]) {

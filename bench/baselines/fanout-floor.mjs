@@ -26,12 +26,20 @@ import { create, fromBinary, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { PstnEventSchema, WatchPstnEventsRequestSchema } from "../lib/protos.mjs";
 
-/** channel → its open watches: each a function that writes one event ({ frame, text }). */
+/** @typedef {{ frame: Buffer, text: string }} Event one mute's event, encoded for both protocols */
+/** channel → its open watches: each a function that writes one event. */
+/** @type {Map<string, Set<(event: Event) => void>>} */
 const watches = new Map();
 /** channel → events written. */
+/** @type {Map<string, number>} */
 const added = new Map();
 let sequence = 0;
 
+/**
+ * @param {string} channel
+ * @param {(event: Event) => void} write
+ * @param {(gone: () => void) => void} closed calls `gone` once the watch's connection closes
+ */
 function watch(channel, write, closed) {
   const set = watches.get(channel) ?? new Set();
   watches.set(channel, set);
@@ -42,7 +50,13 @@ function watch(channel, write, closed) {
   });
 }
 
-/** The event of a mute, encoded once: a gRPC message frame and a server-sent event. */
+/**
+ * The event of a mute, encoded once: a gRPC message frame and a server-sent event.
+ * @param {string} channel
+ * @param {string} uid
+ * @param {boolean} mute
+ * @returns {Event}
+ */
 function encode(channel, uid, mute) {
   sequence++;
   const eventId = `1-${sequence}`;
@@ -63,14 +77,23 @@ function encode(channel, uid, mute) {
   return { frame, text: `id: ${eventId}\ndata: ${json}\n\n` };
 }
 
-/** Calls `then(body)` with the whole request body. */
+/**
+ * Calls `then(body)` with the whole request body.
+ * @param {http.IncomingMessage | http2.ServerHttp2Stream} req
+ * @param {(body: Buffer) => void} then
+ */
 function readBody(req, then) {
+  /** @type {Buffer[]} */
   const chunks = [];
-  req.on("data", (c) => chunks.push(c));
+  req.on("data", (/** @type {Buffer} */ c) => chunks.push(c));
   req.on("end", () => then(Buffer.concat(chunks)));
   req.on("error", () => {});
 }
 
+/**
+ * @param {http.IncomingMessage} req
+ * @param {http.ServerResponse<http.IncomingMessage> & { req: http.IncomingMessage; }} res
+ */
 function onMute(req, res) {
   readBody(req, (body) => {
     const { channel, uid, mute } = JSON.parse(body.toString("utf8"));
@@ -110,7 +133,7 @@ h2.on("stream", (stream) => {
     const request = fromBinary(WatchPstnEventsRequestSchema, body.subarray(5));
     stream.respond({ ":status": 200, "content-type": "application/grpc+proto" });
     watch(
-      request.channelIds[0],
+      request.channelIds[0] ?? "",
       (event) => stream.write(event.frame),
       (gone) => stream.once("close", gone),
     );
@@ -121,7 +144,9 @@ h2.on("sessionError", () => {});
 const host = process.env.HOST || "127.0.0.1";
 h1.listen(Number(process.env.PORT || 0), host, () => {
   h2.listen(Number(process.env.GRPC_PORT || 0), host, () => {
-    console.log(`fan-out floor listening on ${h1.address().port} (http) and ${h2.address().port} (h2c)`);
+    console.log(
+      `fan-out floor listening on ${/** @type {import("node:net").AddressInfo} */ (h1.address()).port} (http) and ${/** @type {import("node:net").AddressInfo} */ (h2.address()).port} (h2c)`,
+    );
   });
 });
 for (const signal of ["SIGTERM", "SIGINT"]) {

@@ -25,7 +25,7 @@ async function redisWrite() {
   const { Redis } = await import("ioredis");
   const { keySchema } = await import("../lib/boardline.mjs");
   const { muteWriter } = await import("./mute-work.mjs");
-  const redis = new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 0 });
+  const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", { maxRetriesPerRequest: 0 });
   const writeMute = muteWriter(redis, keySchema(process.env.REDIS_KEY_PREFIX || "bl:"));
   let n = 0;
   return () =>
@@ -41,6 +41,9 @@ async function redisWrite() {
  * Runs `answer` once the request's body has arrived (and, with the Redis write, the
  * write is done — unless the client went away meanwhile, as the load generator's
  * connections do at the end of a cell).
+ * @param {http.IncomingMessage | http2.ServerHttp2Stream} request
+ * @param {(http.ServerResponse<http.IncomingMessage> & { req: http.IncomingMessage; }) | http2.ServerHttp2Stream} response
+ * @param {() => void} answer
  */
 function whenRead(request, response, answer) {
   request.resume();
@@ -84,7 +87,9 @@ h2.on("stream", (stream) => {
 const host = process.env.HOST || "127.0.0.1";
 h1.listen(Number(process.env.PORT || 0), host, () => {
   h2.listen(Number(process.env.GRPC_PORT || 0), host, () => {
-    console.log(`floor listening on ${h1.address().port} (http) and ${h2.address().port} (h2c)`);
+    console.log(
+      `floor listening on ${/** @type {import("node:net").AddressInfo} */ (h1.address()).port} (http) and ${/** @type {import("node:net").AddressInfo} */ (h2.address()).port} (h2c)`,
+    );
   });
 });
 for (const signal of ["SIGTERM", "SIGINT"]) {

@@ -18,7 +18,10 @@ import { Redis } from "ioredis";
 import { MUTE_EVENTS_MAXLEN, defineScripts, keySchema, muteMetaHead } from "../lib/boardline.mjs";
 
 export class MuteError extends Error {
-  /** @param {number} code error.code of the JSON contract (400/401/403/500) */
+  /**
+   * @param {number} code error.code of the JSON contract (400/401/403/500)
+   * @param {string | undefined} message
+   */
   constructor(code, message) {
     super(message);
     this.code = code;
@@ -35,7 +38,7 @@ export class MuteError extends Error {
 export function muteWriter(redis, keys) {
   const scripts = defineScripts(redis);
   /** @param {{uid: string, mute: boolean, by: string, at: number}} change */
-  return (project, channel, change) =>
+  return (/** @type {string} */ project, /** @type {string} */ channel, change) =>
     scripts.blSetMute(
       keys.pstnMute(project, channel),
       keys.pstnEvents(project, channel),
@@ -47,7 +50,8 @@ export function muteWriter(redis, keys) {
       change.by,
       String(change.at),
       String(MUTE_EVENTS_MAXLEN),
-      muteMetaHead(change),
+      muteMetaHead({ project, channel, ...change }),
+      "", // no channel expiry
     );
 }
 
@@ -87,7 +91,12 @@ export function createMuteHandler(env = process.env) {
       throw new MuteError(400, "uid, passphrase and mute are required");
     }
     const record = await redis.hgetall(keys.passphrase(passphrase));
-    if (record.project !== payload.project_id || record.role !== "host")
+    if (
+      record.project === undefined ||
+      record.project !== payload.project_id ||
+      record.role !== "host" ||
+      record.channel === undefined
+    )
       throw new MuteError(403, "not the host passphrase");
     await writeMute(record.project, record.channel, { uid, mute, by: String(payload.sub), at: Date.now() });
     return { uid, mute };

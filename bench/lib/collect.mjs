@@ -16,6 +16,7 @@ import { readFileSync } from "node:fs";
 
 const [tool, ...rest] = process.argv.slice(2);
 const files = tool === "h2load" ? rest.splice(0, 2) : rest.splice(0, 1);
+const [first = "", second = ""] = files;
 const meta = Object.fromEntries(
   rest.map((kv) => {
     const i = kv.indexOf("=");
@@ -24,14 +25,17 @@ const meta = Object.fromEntries(
   }),
 );
 
+/**
+ * @param {number[]} sorted
+ * @param {number} p
+ */
 function percentile(sorted, p) {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
 }
 
 let cell;
 if (tool === "wrk") {
-  const s = JSON.parse(readFileSync(files[0], "utf8"));
+  const s = JSON.parse(readFileSync(first, "utf8"));
   const errors = s.errors.connect + s.errors.read + s.errors.write + s.errors.timeout;
   cell = {
     tool,
@@ -46,15 +50,15 @@ if (tool === "wrk") {
     error_detail: s.errors,
   };
 } else if (tool === "h2load") {
-  const out = readFileSync(files[0], "utf8");
-  const num = (re) => {
+  const out = readFileSync(first, "utf8");
+  const num = (/** @type {RegExp} */ re) => {
     const m = re.exec(out);
     if (m === null) throw new Error(`h2load output lacks ${re}:\n${out}`);
     return Number(m[1]);
   };
   const durations = [];
   let non200 = 0;
-  for (const line of readFileSync(files[1], "utf8").split("\n")) {
+  for (const line of readFileSync(second, "utf8").split("\n")) {
     const cols = line.split("\t");
     if (cols.length < 3) continue;
     if (cols[1] !== "200") non200 += 1;

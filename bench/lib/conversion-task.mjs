@@ -29,14 +29,14 @@ const created = await fetch(`${url}/v1/whiteboard/fileconvert`, {
   headers: { "content-type": "application/json", authorization },
   body: readFileSync(convertFile),
 });
-const { task_uuid: uuid } = await created.json();
+const { task_uuid: uuid } = /** @type {{ task_uuid?: unknown }} */ (await created.json());
 if (created.status !== 200 || typeof uuid !== "string") throw new Error(`ConvertFile answered ${created.status}`);
 
 let status = "";
 for (let i = 0; i < 300 && status !== "Finished"; i++) {
   if (i > 0) await sleep(100);
   const res = await fetch(`${url}/v1/whiteboard/fileconvert/${uuid}`, { headers: { authorization } });
-  status = (await res.json()).status;
+  status = /** @type {{ status: string }} */ (await res.json()).status;
 }
 if (status !== "Finished") throw new Error(`task ${uuid} is still ${status} after 30 s`);
 

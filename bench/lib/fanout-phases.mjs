@@ -196,7 +196,8 @@ export async function probeDelays(ctx, target, protocol, channel, watchers) {
   const c0 = cpuNow(ctx, target);
   for (let i = 0; i < ctx.probes; i++) {
     const uid = `probe-${target.name}-${protocol}-${i}`;
-    let times;
+    /** @type {number[]} */
+    let times = [];
     const arrived = ctx.pool.arrival(uid, channel).then((t) => {
       times = t;
     });

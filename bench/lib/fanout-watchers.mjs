@@ -15,6 +15,7 @@ export class WatcherProcesses {
   /** uid → { waiting: processes still to answer, times, done } (or the answers that came first). */
   #arrivals = new Map();
   /** Per process: channel → how many of its watches watch it (of the watches open now). */
+  /** @type {Map<string, number>[]} */
   #perChannel;
 
   constructor(n) {
@@ -66,12 +67,15 @@ export class WatcherProcesses {
    * spread over the processes; resolves with each process's { opened, failed, ms }.
    */
   open(target, watches) {
+    /** @type {{ channel: string }[][]} */
     const shares = this.#children.map(() => []);
     watches.forEach((w, k) => {
-      shares[k % shares.length].push(w);
+      shares[k % shares.length]?.push(w);
     });
     shares.forEach((share, i) => {
-      for (const { channel } of share) this.#perChannel[i].set(channel, (this.#perChannel[i].get(channel) ?? 0) + 1);
+      const perChannel = this.#perChannel[i];
+      if (perChannel === undefined) return;
+      for (const { channel } of share) perChannel.set(channel, (perChannel.get(channel) ?? 0) + 1);
     });
     const { sseUrl, grpcUrl, watchJwt: jwt, waitGrpc } = target;
     return Promise.all(

@@ -1,6 +1,5 @@
 /**
- * What the benches of followed conversions share (bench/scenarios/follow.mjs: on
- * time; bench/follow-memory.mjs: memory): a Redis seeded with one project whose
+ * What bench/scenarios/follow.mjs needs to follow conversions: a Redis seeded with one project whose
  * whiteboard points at the simulator, the simulator in a process of its own
  * with every task kept in flight, the tasks made by ConvertFile calls, and the
  * follower's poll count and lateness read from an instance's /metrics.
@@ -15,6 +14,7 @@ const PROJECT = "bench-proj";
  * A fresh project on `redisUrl` (one channel, its host passphrase, a whiteboard
  * with a new SDK token), and what a caller needs: the passphrase, the SDK token
  * the simulator must accept, the JWT secret and a token for ConvertFile.
+ * @param {string} redisUrl
  */
 export async function seedFollowProject(redisUrl) {
   const passphrase = `bench-host-${randomBytes(8).toString("hex")}`;
@@ -38,22 +38,32 @@ export async function seedFollowProject(redisUrl) {
   return { passphrase, sdkToken, jwtSecret, token };
 }
 
-/** The simulator (bench/lib/watch-simulator.mjs) with a progress step of an hour: every task stays in flight. */
+/**
+ * The simulator (bench/lib/watch-simulator.mjs) with a progress step of an hour: every task stays in flight.
+ * @param {string} sdkToken
+ */
 export async function startFollowSimulator(sdkToken) {
   const child = fork("bench/lib/watch-simulator.mjs", [], {
     env: { ...process.env, SIM_SDK_TOKEN: sdkToken, SIM_PROGRESS_MS: String(3_600_000) },
     stdio: ["ignore", "ignore", "inherit", "ipc"],
   });
   process.once("exit", () => child.kill());
+  /** @type {string} */
   const url = await new Promise((resolve, reject) => {
-    child.once("message", (m) => resolve(m.ready));
+    child.once("message", (/** @type {{ ready: string }} */ m) => resolve(m.ready));
     child.once("exit", () => reject(new Error("the simulator exited")));
   });
   return { child, pid: child.pid, url };
 }
 
-/** `count` ConvertFile calls (JSON route), `concurrency` at a time, spread over the instances; their task uuids. */
+/**
+ * `count` ConvertFile calls (JSON route), `concurrency` at a time, spread over the instances; their task uuids.
+ * @param {string[]} urls
+ * @param {{ token: string, passphrase: string }} project the seeded project's JWT and passphrase
+ * @param {number} count
+ */
 export async function createTasks(urls, { token, passphrase }, count, concurrency = 64) {
+  /** @type {string[]} */
   const uuids = [];
   let next = 0;
   const body = JSON.stringify({
@@ -78,9 +88,14 @@ export async function createTasks(urls, { token, passphrase }, count, concurrenc
   return uuids;
 }
 
-/** The lateness histogram's cumulative bucket counts (by upper bound, seconds) and its count (the polls made). */
+/**
+ * The lateness histogram's cumulative bucket counts (by upper bound, seconds) and its count (the polls made).
+ * @param {string} url
+ * @returns {Promise<{ buckets: Map<number, number>, count: number }>}
+ */
 export async function lateness(url) {
   const text = await (await fetch(`${url}/metrics`)).text();
+  /** @type {Map<number, number>} */
   const buckets = new Map();
   let count = 0;
   for (const line of text.split("\n")) {

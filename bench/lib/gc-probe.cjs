@@ -22,8 +22,9 @@ if (out && typeof global.gc === "function") {
       physical: s.physical_space_size,
       used: s.space_used_size,
     }));
-    global.gc();
-    global.gc();
+    const gc = /** @type {() => void} */ (global.gc);
+    gc();
+    gc();
     const usage = process.memoryUsage();
     if (snapshot) {
       writeHeapSnapshot(`${snapshot}.tmp`);

@@ -17,7 +17,7 @@ const methods = {
   convert: { path: "/whiteboard.v1.WhiteboardService/ConvertFile", schema: ConvertFileResponseSchema },
   get: { path: "/whiteboard.v1.WhiteboardService/GetConversion", schema: ConversionSchema },
 };
-const method = methods[kind];
+const method = kind === "mute" || kind === "convert" || kind === "get" ? methods[kind] : undefined;
 if (!label || !address || !method || !frameFile || !jwtFile) {
   console.error("usage: grpc-check.mjs <label> <host:port> <mute|convert|get> <frame file> <jwt file>");
   process.exit(2);

@@ -13,7 +13,11 @@ import { readFileSync } from "node:fs";
 /** Node types that are one kind each, whatever their name (a string's name is its text). */
 const ONE_KIND = new Set(["string", "concatenated string", "sliced string", "code", "number", "bigint", "symbol"]);
 
-/** Map of kind → { count, bytes } over every node of the snapshot in `file`. */
+/**
+ * Map of kind → { count, bytes } over every node of the snapshot in `file`.
+ * @param {string} file
+ * @returns {Map<string, { count: number, bytes: number }>}
+ */
 export function summarizeHeap(file) {
   const { snapshot, nodes, strings } = JSON.parse(readFileSync(file, "utf8"));
   const fields = snapshot.meta.node_fields;
@@ -31,7 +35,11 @@ export function summarizeHeap(file) {
   return kinds;
 }
 
-/** The `rows` kinds whose self size grew the most from `before` to `after` (summaries), largest first. */
+/**
+ * The `rows` kinds whose self size grew the most from `before` to `after` (summaries), largest first.
+ * @param {Map<string, { count: number, bytes: number }>} before
+ * @param {Map<string, { count: number, bytes: number }>} after
+ */
 export function heapGrowth(before, after, rows = 12) {
   const all = new Set([...before.keys(), ...after.keys()]);
   return [...all]
@@ -44,7 +52,10 @@ export function heapGrowth(before, after, rows = 12) {
     .slice(0, rows);
 }
 
-/** The total self size of a summary, in bytes. */
+/**
+ * The total self size of a summary, in bytes.
+ * @param {Map<string, { count: number, bytes: number }>} summary
+ */
 export function heapBytes(summary) {
   let total = 0;
   for (const { bytes } of summary.values()) total += bytes;

@@ -56,7 +56,7 @@ export function muter(url, jwt, bodyOf) {
       try {
         return await once(channel, uid, mute);
       } catch (e) {
-        if (!retry503 || i >= 10 || !/answered 503/.test(e.message)) throw e;
+        if (!retry503 || i >= 10 || !(e instanceof Error) || !/answered 503/.test(e.message)) throw e;
         seen.mutes503++;
         await sleep(100);
       }
@@ -77,13 +77,15 @@ export function runMuteLoad({ url, bodies, jwtFile, seconds, out, concurrency = 
     stdio: ["ignore", "ignore", "inherit"],
   });
   loads.add(child);
-  return new Promise((resolve, reject) => {
-    child.once("exit", (code) => {
-      loads.delete(child);
-      if (code === 0) resolve();
-      else reject(new Error(`wrk exited ${code}`));
-    });
-  });
+  return /** @type {Promise<void>} */ (
+    new Promise((resolve, reject) => {
+      child.once("exit", (code) => {
+        loads.delete(child);
+        if (code === 0) resolve();
+        else reject(new Error(`wrk exited ${code}`));
+      });
+    })
+  );
 }
 
 /** The last event id of each of these event streams (keys; each must have an event). */

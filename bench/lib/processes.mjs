@@ -15,10 +15,11 @@ import { Redis } from "ioredis";
 /** Microseconds per clock tick of /proc/<pid>/stat (USER_HZ is 100 on Linux). */
 export const TICK_US = 1e6 / 100;
 
+/** @returns {Promise<number>} a loopback port free a moment ago */
 export function freePort() {
   return new Promise((resolve) => {
     const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
+      const { port } = /** @type {net.AddressInfo} */ (s.address());
       s.close(() => resolve(port));
     });
   });
@@ -106,6 +107,7 @@ export const ALLOCATOR = process.env.LD_PRELOAD
 export class Servers {
   #children = new Set();
 
+  /** @param {{ work: string, cpu?: string }} options */
   constructor({ work, cpu }) {
     this.work = work;
     this.cpu = cpu ?? "";
@@ -217,7 +219,7 @@ export function splitCpus() {
     .trim()
     .split(",")
     .flatMap((part) => {
-      const [a, b = a] = part.split("-").map(Number);
+      const [a = 0, b = a] = part.split("-").map(Number);
       return Array.from({ length: b - a + 1 }, (_, i) => a + i);
     });
   const serverCpu = allowed.length >= 2 ? String(allowed[0]) : "";
@@ -246,7 +248,10 @@ export function cpuTime(cpu) {
   const line = readFileSync("/proc/stat", "utf8")
     .split("\n")
     .find((l) => l.startsWith(`cpu${cpu} `));
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = (line ?? "").split(/\s+/).slice(1).map(Number);
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = (line ?? "")
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
   const busy = user + nice + system + irq + softirq + steal;
   return { busy, total: busy + idle + iowait };
 }

@@ -48,7 +48,10 @@ const jwt = await mintToken({
   ttlSeconds: 24 * 3600,
 });
 
-/** A gRPC length-prefixed message: flag 0 (uncompressed), 4-byte big-endian length, bytes. */
+/**
+ * A gRPC length-prefixed message: flag 0 (uncompressed), 4-byte big-endian length, bytes.
+ * @param {Uint8Array} bytes
+ */
 function grpcFrame(bytes) {
   const frame = Buffer.alloc(5 + bytes.length);
   frame.writeUInt8(0, 0);

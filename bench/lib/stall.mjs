@@ -19,6 +19,7 @@ if (!(seconds > 0) || (mode !== "measure" && mode !== "spin")) {
 }
 
 const end = performance.now() + seconds * 1000;
+/** @type {number[]} */
 const gaps = [];
 let last = performance.now();
 for (;;) {
@@ -30,7 +31,7 @@ for (;;) {
 
 if (mode === "measure") {
   const stalled = gaps.reduce((a, b) => a + b, 0);
-  const over = (ms) => gaps.filter((g) => g > ms).length;
+  const over = (/** @type {number} */ ms) => gaps.filter((g) => g > ms).length;
   console.log(
     JSON.stringify({
       seconds,

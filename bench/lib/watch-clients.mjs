@@ -41,21 +41,39 @@ export async function within(promise, ms) {
 // --- what the watchers have seen -----------------------------------------------------------------
 
 /** Everything the watchers of this process have seen, shared by them. */
+/**
+ * A probe mute on its way to the watchers.
+ * @typedef {{ uid: string, expected: number, received: number, firstAt: number | undefined,
+ *   lastAt: number | undefined, notifyAt: number | undefined, times?: number[], arrived: Promise<void>,
+ *   done: () => void, sentAt?: number, ackAt?: number }} Probe
+ */
+/**
+ * One watch as this module keeps it (the fields every kind of watch has).
+ * @typedef {{ channel: string, count: number, lastId: string | undefined, opened: boolean, closed: boolean,
+ *   detaching: boolean, cancel: () => void, reconnects: number }} Watch
+ */
+
 export const seen = {
   /** uid → the probe waiting for it. */
+  /** @type {Map<string, Probe>} */
   probes: new Map(),
   /** Called with (watcher, event) for an event whose uid no probe waits for; may return a probe for it. */
+  /** @type {((w: Watch, event: { uid: string, channelId: string }) => Probe | undefined) | undefined} */
   unexpected: undefined,
+  /** @type {string[]} */
   errors: [],
   outOfOrder: 0,
   /** Why watches ended with UNAVAILABLE (and were opened again), and how often. */
+  /** @type {Map<string, number>} */
   reconnects: new Map(),
   /** Each attach: how long until every watcher had the attach mute, and how many reconnected meanwhile. */
+  /** @type {{ layout: string, round: number, ms: number, reconnects: number, lagMs: number, cpuMs: number }[]} */
   attaches: [],
   /**
    * Probe mutes that failed (not sent again: reported, not a failure of the bench — a server
    * fanning out a backlog may take longer to read a request than its headers time-out allows).
    */
+  /** @type {string[]} */
   muteFailures: [],
   /** Attach mutes answered 503 (and sent again). */
   mutes503: 0,
@@ -66,21 +84,32 @@ export const seen = {
 /**
  * A probe: resolves `arrived` once `expected` watchers have the event of `uid`. With `times`, the
  * receipt time of every delivery is kept (`p.times`), not only the first and the last.
+ * @param {string} uid
+ * @param {number} expected
+ * @returns {Probe}
  */
 export function probe(uid, expected, { times = false } = {}) {
-  const p = { uid, expected, received: 0, firstAt: undefined, lastAt: undefined, notifyAt: undefined };
-  if (times) p.times = [];
-  p.arrived = new Promise((resolve) => {
-    p.done = resolve;
+  /** @type {() => void} */
+  let done = () => {};
+  /** @type {Promise<void>} */
+  const arrived = new Promise((resolve) => {
+    done = resolve;
   });
+  /** @type {Probe} */
+  const p = { uid, expected, received: 0, firstAt: undefined, lastAt: undefined, notifyAt: undefined, arrived, done };
+  if (times) p.times = [];
   seen.probes.set(uid, p);
   return p;
 }
 
-/** Stream ids "ms-seq" compared as numbers. */
+/**
+ * Stream ids "ms-seq" compared as numbers.
+ * @param {string} a
+ * @param {string} b
+ */
 function laterId(a, b) {
-  const [am, as] = a.split("-").map(Number);
-  const [bm, bs] = b.split("-").map(Number);
+  const [am = 0, as = 0] = a.split("-").map(Number);
+  const [bm = 0, bs = 0] = b.split("-").map(Number);
   return am > bm || (am === bm && as > bs);
 }
 

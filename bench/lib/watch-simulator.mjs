@@ -41,9 +41,9 @@ const stop = () => {
 process.on("disconnect", stop);
 process.once("SIGTERM", stop);
 process.once("SIGINT", stop);
-process.on("message", (message) => {
+process.on("message", (/** @type {{ ask?: string, id?: number }} */ message) => {
   if (message?.ask !== "tasks") return;
   const tasks = simulator.tasks().map((t) => ({ uuid: t.uuid, endsAt: t.endsAt, status: t.state.status }));
-  process.send({ id: message.id, tasks });
+  process.send?.({ id: message.id, tasks });
 });
 process.send({ ready: simulator.url });

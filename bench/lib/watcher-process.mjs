@@ -26,17 +26,22 @@ const STREAMS_PER_SESSION = 200;
 const SSE_IN_FLIGHT = 250;
 const OPEN_LIMIT_MS = 60_000;
 
+/** @type {import("./watch-clients.mjs").Watch[]} */
 let watchers = [];
+/** @type {http2.ClientHttp2Session[]} */
 let sessions = [];
 /** channel → how many of this process's watches watch it. */
+/** @type {Map<string, number>} */
 let perChannel = new Map();
+/** @param {object} message to the bench process, over the IPC channel this process is forked with */
+const tell = (message) => process.send?.(message);
 
 seen.unexpected = (_w, event) => {
   if (event.uid.startsWith("load-")) return undefined;
   const p = probe(event.uid, perChannel.get(event.channelId) ?? 1, { times: true });
   p.arrived.then(() => {
     seen.probes.delete(p.uid);
-    process.send({ op: "arrived", uid: p.uid, times: p.times });
+    tell({ op: "arrived", uid: p.uid, times: p.times });
   });
   return p;
 };
@@ -94,7 +99,7 @@ async function close() {
     w.detaching = true;
     w.cancel();
   }
-  await Promise.all(sessions.map((s) => within(new Promise((resolve) => s.close(resolve)), 5_000)));
+  await Promise.all(sessions.map((s) => within(new Promise((resolve) => s.close(() => resolve(undefined))), 5_000)));
   watchers = [];
   sessions = [];
   perChannel = new Map();
@@ -118,12 +123,12 @@ function problems() {
 }
 
 const ops = { open, close, counts, problems };
-process.on("message", async (message) => {
+process.on("message", async (/** @type {{ op: keyof typeof ops, id: number }} */ message) => {
   try {
-    const answer = await ops[message.op](message);
-    process.send({ id: message.id, ...answer });
+    const answer = await ops[message.op](/** @type {any} */ (message));
+    tell({ id: message.id, ...answer });
   } catch (e) {
-    process.send({ id: message.id, error: e.stack ?? String(e) });
+    tell({ id: message.id, error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
   }
 });
 process.on("disconnect", () => process.exit(0));

@@ -8,7 +8,11 @@ import { measuredLine } from "./document.mjs";
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length / 2;
-  return s.length === 0 ? Number.NaN : s.length % 2 === 1 ? s[Math.floor(m)] : (s[m - 1] + s[m]) / 2;
+  return s.length === 0
+    ? Number.NaN
+    : s.length % 2 === 1
+      ? (s[Math.floor(m)] ?? Number.NaN)
+      : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
 };
 const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);

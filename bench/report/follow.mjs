@@ -44,8 +44,8 @@ export function render(r) {
   return `${measuredLine("follow", r.startedAt)}
 
 Each case has its own redis-server, the simulator in a process of its own (every task stays in flight) and the
-instances as \`npm start\` runs them; tasks are made by ConvertFile, then a ${r.windowS} s window from when each task is
-due every 5 s. "Late" is each poll's start after its due time, from the instances' own
+instances as \`npm start\` runs them; tasks are made by ConvertFile, then measured over a ${r.windowS} s window once
+each task is due every 5 s. "Late" is each poll's start after its due time, from the instances' own
 \`boardline_conversion_poll_lateness_seconds\` (bucket bounds, so "≤"). "Needed" is tasks ÷ 5 s; the polls made
 are a little fewer because a task's next poll is 5 s after its last one _ended_. The anchor is a bare client
 (keep-alive fetch, 64 at once) querying the same simulator right after the window: the most queries per second

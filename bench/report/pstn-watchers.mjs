@@ -5,6 +5,7 @@
  *   node bench/report/pstn-watchers.mjs <pstn-watchers.json>   (prints it again)
  */
 import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
 import { measuredLine } from "./document.mjs";
 
 const f = (x, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : "—");
@@ -233,6 +234,7 @@ ${table(
 `;
 }
 
-if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split("/").pop())) {
-  process.stdout.write(render(JSON.parse(readFileSync(process.argv[2], "utf8"))));
+const [, script, resultFile] = process.argv;
+if (script !== undefined && resultFile !== undefined && import.meta.url === pathToFileURL(script).href) {
+  process.stdout.write(render(JSON.parse(readFileSync(resultFile, "utf8"))));
 }

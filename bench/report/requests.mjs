@@ -9,11 +9,17 @@ import { conversionsSection as renderConversions } from "./conversions.mjs";
 import { measuredLine, writeSection } from "./document.mjs";
 
 const env = process.env;
-const cells = readFileSync(env.BENCH_RESULTS, "utf8")
+/** @param {string} name an environment variable bench/run.sh sets */
+const required = (name) => {
+  const value = env[name];
+  if (!value) throw new Error(`${name} is not set: bench/run.sh runs this`);
+  return value;
+};
+const cells = readFileSync(required("BENCH_RESULTS"), "utf8")
   .split("\n")
   .filter((l) => l.trim() !== "")
   .map((l) => JSON.parse(l));
-const verify = readFileSync(env.BENCH_VERIFY, "utf8").trim();
+const verify = readFileSync(required("BENCH_VERIFY"), "utf8").trim();
 const watchers =
   env.BENCH_WATCHERS_JSON && existsSync(env.BENCH_WATCHERS_JSON)
     ? JSON.parse(readFileSync(env.BENCH_WATCHERS_JSON, "utf8"))
@@ -126,10 +132,10 @@ const medianOf = (target, proto, field) => {
 };
 const runsText = (values, digits) =>
   values.length > 1 ? `median of ${values.map((x) => f(x, digits)).join(", ")}` : "one run";
-for (const [proto, floorName, minRps] of [
+for (const [proto, floorName, minRps] of /** @type {[string, string, number][]} */ ([
   ["JSON", "HTTP/1.1 floor", 0.5],
   ["gRPC", "h2 floor", 0.7],
-]) {
+])) {
   const what = proto === "JSON" ? "JSON mute" : "gRPC Mute";
   const rps = medianOf("boardline", proto, "rps");
   const floorRps = medianOf("floor", proto, "rps");

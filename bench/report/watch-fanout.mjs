@@ -53,12 +53,17 @@ function figures(t, watches) {
 }
 
 /**
- * The verdict rows: [target, measure(figures) → number, limit, unit, at least (else at most), aside(figures) →
+ * One verdict row: [target, measure(figures) → number, limit, unit, at least (else at most), aside(figures) →
  * what the measured cell adds in brackets].
+ * @typedef {[string, (x: Figures) => number | undefined, number, string, boolean?, ((x: Figures) => string)?]} TargetRow
+ * @typedef {NonNullable<ReturnType<typeof figures>>} Figures
  */
+
+/** @returns {TargetRow[]} */
 function targetRows(s) {
   const w = n0(s.watches);
-  const delayRows = (protocol, label) => [
+  /** @returns {TargetRow[]} */
+  const delayRows = (/** @type {"grpc" | "sse"} */ protocol, /** @type {string} */ label) => [
     [`${label}: answer → event p50 ≤ 10 ms`, (x) => x[protocol]?.p50, 10, "ms"],
     [`${label}: answer → event p99 ≤ 40 ms`, (x) => x[protocol]?.p99, 40, "ms"],
   ];
@@ -97,11 +102,12 @@ function verdict(r) {
     s.watches,
   );
   const rows = targetRows(s).map(([label, measure, limit, unit, atLeast, aside]) => {
-    const meets = (x) => (atLeast ? x >= limit : x <= limit);
+    const meets = (/** @type {number} */ x) => (atLeast ? x >= limit : x <= limit);
     const digits = unit === "×" ? 2 : 1;
-    const cell = (x) => {
+    /** @returns {[number, string]} */
+    const cell = (/** @type {Figures | undefined} */ x) => {
       if (x === undefined) return [Number.NaN, "—"];
-      const v = measure(x);
+      const v = measure(x) ?? Number.NaN;
       return [v, `${f(v, digits)} ${unit}${aside ? ` (${aside(x)})` : ""}`];
     };
     const [b, bText] = cell(bl);

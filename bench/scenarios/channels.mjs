@@ -71,10 +71,6 @@ const servers = new Servers({ work: WORK, cpu: SERVER_CPU });
 
 const log = (...args) => console.error(`[bench:channels ${new Date().toISOString().slice(11, 19)}]`, ...args);
 
-const _quantile = (xs, q) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
-};
 const fmt = (n, digits = 0) =>
   Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits }).replace(/,/g, " ") : "—";
 
@@ -129,10 +125,10 @@ async function fill(redisUrl, count) {
         [passField(hashPassphrase(host))]: "host",
         [passField(hashPassphrase(attendee))]: "attendee",
       });
-      for (const [passphrase, role] of [
+      for (const [passphrase, role] of /** @type {[string, string][]} */ ([
         [host, "host"],
         [attendee, "attendee"],
-      ]) {
+      ])) {
         p.hset(keys.passphrase(passphrase), { project: LIST_PROJECT, channel, role });
       }
     }
@@ -157,7 +153,7 @@ async function listAll(bl, token) {
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: JSON.stringify({ page_size: 1000, ...(next ? { page_token: next } : {}) }),
     });
-    const body = await res.json();
+    const body = /** @type {{ channels: unknown[], next_page_token?: string }} */ (await res.json());
     pages.push(performance.now() - started);
     if (res.status !== 200) throw new Error(`ListChannels answered ${res.status}: ${JSON.stringify(body)}`);
     channels += body.channels.length;
@@ -239,7 +235,7 @@ async function main() {
     method: "POST",
     headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
     body: JSON.stringify({ channel_id: "bench-room" }),
-  }).then((r) => r.json());
+  }).then(async (r) => /** @type {{ host_passphrase: string }} */ (await r.json()));
   writeFileSync(
     join(WORK, "mute.json"),
     JSON.stringify({ uid: "pstn-1", passphrase: created.host_passphrase, mute: true }),
@@ -300,7 +296,8 @@ async function main() {
     : [process.execPath, ...scanArgs];
   const scans = [];
   for (let pass = 1; pass <= LIST_PASSES; pass++) {
-    const r = spawnSync(scanCmd[0], scanCmd.slice(1), { encoding: "utf8" });
+    const [command = process.execPath, ...args] = scanCmd;
+    const r = spawnSync(command, args, { encoding: "utf8" });
     if (r.status !== 0) throw new Error(`the SCAN child failed: ${r.stderr}`);
     scans.push(JSON.parse(r.stdout.trim()));
     log(`SCAN pass ${pass}: ${r.stdout.trim()}`);

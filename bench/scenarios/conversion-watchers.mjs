@@ -41,19 +41,19 @@ import { fork, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
-import net from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { Redis } from "ioredis";
+import { freePort } from "../lib/processes.mjs";
 import { sseEvents, within } from "../lib/watch-clients.mjs";
 import { createLogger, createRedisStore, createSdkToken } from "../lib/boardline.mjs";
 import { WhiteboardService } from "../lib/protos.mjs";
 
 const env = process.env;
-const WORK = env.BENCH_WORK;
-const REDIS_URL = env.REDIS_URL;
+const WORK = env.BENCH_WORK ?? "";
+const REDIS_URL = env.REDIS_URL ?? "";
 if (!WORK || !REDIS_URL || !env.JWT_SECRET) throw new Error("BENCH_WORK, REDIS_URL and JWT_SECRET are required");
 const WATCHERS = Number(env.BENCH_WATCHERS ?? 2000);
 const ROUNDS = Number(env.BENCH_WATCH_ROUNDS ?? 5);
@@ -115,10 +115,11 @@ async function startSimulator() {
       stdio: ["ignore", "ignore", openSync(join(WORK, "watch-simulator.log"), "a"), "ipc"],
     }),
   );
-  let url;
+  let url = "";
+  /** @type {Promise<void>} */
   const ready = new Promise((resolve, reject) => {
     child.once("exit", (code) => reject(new Error(`watch-simulator exited (${code})`)));
-    child.on("message", (m) => {
+    child.on("message", (/** @type {{ ready?: string }} */ m) => {
       if (!m.ready) return;
       url = m.ready;
       resolve();
@@ -136,9 +137,11 @@ async function startSimulator() {
     /** uuid → endsAt (ms since the epoch), from the simulator's own schedule. */
     async endsAt() {
       const id = ++nextId;
-      let tasks;
+      /** @type {{ uuid: string, endsAt: number }[]} */
+      let tasks = [];
+      /** @type {Promise<void>} */
       const answered = new Promise((resolve) => {
-        pending.set(id, (t) => {
+        pending.set(id, (/** @type {typeof tasks} */ t) => {
           tasks = t;
           resolve();
         });
@@ -149,15 +152,6 @@ async function startSimulator() {
     },
     stop: () => child.disconnect(),
   };
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function seed(prefix) {
@@ -264,7 +258,9 @@ async function memory(bl) {
 const probe = new Redis(REDIS_URL, { connectionName: "bench-probe", maxRetriesPerRequest: 1, commandTimeout: 5000 });
 /** Redis connections named "boardline" (every boardline process's), and all of Redis's clients. */
 async function redisClients() {
-  const list = (await probe.client("LIST")).split("\n").filter((l) => l.trim() !== "");
+  const list = String(await probe.client("LIST"))
+    .split("\n")
+    .filter((l) => l.trim() !== "");
   return { boardline: list.filter((l) => / name=boardline /.test(l)).length, all: list.length };
 }
 async function redisCalls(command) {
@@ -281,7 +277,7 @@ async function convert(bl, passphrase, resource = "https://example.com/bench/wat
     body: JSON.stringify({ resource_url: resource, passphrase, conversion_type: "static" }),
     signal: AbortSignal.timeout(10_000),
   });
-  const body = await res.json();
+  const body = /** @type {{ task_uuid: string }} */ (await res.json());
   if (res.status !== 200) throw new Error(`ConvertFile answered ${res.status}: ${JSON.stringify(body)}`);
   return body.task_uuid;
 }
@@ -294,8 +290,31 @@ async function cancel(bl, uuid) {
   });
 }
 
+/**
+ * One WatchConversion stream: the messages it received, and how it ended.
+ * @typedef {{ kind: string, uuid: string, messages: { status: unknown, updatedAt: number, at: number }[],
+ *   error: string | undefined, aborted: boolean, attached: Promise<void>, markAttached: () => void,
+ *   done: Promise<void>, abort: () => void }} Watcher
+ */
+
+/**
+ * @param {string} kind
+ * @param {string} uuid
+ * @returns {Watcher}
+ */
 function watcher(kind, uuid) {
-  const w = { kind, uuid, messages: [], error: undefined, aborted: false };
+  /** @type {Watcher} */
+  const w = {
+    kind,
+    uuid,
+    messages: [],
+    error: undefined,
+    aborted: false,
+    attached: Promise.resolve(),
+    markAttached: () => {},
+    done: Promise.resolve(),
+    abort: () => {},
+  };
   w.attached = new Promise((resolve) => {
     w.markAttached = resolve;
   });
@@ -306,7 +325,7 @@ function watcher(kind, uuid) {
 function sseWatcher(bl, uuid) {
   const w = watcher("sse", uuid);
   w.done = new Promise((resolve) => {
-    const finish = (error) => {
+    const finish = (/** @type {string | undefined} */ error) => {
       if (error !== undefined && w.error === undefined && !w.aborted) w.error = error;
       w.markAttached();
       resolve();
@@ -358,7 +377,7 @@ function grpcWatcher(client, uuid) {
         w.markAttached();
       }
     } catch (e) {
-      if (!w.aborted) w.error = `${e.code ?? ""} ${e.message}`;
+      if (!w.aborted) w.error = e instanceof Error ? `${"code" in e ? e.code : ""} ${e.message}` : String(e);
     }
     w.markAttached();
   })();
@@ -615,7 +634,8 @@ async function runSetting(sim, setting) {
     const rounds = [];
     for (let r = 1; r <= ROUNDS; r++) {
       rounds.push(await watchRound(ctx, { tasks: TASKS, perTask: WATCHERS / TASKS }));
-      const last = rounds.at(-1);
+      const last = rounds[rounds.length - 1];
+      if (last === undefined) continue;
       log(
         `${setting}: round ${r}/${ROUNDS}, ${TASKS} tasks × ${WATCHERS / TASKS}: attached in ${last.attachMs.toFixed(0)} ms, ` +
           `last watcher ${last.tasks.map((t) => t.totalMs.toFixed(0)).join(" ")} ms after the end` +
@@ -623,14 +643,15 @@ async function runSetting(sim, setting) {
       );
     }
     out.rounds = summarize(rounds);
-    out.redisDuring = rounds[0].redisDuring;
-    out.fdsDuring = rounds[0].fdsDuring;
+    out.redisDuring = rounds[0]?.redisDuring;
+    out.fdsDuring = rounds[0]?.fdsDuring;
     if (setting === SETTINGS[0]) {
       const one = [];
       for (let r = 1; r <= 3; r++) {
-        one.push(await watchRound(ctx, { tasks: 1, perTask: WATCHERS }));
+        const round = await watchRound(ctx, { tasks: 1, perTask: WATCHERS });
+        one.push(round);
         log(
-          `${setting}: one task × ${WATCHERS}, round ${r}/3: last watcher ${one.at(-1).tasks[0].totalMs.toFixed(0)} ms after the end`,
+          `${setting}: one task × ${WATCHERS}, round ${r}/3: last watcher ${round.tasks[0]?.totalMs.toFixed(0)} ms after the end`,
         );
       }
       out.oneTask = summarize(one);
@@ -654,6 +675,7 @@ const results = {
   rounds: ROUNDS,
   progressMs: PROGRESS_MS,
   staggerMs: STAGGER_MS,
+  /** @type {Awaited<ReturnType<typeof runSetting>>[]} */
   settings: [],
 };
 try {

@@ -33,7 +33,7 @@ import { writeSection } from "../report/document.mjs";
 import { render } from "../report/follow.mjs";
 
 const CASES = (process.env.BENCH_FOLLOW_CASES ?? "1x2500,1x5000,1x10000,3x10000").split(",").map((c) => {
-  const [instances, tasks] = c.split("x").map(Number);
+  const [instances = 0, tasks = 0] = c.split("x").map(Number);
   if (!(instances >= 1 && tasks >= 1)) throw new Error(`BENCH_FOLLOW_CASES: "${c}" is not <instances>x<tasks>`);
   return { instances, tasks };
 });
@@ -100,29 +100,35 @@ async function runCase({ instances, tasks }) {
   const createS = (Date.now() - createdAt) / 1000;
   log(`${instances}×${tasks}: created in ${createS.toFixed(1)} s; warming up`);
   await sleep(10_000 + 2 * POLL_MAX_MS); // the youngest 10 s old, then one full poll period
+  /** @typedef {{ at: number, late: Awaited<ReturnType<typeof lateness>>[], cpu: number[], redisCpu: number, simCpu: number }} Reading */
+  /** @type {Reading} */
   const start = { at: Date.now(), late: [], cpu: [], redisCpu: cpuTicks(redis.pid), simCpu: cpuTicks(sim.pid) };
   for (const bl of bls) {
     start.late.push(await lateness(bl.url));
     start.cpu.push(cpuTicks(bl.pid));
   }
   await sleep(WINDOW_S * 1000);
+  /** @type {Reading} */
   const end = { at: Date.now(), late: [], cpu: [], redisCpu: cpuTicks(redis.pid), simCpu: cpuTicks(sim.pid) };
   for (const bl of bls) {
     end.late.push(await lateness(bl.url));
     end.cpu.push(cpuTicks(bl.pid));
   }
   const seconds = (end.at - start.at) / 1000;
-  const polls = bls.map((_, i) => end.late[i].count - start.late[i].count);
+  const polls = bls.map((_, i) => (end.late[i]?.count ?? 0) - (start.late[i]?.count ?? 0));
   const total = polls.reduce((a, b) => a + b, 0);
-  const merged = (side) => ({
+  const merged = (/** @type {Reading} */ side) => ({
     count: side.late.reduce((a, l) => a + l.count, 0),
     buckets: new Map(
-      [...side.late[0].buckets.keys()].map((le) => [le, side.late.reduce((a, l) => a + (l.buckets.get(le) ?? 0), 0)]),
+      [...(side.late[0]?.buckets.keys() ?? [])].map((le) => [
+        le,
+        side.late.reduce((a, l) => a + (l.buckets.get(le) ?? 0), 0),
+      ]),
     ),
   });
   const [s, e] = [merged(start), merged(end)];
-  const onTime = (e.buckets.get(1) - s.buckets.get(1)) / total;
-  const instanceCpuUs = bls.reduce((a, _, i) => a + (end.cpu[i] - start.cpu[i]), 0) * TICK_US;
+  const onTime = ((e.buckets.get(1) ?? 0) - (s.buckets.get(1) ?? 0)) / total;
+  const instanceCpuUs = bls.reduce((a, _, i) => a + ((end.cpu[i] ?? 0) - (start.cpu[i] ?? 0)), 0) * TICK_US;
   const anchor = await bareQueries(sim.url, sdkToken, uuids, 5);
   const result = {
     instances,

@@ -11,7 +11,7 @@ import { median, now, openGrpcWatch, openSseWatch, probe, seen, within } from ".
 import { createLogger, createRedisStore, keySchema, mintToken } from "../lib/boardline.mjs";
 
 const env = process.env;
-const WORK = env.BENCH_WORK;
+const WORK = env.BENCH_WORK ?? "";
 if (!WORK) throw new Error("BENCH_WORK is required");
 const WATCHERS = Number(env.BENCH_PSTN_WATCHERS ?? 1000);
 const ROUNDS = Number(env.BENCH_PSTN_ROUNDS ?? 3);
@@ -36,7 +36,7 @@ const DRAIN_LIMIT_MS = 60_000;
 const PREFIX = "pw:";
 const PROJECT = "bench-proj";
 const keys = keySchema(PREFIX);
-const channelId = (i) => `pw-${String(i).padStart(3, "0")}`;
+const channelId = (/** @type {number | undefined} */ i) => `pw-${String(i ?? 0).padStart(3, "0")}`;
 
 const log = (text) => process.stderr.write(`[pstn ${new Date().toISOString().slice(11, 19)}] ${text}\n`);
 
@@ -46,7 +46,7 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
   process.once(signal, () => process.exit(signal === "SIGINT" ? 130 : 143));
 }
 
-const servers = new Servers({ work: WORK, cpu: env.BENCH_SERVER_CPU });
+const servers = new Servers({ work: WORK, cpu: env.BENCH_SERVER_CPU ?? "" });
 
 async function startBoardline(redisUrl, jwtSecret) {
   const probeFile = join(WORK, "pstn-boardline.memory.json");
@@ -172,7 +172,9 @@ async function detach(ctx, attached) {
     w.detaching = true;
     w.cancel();
   }
-  await Promise.all(attached.sessions.map((s) => within(new Promise((resolve) => s.close(resolve)), 5_000)));
+  await Promise.all(
+    attached.sessions.map((s) => within(new Promise((resolve) => s.close(() => resolve(undefined))), 5_000)),
+  );
   // The instance gives the subscriptions back once its watches have ended.
   for (let i = 0; i < 50; i++) {
     if ((await subscriptions(ctx)) === 0) return;
@@ -244,7 +246,7 @@ async function cell(ctx, layoutName, attached, round) {
       p.sentAt = now();
       loaded.push(
         ctx.mute(c, p.uid).then(
-          async (ackAt) => {
+          async (/** @type {number} */ ackAt) => {
             p.ackAt = ackAt;
             await within(p.arrived, DRAIN_LIMIT_MS);
             seen.probes.delete(p.uid);
@@ -345,11 +347,15 @@ async function probes(ctx, attached, round) {
     const c = layout.muted[i % layout.muted.length];
     const p = probe(`probe-${attached.layoutName}-${round}-${i}`, WATCHERS / layout.muted.length);
     ctx.notifyWait = { channel: keys.pstnNotify(PROJECT, channelId(c)), probe: p };
-    p.sentAt = now();
+    const sentAt = now();
+    p.sentAt = sentAt;
+    /** @type {number} */
+    let ackAt;
     try {
-      p.ackAt = await ctx.mute(c, p.uid);
+      ackAt = await ctx.mute(c, p.uid);
+      p.ackAt = ackAt;
     } catch (e) {
-      seen.muteFailures.push(`probe: ${e.message}`);
+      seen.muteFailures.push(`probe: ${e instanceof Error ? e.message : String(e)}`);
       seen.probes.delete(p.uid);
       continue;
     }
@@ -360,13 +366,15 @@ async function probes(ctx, attached, round) {
       seen.errors.push(`probe ${p.uid}: ${p.expected - p.received} watchers without it after 10 s`);
       continue;
     }
+    const firstAt = p.firstAt ?? Number.NaN;
+    const lastAt = p.lastAt ?? Number.NaN;
     results.push({
-      sentToAck: p.ackAt - p.sentAt,
-      ackToNotify: p.notifyAt === undefined ? Number.NaN : p.notifyAt - p.ackAt,
-      ackToFirst: p.firstAt - p.ackAt,
-      ackToLast: p.lastAt - p.ackAt,
-      sentToLast: p.lastAt - p.sentAt,
-      sentToNotify: p.notifyAt === undefined ? Number.NaN : p.notifyAt - p.sentAt,
+      sentToAck: ackAt - sentAt,
+      ackToNotify: p.notifyAt === undefined ? Number.NaN : p.notifyAt - ackAt,
+      ackToFirst: firstAt - ackAt,
+      ackToLast: lastAt - ackAt,
+      sentToLast: lastAt - sentAt,
+      sentToNotify: p.notifyAt === undefined ? Number.NaN : p.notifyAt - sentAt,
     });
     await sleep(10 + Math.random() * 10);
   }
@@ -401,7 +409,17 @@ async function main() {
 
   // The plain subscriber: when a mute's notification reaches a client of Redis directly.
   const notify = new Redis(redisServer.url, { connectionName: "bench-notify" });
-  const ctx = { redisServer, redis, notify, bl, jwts, jwtFile, notifyWait: undefined };
+  /** @typedef {{ channel: string, probe: import("../lib/watch-clients.mjs").Probe }} NotifyWait */
+  const ctx = {
+    redisServer,
+    redis,
+    notify,
+    bl,
+    jwts,
+    jwtFile,
+    /** The probe whose notification the plain subscriber waits for. */
+    notifyWait: /** @type {NotifyWait | undefined} */ (undefined),
+  };
   notify.on("smessage", (channel) => {
     const wait = ctx.notifyWait;
     if (wait !== undefined && wait.channel === channel) wait.probe.notifyAt ??= now();

@@ -59,7 +59,6 @@ const WORK = mkdtempSync(join(os.tmpdir(), "boardline-bench-storm-"));
 const startedAt = new Date();
 const loadStart = os.loadavg();
 /** Before this process pins itself to one CPU. */
-const _NPROC = os.availableParallelism();
 const log = (...args) => console.error(`[bench:reconnect-storm ${new Date().toISOString().slice(11, 19)}]`, ...args);
 
 // --- CPUs: servers on the first allowed one, this process on the second ------------------------
@@ -70,11 +69,16 @@ const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
 };
-const _fmt = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : "–");
 
 // --- the watches ------------------------------------------------------------------------------
 
-/** One watch: when it was asked for, when it went live, how it was refused or ended. */
+/**
+ * One watch: when it was asked for, when it went live, how it was refused or ended.
+ * @typedef {{ askedAt: number, liveAt: number | undefined, refused: string | undefined,
+ *   failed: string | undefined, close: () => void }} StormWatch
+ */
+
+/** @returns {StormWatch} */
 function watchState() {
   return { askedAt: performance.now(), liveAt: undefined, refused: undefined, failed: undefined, close: () => {} };
 }
@@ -177,7 +181,7 @@ async function cell(redisUrl, token, size, rate) {
   const settled = (w) => w.liveAt !== undefined || w.refused !== undefined || w.failed !== undefined;
   const limit = performance.now() + CELL_LIMIT_MS;
   while (!watches.every(settled) && performance.now() < limit) await sleep(20);
-  const live = watches.filter((w) => w.liveAt !== undefined);
+  const live = watches.flatMap((w) => (w.liveAt === undefined ? [] : [{ ...w, liveAt: w.liveAt }]));
   const toLive = live.map((w) => w.liveAt - w.askedAt);
   const result = {
     size,

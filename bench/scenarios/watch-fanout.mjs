@@ -135,7 +135,7 @@ async function seed(redisUrl) {
         await store.channels.create({
           project: PROJECT,
           channel,
-          passphrases: [{ role: "host", passphrase: passphrases.get(channel) }],
+          passphrases: [{ role: "host", passphrase: passphrases.get(channel) ?? "" }],
           createdBy: "bench",
           createdAt: Date.now(),
           expireAt: undefined,
@@ -268,7 +268,7 @@ async function floorTarget(jwtFile) {
     mute: muter(`${url}/mute`, "floor", bodyOf),
     lastIds: async () => new Map(),
     added: async (channels) => {
-      const added = await fetch(`${url}/added`).then((r) => r.json());
+      const added = /** @type {Record<string, number>} */ (await fetch(`${url}/added`).then((r) => r.json()));
       return channels.map((c) => added[c] ?? 0);
     },
     lagMs: async () => Number.NaN,
@@ -307,7 +307,7 @@ async function measure(ctx, target) {
     await sleep(Number(process.env.BENCH_SETTLE_MS ?? 1000));
     memory.push(await reading(`${WATCHES} watches open (round ${round})`));
     if (round === 1) printSpaces(target.name, memory[0], memory.at(-1));
-    if (SNAPSHOTS && round === 1) printGrowth(target.name, memory[0].label, memory.at(-1).label);
+    if (SNAPSHOTS && round === 1) printGrowth(target.name, memory[0]?.label, memory.at(-1)?.label);
     for (const bodies of ["unwatched", "watched"]) cells.push(await muteCell(ctx, target, bodies, attached, round));
     await detach(ctx, target, attached);
     memory.push(await reading(`after they closed (round ${round})`));
@@ -342,6 +342,7 @@ function printSpaces(name, idle, open) {
 /** BENCH_FANOUT_SNAPSHOTS: the kinds of live objects that grew the most from one reading to another, per watch. */
 function printGrowth(name, from, to) {
   const [before, after] = [from, to].map((label) => summarizeHeap(join(WORK, `${name} ${label}.heapsnapshot`)));
+  if (before === undefined || after === undefined) return;
   log(`${name}: live objects per open watch (${PROTOCOLS.join(" + ")}), "${from}" → "${to}", the 30 that grew most:`);
   for (const r of heapGrowth(before, after, 30)) {
     log(`  ${(r.bytes / WATCHES).toFixed(0).padStart(6)} B ${(r.count / WATCHES).toFixed(2).padStart(6)} × ${r.kind}`);
