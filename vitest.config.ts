@@ -13,8 +13,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: "forks",
     // Two files at a time (vitest's default on 2 cores is one): the suite mostly waits on the servers,
-    // Redis topologies, builds and browsers it starts — one at a time it kept the CPUs a quarter busy
-    // (9 min 40 s; two at a time 4 min 48 s on the same machine, 2026-11-25).
+    // Redis topologies, builds and browsers it starts, so one at a time leaves the CPUs mostly idle.
     maxWorkers: 2,
     reporters,
   },
