@@ -3,7 +3,7 @@
  * (gen/, by `npx buf generate`) over Connect or gRPC-Web: mute a telephone
  * participant, read the channel's mute state, convert a document and watch it
  * to its pages. Each step and each error is one line in #log; errors are
- * handled as README's "What a caller does with each error" says.
+ * handled as docs/errors.md, "What a caller does with each error", says.
  */
 import { type Client, Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
@@ -68,7 +68,7 @@ function callError(e: unknown): ConnectError {
   return new ConnectError(`the connection failed: ${err.rawMessage}`, Code.Unavailable, undefined, undefined, e);
 }
 
-/** How long to wait before trying again, or why not to (README: "What a caller does with each error"). */
+/** How long to wait before trying again, or why not to (docs/errors.md: "What a caller does with each error"). */
 function nextTry(err: ConnectError, attempt: number): { waitMs: number; why: string } | { giveUp: string } {
   const code = Code[err.code].replace(/(?<=[a-z])(?=[A-Z])/g, "_").toUpperCase(); // ResourceExhausted → RESOURCE_EXHAUSTED
   switch (err.code) {

@@ -82,7 +82,7 @@ func jitter(d, spread time.Duration) time.Duration {
 }
 
 // decide says how long to wait before trying again, or the failure to give
-// up with: README "What a caller does with each error".
+// up with: docs/errors.md, "What a caller does with each error".
 func decide(a answer, b *retryWait) (time.Duration, *failure) {
 	switch {
 	case a.code == codes.Unauthenticated:

@@ -1,7 +1,7 @@
 // Command boardline-go mutes telephone participants, reads a channel's mute
 // state and watches its mute events over gRPC. It is the start of a Go
 // integration: context deadlines, a Bearer token per call, and each error
-// handled as boardline's README says (see errors.go).
+// handled as boardline's docs/errors.md says (see errors.go).
 //
 // Every step prints one JSON line on stdout.
 package main

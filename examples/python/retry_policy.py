@@ -1,6 +1,6 @@
 """What a boardline caller does with each gRPC error.
 
-The README's table "What a caller does with each error", as code: a refused
+The table "What a caller does with each error" of docs/errors.md, as code: a refused
 token or passphrase is not retried; RESOURCE_EXHAUSTED and ABORTED wait the
 ErrorInfo's retry_after_seconds (plus jitter); UNAVAILABLE and
 DEADLINE_EXCEEDED back off exponentially (100 ms doubling to 5 s, jittered).

@@ -1,6 +1,6 @@
 /**
  * deploy/jemalloc.sh, which `npm start` and the benchmarks' servers start node through: jemalloc (Debian's
- * libjemalloc2, which .ci/run installs where it is missing; redis-server links it too) is preloaded, as
+ * libjemalloc2, which `npm test` installs where it is missing; redis-server links it too) is preloaded, as
  * the image's LD_PRELOAD does, unless LD_PRELOAD is set already, with the image's MALLOC_CONF unless one is
  * set. Read from the child's own memory map and environment; jemalloc complains on stderr of a setting it
  * does not take.

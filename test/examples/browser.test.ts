@@ -13,7 +13,7 @@
  * demo), so Chromium loads and decodes real PNGs from the URLs boardline answered.
  *
  * It needs /usr/bin/chromium (or CHROMIUM_PATH): `apt-get install chromium`;
- * `bash .ci/run` installs it. Without it the tests fail, saying so.
+ * `npm test` installs it (.ci/system-packages.sh). Without it the tests fail, saying so.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
@@ -35,7 +35,7 @@ type TransportName = (typeof TRANSPORTS)[number];
 
 const missing = existsSync(CHROMIUM)
   ? undefined
-  : `no chromium at ${CHROMIUM}: apt-get install chromium (bash .ci/run installs it), or set CHROMIUM_PATH`;
+  : `no chromium at ${CHROMIUM}: apt-get install chromium (npm test installs it as root), or set CHROMIUM_PATH`;
 
 let live: LiveBoardline;
 let site: http.Server;

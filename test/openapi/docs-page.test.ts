@@ -7,7 +7,7 @@
  * test-output/ (git-ignored).
  *
  * It needs /usr/bin/chromium (or CHROMIUM_PATH): `apt-get install chromium`;
- * `bash .ci/run` installs it. Without it the test fails, saying so.
+ * `npm test` installs it (.ci/system-packages.sh). Without it the test fails, saying so.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -43,7 +43,7 @@ const problems: string[] = [];
 /** Why there is no browser, if there is none: each test fails with it (a failure in beforeAll would count as skips). */
 const missing = existsSync(CHROMIUM)
   ? undefined
-  : `no chromium at ${CHROMIUM}: apt-get install chromium (bash .ci/run installs it), or set CHROMIUM_PATH`;
+  : `no chromium at ${CHROMIUM}: apt-get install chromium (npm test installs it as root), or set CHROMIUM_PATH`;
 function needBrowser(): void {
   if (missing !== undefined) throw new Error(missing);
 }
