@@ -357,6 +357,7 @@ log "every request kind answers success; measuring"
 # How much CPU time the machine itself takes away from the servers' CPU while the other one is
 # busy (bench/lib/stall.mjs): the share of a p99 that no server code can remove. Measured before and
 # after the cells, since it changes with whatever else the host runs.
+CELLS_STARTED_AT=$(date +%s)
 STALLS=$WORK/stalls.jsonl
 : >"$STALLS"
 measure_stalls() {
@@ -489,7 +490,7 @@ fi
 # section (the full run and the conversions mode) of docs/performance.md.
 BENCH_WORK=$WORK BENCH_RESULTS=$RESULTS BENCH_VERIFY=$VERIFY BENCH_STALLS=$STALLS BENCH_WATCHERS_JSON=$WATCHERS_JSON BENCH_ONLY=$BENCH_ONLY BENCH_LOADAVG="$LOADAVG_START → $(cut -d" " -f1-3 /proc/loadavg)" BENCH_PINNING="$PINNING" BENCH_RSS_METHOD="$RSS_METHOD" \
   BENCH_ELAPSED=$(($(date +%s) - STARTED_AT)) BENCH_WARMUP=$BENCH_WARMUP BENCH_SECONDS=$BENCH_SECONDS BENCH_P99_RUNS=$BENCH_P99_RUNS \
-  BENCH_NODE_FLAGS="${NODE_FLAGS[*]}" \
+  BENCH_NODE_FLAGS="${NODE_FLAGS[*]}" BENCH_CELLS_STARTED_AT="$CELLS_STARTED_AT" \
   node bench/report/requests.mjs
 # The full run also dates the document's head: the machine and the commit every section was measured on.
 [[ -n $BENCH_ONLY || -n ${BENCH_NO_WRITE:-} ]] || node bench/report/document.mjs full-run "$(($(date +%s) - STARTED_AT))"

@@ -232,7 +232,8 @@ const table = (header, body) =>
     ...body.map((r) => `| ${r.join(" | ")} |`),
   ].join("\n");
 
-const startedAt = new Date(Date.now() - Number(env.BENCH_ELAPSED ?? 0) * 1000);
+/** When the request cells began (the parts before them have dates of their own). */
+const startedAt = env.BENCH_CELLS_STARTED_AT ? new Date(Number(env.BENCH_CELLS_STARTED_AT) * 1000) : new Date();
 const only = env.BENCH_ONLY ?? "";
 
 const muteSection = `${measuredLine("mute", startedAt)}
