@@ -1,25 +1,37 @@
 /**
- * Every `curl` example of README.md's fenced `sh` blocks, run in README order
- * with the real curl binary against startLiveBoardline(): the placeholders
- * ($TOKEN, $GATEWAY, $ADMIN, $TASK, $KEY, `"passphrase":"…"`, …) become live
- * values, and the answer must have the status and the shape of the
- * `# 200 {…}` comment under the command (every field it names; for
- * server-sent events, its `id:` / `data:` lines). And every route of the
- * README's API table has such a checked example.
+ * Every `curl` example of the fenced `sh` blocks of README.md and docs/*.md,
+ * run in their order (README.md first, then docs/ by name) with the real curl
+ * binary against startLiveBoardline(): the placeholders ($TOKEN, $GATEWAY,
+ * $ADMIN, $TASK, $KEY, `"passphrase":"…"`, …) become live values, and the
+ * answer must have the status and the shape of the `# 200 {…}` comment under
+ * the command (every field it names; for server-sent events, its `id:` /
+ * `data:` lines). And every route of the API tables (README.md's and
+ * docs/api.md's) has such a checked example.
  *
  * Every example is checked (expect.soft), so one run lists every stale comment.
  *
  * It needs curl: `apt-get install curl` (`bash .ci/run` installs it).
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { type LiveBoardline, startLiveBoardline } from "../harness/live-boardline.js";
 import { spawnTied } from "../harness/tied-spawn.js";
 
-const README = readFileSync("README.md", "utf8");
+/** The documents with examples, by path: README.md first, then docs/*.md by name. */
+const DOCUMENTS: ReadonlyMap<string, string> = new Map(
+  [
+    "README.md",
+    ...readdirSync("docs")
+      .filter((name) => name.endsWith(".md"))
+      .sort()
+      .map((name) => `docs/${name}`),
+  ].map((path) => [path, readFileSync(path, "utf8")]),
+);
+const API_TABLES = ["README.md", "docs/api.md"];
 const DOCUMENTED_BASE = "http://127.0.0.1:8080";
+const CONNECT_PATH = /http:\/\/127\.0\.0\.1:8080\/[a-z]+\.v1\.[A-Za-z]+\/[A-Za-z]+/;
 
 interface Expected {
   readonly status?: number;
@@ -29,15 +41,15 @@ interface Expected {
 }
 
 interface CurlExample {
-  /** README line of the command. */
-  readonly line: number;
+  /** Where the command is: `<document>:<line>`. */
+  readonly where: string;
   readonly command: string;
   readonly expected?: Expected;
 }
 
-/** The curl commands (continuation lines joined) of the sh blocks that call a /v1/ route, with their comments. */
-function readmeCurlExamples(readme: string): CurlExample[] {
-  const lines = readme.split("\n");
+/** The curl commands (continuation lines joined) of the sh blocks that call a JSON route or a Connect method, with their comments. */
+function curlExamples(document: string, text: string): CurlExample[] {
+  const lines = text.split("\n");
   const examples: CurlExample[] = [];
   let inSh = false;
   for (let i = 0; i < lines.length; i++) {
@@ -54,8 +66,13 @@ function readmeCurlExamples(readme: string): CurlExample[] {
     while (command.endsWith("\\")) command = `${command.slice(0, -1).trimEnd()} ${code(lines[++i] ?? "")}`;
     const comments: string[] = [];
     while ((lines[i + 1] ?? "").trim().startsWith("#")) comments.push((lines[++i] ?? "").trim().replace(/^#\s?/, ""));
-    if (!command.includes(`${DOCUMENTED_BASE}/v1/`)) continue;
-    examples.push({ line: start + 1, command, ...(comments.length > 0 ? { expected: expectation(comments) } : {}) });
+    // A JSON route (/v1/…), or a Connect call (/package.v1.Service/Method).
+    if (!command.includes(`${DOCUMENTED_BASE}/v1/`) && !CONNECT_PATH.test(command)) continue;
+    examples.push({
+      where: `${document}:${start + 1}`,
+      command,
+      ...(comments.length > 0 ? { expected: expectation(comments) } : {}),
+    });
   }
   return examples;
 }
@@ -67,9 +84,9 @@ function expectation(comments: string[]): Expected {
 }
 
 /** The routes of the API table: `METHOD /path` with `{var}` for path variables. */
-function apiTableRoutes(readme: string): { method: string; path: string }[] {
+function apiTableRoutes(text: string): { method: string; path: string }[] {
   const routes: { method: string; path: string }[] = [];
-  for (const row of readme.split("\n")) {
+  for (const row of text.split("\n")) {
     // "| `POST /v1/…` |", and "| `PUT` / `GET` / `DELETE /v1/…` |" for three methods on one path.
     const cell = /^\| ([A-Z /]+?) (\/v1\/[^ ?|]+)/.exec(row.replaceAll("`", ""));
     if (cell === null) continue;
@@ -118,7 +135,7 @@ async function getTask(task: string): Promise<{ status: string }> {
   return (await res.json()) as { status: string };
 }
 
-/** The command with live values for the README's placeholders. */
+/** The command with live values for the documents' placeholders. */
 async function withLiveValues(command: string): Promise<string> {
   let task = finishedTask;
   if (command.includes("$TASK") && (command.includes("-X DELETE") || command.includes("/watch"))) {
@@ -176,7 +193,7 @@ function keysOf(value: unknown, into = new Set<string>()): Set<string> {
 
 function checkAnswer(example: CurlExample, answer: { status: number; body: string }): void {
   const expected = example.expected;
-  const where = `README.md:${example.line} ${example.command.slice(0, 90)}`;
+  const where = `${example.where} ${example.command.slice(0, 90)}`;
   if (expected === undefined || expected.sse) {
     expect.soft(answer.status, where).toBe(200);
   } else {
@@ -202,10 +219,11 @@ function checkAnswer(example: CurlExample, answer: { status: number; body: strin
   for (const name of fieldNames(expected.text)) expect.soft([...keys], `${where}: ${answer.body}`).toContain(name);
 }
 
-const examples = readmeCurlExamples(README);
+const examples = [...DOCUMENTS].flatMap(([document, text]) => curlExamples(document, text));
 
-test("every route of the README's API table has a curl example with the answer it shows", () => {
-  const missing = apiTableRoutes(README).filter(({ method, path }) => {
+test.each(API_TABLES)("every route of %s's API table has a curl example with the answer it shows", (document) => {
+  const routes = apiTableRoutes(DOCUMENTS.get(document) ?? "");
+  const missing = routes.filter(({ method, path }) => {
     const pattern = new RegExp(
       `${path.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[a-z_]+\}/g, "[^/\\s'\"?]+")}(?:[?'"\\s]|$)`,
     );
@@ -214,11 +232,11 @@ test("every route of the README's API table has a curl example with the answer i
       return m === method && e.expected !== undefined && pattern.test(e.command);
     });
   });
-  expect(apiTableRoutes(README).length).toBeGreaterThanOrEqual(16);
+  expect(routes.length).toBeGreaterThanOrEqual(16);
   expect(missing).toEqual([]);
 });
 
-test("each README curl example answers with the status and shape of its comment", async () => {
+test("each curl example of the documents answers with the status and shape of its comment", async () => {
   expect(examples.length).toBeGreaterThanOrEqual(15);
   for (const example of examples) checkAnswer(example, await runCurl(await withLiveValues(example.command)));
 }, 60_000);
