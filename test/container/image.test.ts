@@ -1,6 +1,6 @@
 /**
  * boardline's image, built and run for real with Debian's podman (test/harness/podman.ts):
- * deploy/image/build-base.sh and deploy/image/build.sh build it as the README says, then it runs
+ * deploy/image/build-base.sh and deploy/image/build.sh build it as docs/deploy.md says, then it runs
  * read-only, as uid 10001, on the host's network, against a redis-server and the conversion
  * simulator started here on loopback. Through it: a JSON mute, a gRPC Mute over h2c, a ConvertFile
  * watched to Finished over gRPC. And what the image promises: its labels and entrypoint, no shell

@@ -209,7 +209,7 @@ describe("WatchConversion: the state now, then every change, ending after the te
       expect(first.status).toBe(200);
       const second = await fetch(watchUrl(limited, slow), { headers: { authorization: `Bearer ${token}` } });
       expect(second.status).toBe(429);
-      // Jittered, so that refused watchers do not all come back at once (README: 1–3 s).
+      // Jittered, so that refused watchers do not all come back at once (docs/api.md: 1–3 s).
       expect(["1", "2", "3"]).toContain(second.headers.get("retry-after"));
       open.abort();
       await eventually(

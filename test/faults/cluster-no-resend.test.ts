@@ -1,6 +1,6 @@
 /**
  * "A 503 means outcome unknown: a command in flight when the connection
- * dropped is never resent behind the caller's back" (README, Reliability) —
+ * dropped is never resent behind the caller's back" (docs/operations.md, "Reliability") —
  * on a Redis Cluster too, where ioredis would otherwise retry a command whose
  * node connection closed against the refreshed slot table.
  *

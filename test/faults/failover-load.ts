@@ -28,7 +28,7 @@ import { ROUTES } from "../harness/routes.js";
 import { sleep } from "../harness/sleep.js";
 
 /**
- * The documented bound on one answer while Redis fails over (README,
+ * The documented bound on one answer while Redis fails over (docs/operations.md,
  * "Reliability"): the reads of a mute (≤ REDIS_COMMAND_TIMEOUT_MS, 1 s) and its
  * write with WAIT (≤ REDIS_COMMAND_TIMEOUT_MS + REDIS_REPLICA_TIMEOUT_MS, 1.5 s).
  */
@@ -184,7 +184,7 @@ export interface StoredMutes {
   readonly firstEventMs: number;
 }
 
-/** One line of figures for the report (README "Reliability" quotes them). */
+/** One line of figures for the test's report. */
 export function figures(label: string, run: LoadRun, marks: Record<string, number>, lost: number): string {
   const { outcomes, readiness } = run;
   const t0 = marks.killedAt ?? 0;

@@ -210,7 +210,7 @@ test("the guessing limit holds across instances: GUESS_LIMIT wrong passphrases s
     // The limit is per caller: another subject of the project is not held back.
     expect((await muteAt(at, `other-${word()}`, right?.hostPassphrase ?? "")).status).toBe(200);
   }
-  // The counter is one, in Redis (README, "Data in Redis": guess:{sha256 of the caller}).
+  // The counter is one, in Redis (docs/redis-schema.md: guess:{sha256 of the caller}).
   const caller = createHash("sha256")
     .update(JSON.stringify([PROJECT, subject]))
     .digest("hex");

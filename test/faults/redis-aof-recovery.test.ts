@@ -1,7 +1,7 @@
 /**
  * Recovery after a Redis restart with a realistic append-only file: the first
  * 200 through boardline comes within 2 s of the restarted Redis answering PING
- * with PONG (done loading), the promise of the README's "Reliability and security".
+ * with PONG (done loading), the promise of docs/operations.md, "Reliability".
  *
  * The test owns a durable redis-server whose AOF it grows to about 32 MB of
  * mute-like writes (under a key prefix of its own), so a restarted Redis spends

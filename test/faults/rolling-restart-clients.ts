@@ -3,7 +3,7 @@
  * only: JSON mutes over HTTP/1.1 keep-alive (node:http, one connection per
  * client), gRPC mutes with @grpc/grpc-js over h2c, and telephone-gateway
  * watchers (WatchPstnEvents over gRPC or server-sent events) that open their
- * stream again with their cursor whenever it ends, as the README tells a
+ * stream again with their cursor whenever it ends, as docs/api.md tells a
  * gateway to. Each records what it saw, and what was not as documented.
  */
 import http from "node:http";

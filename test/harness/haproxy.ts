@@ -76,7 +76,7 @@ defaults
   timeout http-keep-alive 30s
   timeout check 1s
   # A connection refused or reset before the request was sent (no instance saw it) is tried again,
-  # on another server (README, "Running several instances": what the load balancer must do).
+  # on another server (docs/deploy.md, "What the load balancer must do").
   retries 3
   option redispatch 1
   # Without it an HTTP/1.1 client waits ~200 ms for every answer with a body: boardline's HTTP/2 answers

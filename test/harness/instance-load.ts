@@ -131,7 +131,7 @@ export interface Missing {
   readonly conversions: string[];
 }
 
-/** Reads the documented records (README, "Data in Redis") with a raw client, past boardline's code. */
+/** Reads the documented records (docs/redis-schema.md) with a raw client, past boardline's code. */
 export async function missingWrites(
   redis: Redis | Cluster,
   at: { readonly prefix: string; readonly project: string; readonly channels: readonly LoadChannel[] },

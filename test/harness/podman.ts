@@ -11,7 +11,7 @@
  * CONTAINERS_CONF to every podman it runs (`podmanEnv()` gives the same environment to a script).
  *
  * `buildBase()` and `buildImage()` run deploy/image/build-base.sh and deploy/image/build.sh, the
- * commands the README documents; `runContainer()` starts the image read-only, as uid 10001, on the
+ * commands docs/deploy.md documents; `runContainer()` starts the image read-only, as uid 10001, on the
  * host's network, and removes it when the test process exits.
  */
 import { execFileSync } from "node:child_process";

@@ -1,6 +1,6 @@
 /**
- * What a load balancer sees of a draining instance (README, "Running several
- * instances"): from the moment shutdown begins, `/readyz` on METRICS_PORT
+ * What a load balancer sees of a draining instance (docs/deploy.md, "Running
+ * several instances"): from the moment shutdown begins, `/readyz` on METRICS_PORT
  * answers 503 while a call already in flight still gets its full answer, and
  * the public port refuses new connections (its /readyz cannot be reached).
  */
