@@ -3,21 +3,10 @@
 // openapi/boardline.v1.json (or the file named as the first argument). Runs
 // compiled, as dist/tools/generate-openapi.js, from the repository root.
 
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeGenerated } from "./generated-doc.js";
 import { openApiDocument } from "./openapi/document.js";
 import { loadProtos } from "./openapi/protos.js";
 
 const path = process.argv[2] ?? "openapi/boardline.v1.json";
 const text = `${JSON.stringify(openApiDocument(loadProtos()), null, 2)}\n`;
-let before: string | undefined;
-try {
-  before = readFileSync(path, "utf8");
-} catch {
-  before = undefined;
-}
-if (before === text) {
-  process.stdout.write(`${path}: OpenAPI document up to date\n`);
-} else {
-  writeFileSync(path, text);
-  process.stdout.write(`${path}: OpenAPI document written\n`);
-}
+writeGenerated(path, text);

@@ -1,4 +1,4 @@
-// Writes a generated document when its text changed, and says which happened.
+// Writes a generated file when its text changed, and says which happened.
 
 import { readFileSync, writeFileSync } from "node:fs";
 

@@ -3,16 +3,11 @@
  * with a `channels.admin` token. Pasted as printed into bash, it answers the new channel and its
  * passphrases, and the channel is there afterwards.
  */
-import { type ChildProcess, execFile } from "node:child_process";
-import { join } from "node:path";
-import { promisify } from "node:util";
+import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { ensureBuilt, ROOT } from "../harness/build-dist.js";
-import { RPC_PATHS } from "../harness/routes.js";
-import { sleep } from "../harness/sleep.js";
-import { spawnTied } from "../harness/tied-spawn.js";
+import { ensureBuilt } from "../harness/build-dist.js";
+import { paste, startDemo } from "./demo-process.js";
 
-const MAIN = join(ROOT, "dist", "src", "main.js");
 /** A generated passphrase: seven groups of four from the domain's alphabet. */
 const GENERATED = /^[a-km-np-z2-9]{4}(?:-[a-km-np-z2-9]{4}){6}$/;
 
@@ -34,20 +29,7 @@ describe("the demo banner's channels.admin example", () => {
 
   beforeAll(async () => {
     await ensureBuilt();
-    let stdout = "";
-    proc = spawnTied(process.execPath, [MAIN], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? "", PORT: "0" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    proc.stdout?.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-    const deadline = Date.now() + 15_000;
-    // The banner ends with the buf curl command's URL line.
-    while (!stdout.includes(`${RPC_PATHS.mute}\n`)) {
-      if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`no banner; output so far:\n${stdout}`);
-      await sleep(50);
-    }
-    banner = stdout.slice(stdout.indexOf("boardline demo is listening on"));
+    ({ proc, banner } = await startDemo());
   }, 150_000);
 
   afterAll(() => {
@@ -61,11 +43,7 @@ describe("the demo banner's channels.admin example", () => {
     const command = commandAfter(banner, title);
     expect(command).toMatch(/^curl -sS -X POST http:\/\/127\.0\.0\.1:\d+\/v1\/channels \\$/m);
 
-    const { stdout } = await promisify(execFile)("bash", ["-c", `${command} -w '\\n%{http_code}'`], {
-      cwd: ROOT,
-      timeout: 20_000,
-    });
-    const [body, status] = stdout.split("\n");
+    const [body, status] = (await paste(`${command} -w '\\n%{http_code}'`)).split("\n");
     expect(status).toBe("200");
     const created = JSON.parse(body ?? "") as Record<string, unknown>;
     expect(created).toMatchObject({ channel_id: "meeting-4711" });

@@ -4,44 +4,17 @@
  * works; SIGTERM stops it cleanly. Also: production refuses to start without
  * Redis or JWT keys, with one line naming the variable.
  */
-import { type ChildProcess, execFile } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ensureBuilt, ROOT } from "../harness/build-dist.js";
 import { eventually } from "../harness/eventually.js";
 import { ROUTES, RPC_PATHS } from "../harness/routes.js";
-import { sleep } from "../harness/sleep.js";
 import { spawnTied } from "../harness/tied-spawn.js";
+import { cleanEnv, MAIN, paste, printedCommands, startDemo } from "./demo-process.js";
 
-const MAIN = join(ROOT, "dist", "src", "main.js");
 /** Netless task uuids are 32 hex digits (dashes tolerated). */
 const UUID = /^(?:[0-9a-f]-?){31}[0-9a-f]$/i;
-
-/** A clean environment: nothing of the runner's REDIS_*, JWT_*, PORT or NODE_ENV. */
-function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
-  return { PATH: process.env.PATH ?? "", ...extra };
-}
-
-/** Commands printed in the banner: a line starting with `prefix`, plus its `\` continuation lines. */
-function printedCommands(banner: string, prefix: string): string[] {
-  const lines = banner.split("\n");
-  const commands: string[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    if (!lines[i]?.startsWith(prefix)) continue;
-    const parts = [lines[i] ?? ""];
-    while ((parts.at(-1) ?? "").endsWith("\\") && i + 1 < lines.length) parts.push(lines[++i] ?? "");
-    commands.push(parts.join("\n"));
-  }
-  return commands;
-}
-
-/** Runs a printed command exactly as pasted into bash. */
-async function paste(command: string): Promise<string> {
-  const { stdout } = await promisify(execFile)("bash", ["-c", command], { cwd: ROOT, timeout: 20_000 });
-  return stdout;
-}
 
 beforeAll(async () => {
   await ensureBuilt();
@@ -49,26 +22,11 @@ beforeAll(async () => {
 
 describe("demo mode", () => {
   let proc: ChildProcess;
-  let stdout = "";
   let banner = "";
   let url = "";
 
   beforeAll(async () => {
-    proc = spawnTied(process.execPath, [MAIN], {
-      cwd: ROOT,
-      env: cleanEnv({ PORT: "0" }),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    proc.stdout?.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-    const deadline = Date.now() + 15_000;
-    // The banner ends with the buf curl command's URL line.
-    while (!stdout.includes(`${RPC_PATHS.mute}\n`)) {
-      if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`no banner; output so far:\n${stdout}`);
-      await sleep(50);
-    }
-    const start = stdout.indexOf("boardline demo is listening on");
-    banner = stdout.slice(start);
-    url = /boardline demo is listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(banner)?.[1] ?? "";
+    ({ proc, banner, url } = await startDemo());
   }, 30_000);
 
   afterAll(() => {
