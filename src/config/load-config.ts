@@ -66,9 +66,7 @@ export interface Config {
   readonly logLevel: string;
   readonly shutdownDelayMs: number;
   readonly shutdownGraceMs: number;
-  readonly guessLimit:
-    | { readonly attempts: number; readonly windowSeconds: number; readonly provenSeconds: number }
-    | undefined;
+  readonly guessLimit: { readonly attempts: number; readonly windowSeconds: number } | undefined;
   /** How long a passphrase or whiteboard record may be served from memory; 0 = always read. */
   readonly passphraseCacheMs: number;
   /** Traces (OpenTelemetry), on when OTEL_EXPORTER_OTLP_ENDPOINT is set; undefined: off. */
@@ -162,8 +160,7 @@ function readTls(env: Env): Config["tls"] {
 function readGuessLimit(env: Env): Config["guessLimit"] {
   const attempts = readInteger(env, "GUESS_LIMIT");
   const windowSeconds = readInteger(env, "GUESS_WINDOW_SECONDS");
-  const provenSeconds = readInteger(env, "GUESS_PROVEN_SECONDS");
-  return attempts === 0 ? undefined : { attempts, windowSeconds, provenSeconds };
+  return attempts === 0 ? undefined : { attempts, windowSeconds };
 }
 
 function readFile(variable: "TLS_CERT" | "TLS_KEY", path: string): Buffer {

@@ -10,7 +10,6 @@
 import type {
   ChannelDirectory,
   ConversionStore,
-  GuessTaken,
   IdempotencyStore,
   MuteChange,
   PassphraseRecord,
@@ -95,11 +94,11 @@ export class ReadCachedStore implements Store {
   getPstnSnapshot(project: string, channel: string): Promise<PstnSnapshot> {
     return this.inner.getPstnSnapshot(project, channel);
   }
-  takeGuess(callerKey: string, slot: string, limit: number, windowSeconds: number): Promise<GuessTaken> {
-    return this.inner.takeGuess(callerKey, slot, limit, windowSeconds);
+  recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {
+    return this.inner.recordPassphraseMiss(callerKey, windowSeconds);
   }
-  returnGuess(callerKey: string, slot: string): Promise<void> {
-    return this.inner.returnGuess(callerKey, slot);
+  passphraseMisses(callerKey: string): Promise<{ count: number; resetSeconds: number }> {
+    return this.inner.passphraseMisses(callerKey);
   }
   ping(): Promise<void> {
     return this.inner.ping();

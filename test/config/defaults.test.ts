@@ -39,7 +39,7 @@ describe("defaults", () => {
       logLevel: "info",
       shutdownDelayMs: 5_000,
       shutdownGraceMs: 10_000,
-      guessLimit: { attempts: 10, windowSeconds: 60, provenSeconds: 600 },
+      guessLimit: { attempts: 10, windowSeconds: 60 },
       passphraseCacheMs: 1000,
       tracing: undefined,
     });
@@ -115,7 +115,6 @@ describe("defaults", () => {
       SHUTDOWN_GRACE_MS: config.shutdownGraceMs,
       GUESS_LIMIT: config.guessLimit?.attempts,
       GUESS_WINDOW_SECONDS: config.guessLimit?.windowSeconds,
-      GUESS_PROVEN_SECONDS: config.guessLimit?.provenSeconds,
       PASSPHRASE_CACHE_MS: config.passphraseCacheMs,
       JWT_CACHE_MAX_MS: config.jwt.cacheMaxMs,
       IDEMPOTENCY_TTL_HOURS: config.idempotencyTtlHours,

@@ -66,15 +66,12 @@ export class WhiteboardConversions {
     if (settings === undefined) {
       throw new Failure("permission_denied", { detail: "the whiteboard is not set up for this project" });
     }
-    // A guess taken beside the lookup (none for a proven holder): no answer without one.
-    const { guess, record } = await this.guard.lookUp(caller, req.passphrase, (p) => this.store.lookupPassphrase(p));
+    // The lock-out check and the lookup run side by side: one round trip of latency.
+    const [, record] = await Promise.all([this.guard.check(caller), this.store.lookupPassphrase(req.passphrase)]);
     if (record === undefined || record.project !== caller.project) {
-      // The miss counts: the guess stays taken (a proven holder takes its guess now).
-      await guess.keep();
+      await this.guard.recordMiss(caller);
       throw new Failure("not_found", { detail: "no channel of this project has that passphrase" });
     }
-    // Given back while the backend is asked (it never fails: a lost one costs the caller one guess).
-    const givingBack = guess.giveBack();
     // Validation allows only these two values.
     const type = req.conversionType as ConversionType;
     // The id is ours, chosen before the task (and its uuid) exists.
@@ -91,7 +88,6 @@ export class WhiteboardConversions {
       },
       signal,
     );
-    await givingBack;
     const createdAt = this.now();
     // Side by side (one round trip): a webhook that comes before its mapping only misses its wake-up.
     const mapped =

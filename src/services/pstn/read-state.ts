@@ -10,7 +10,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { GetPstnStateRequest, PstnStateSchema } from "../../../gen/channel/v1/pstn_pb.js";
 import { Failure } from "../failure.js";
-import type { Guess, PassphraseGuard } from "../passphrase-guard.js";
+import type { PassphraseGuard } from "../passphrase-guard.js";
 import { type Caller, PSTN_GATEWAY_SCOPE, type Store } from "../ports.js";
 import { type PstnParticipantState, type PstnSnapshot, participantsByUid } from "./snapshot.js";
 
@@ -29,31 +29,28 @@ export class PstnStateReader {
 
   /** The channel's participants ordered by uid, and the id of the last mute event included. */
   async getState(caller: Caller, req: GetPstnStateRequest): Promise<PstnStateMessage> {
-    const { channel, guess } = await this.channelOf(caller, req);
-    // A right passphrase gives its guess back beside the read.
-    const givingBack = guess?.giveBack();
-    const snapshot = await this.store.getPstnSnapshot(caller.project, channel);
-    await givingBack;
-    return stateMessage(channel, snapshot);
+    const channel = await this.channelOf(caller, req);
+    return stateMessage(channel, await this.store.getPstnSnapshot(caller.project, channel));
   }
 
-  /** The channel the request names within the caller's project, and the guess a passphrase took; or the refusal. */
-  private async channelOf(caller: Caller, req: GetPstnStateRequest): Promise<{ channel: string; guess?: Guess }> {
+  /** The channel the request names within the caller's project, or the refusal. */
+  private async channelOf(caller: Caller, req: GetPstnStateRequest): Promise<string> {
     switch (req.channel.case) {
       case "channelId":
         if (!caller.scopes.has(PSTN_GATEWAY_SCOPE))
           throw new Failure("permission_denied", { detail: NEEDS_GATEWAY_SCOPE });
-        return { channel: req.channel.value };
+        return req.channel.value;
       case "passphrase": {
-        // As for a mute: a guess taken beside the lookup (none for a proven holder), and kept by every refusal.
-        const { guess, record } = await this.guard.lookUp(caller, req.channel.value, (p) =>
-          this.store.lookupPassphrase(p),
-        );
+        // As for a mute: the lock-out check and the lookup side by side, and every refusal counts as a miss.
+        const [, record] = await Promise.all([
+          this.guard.check(caller),
+          this.store.lookupPassphrase(req.channel.value),
+        ]);
         if (record === undefined || record.project !== caller.project) {
-          await guess.keep();
+          await this.guard.recordMiss(caller);
           throw new Failure("permission_denied", { detail: NOT_A_CHANNEL_PASSPHRASE });
         }
-        return { channel: record.channel, guess };
+        return record.channel;
       }
       default:
         // Validation requires one of them; unreachable.
