@@ -85,7 +85,7 @@ test("Redis errors are logged with the command's name, never its arguments", asy
   }
   const text = log.text();
   expect(text).not.toContain("pass:{");
-  expect(text).not.toContain("guess:{");
+  expect(text).not.toContain("guesses:{");
   for (const p of used) {
     expect(text).not.toContain(p);
     expect(text).not.toContain(hashPassphrase(p));
