@@ -11,8 +11,6 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
     {
       level,
       base: { service: "boardline" },
-      // The redaction paths do not reach into a serialized error: this serializer leaves out what must not show.
-      serializers: { err: errWithoutCommandArguments },
       redact: {
         paths: [
           "authorization",
@@ -34,21 +32,6 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
     },
     destination ?? process.stdout,
   );
-}
-
-/**
- * pino's error serializer, without a Redis command's arguments: ioredis hangs
- * the failed command on its errors (`command.args`: key names, which carry
- * passphrase hashes, and values), and the store scrubs those it sees; this
- * keeps any other from being logged whole.
- */
-function errWithoutCommandArguments(e: Error): unknown {
-  const serialized = pino.stdSerializers.err(e) as unknown as { command?: unknown };
-  const command = serialized.command;
-  if (typeof command === "object" && command !== null) {
-    serialized.command = { name: (command as { name?: unknown }).name };
-  }
-  return serialized;
 }
 
 /** A logger that drops everything (tests that do not look at logs). */

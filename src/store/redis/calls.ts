@@ -63,7 +63,6 @@ export class RedisCalls {
       );
     } catch (e) {
       if (isFailure(e)) throw e;
-      withoutArguments(e);
       if (isReplyError(e)) {
         // Redis answered with an error: not an outage, something to look at.
         this.logger.error({ err: e, operation }, "Redis rejected a command");
@@ -141,22 +140,6 @@ export function orIfWrongType<T>(fallback: T): (e: unknown) => T {
     if (isWrongType(e)) return fallback;
     throw e;
   };
-}
-
-/**
- * ioredis hangs the failed command on its error, arguments and all (key names,
- * which carry passphrase hashes, and values). Keeps only the command's name, on
- * the error and on those of an aborted transaction, so that neither the log
- * line here nor a later log of the error (as a Failure's cause) can show them.
- */
-export function withoutArguments(e: unknown): void {
-  if (typeof e !== "object" || e === null) return;
-  const error = e as { command?: unknown; previousErrors?: unknown };
-  if (typeof error.command === "object" && error.command !== null) {
-    const name = (error.command as { name?: unknown }).name;
-    error.command = { name: typeof name === "string" ? name : "?" };
-  }
-  if (Array.isArray(error.previousErrors)) for (const previous of error.previousErrors) withoutArguments(previous);
 }
 
 function isReplyError(e: unknown): e is Error {
