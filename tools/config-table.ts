@@ -4,14 +4,11 @@
 // test/config/config-table.test.ts fails when that table is stale.
 
 import { VARIABLES, type Variable } from "../src/config/variables.js";
+import { cell, code } from "./markdown.js";
 
 export const TABLE_START =
   "<!-- configuration table: generated from src/config/variables.ts by `npm run generate`; edit the rows there -->";
 export const TABLE_END = "<!-- end of configuration table -->";
-
-const code = (text: string) => `\`${text}\``;
-/** A table cell: no line breaks, and a literal | escaped. */
-const cell = (text: string) => text.replace(/\s*\n\s*/g, " ").replace(/\|/g, "\\|");
 
 function defaultColumn(row: Variable): string {
   if (row.defaultNote !== undefined) return row.defaultNote;

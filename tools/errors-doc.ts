@@ -13,12 +13,9 @@ import {
   transportTable,
 } from "../src/server/call/error-table.js";
 import type { FailureKind } from "../src/services/failure.js";
+import { cell, code } from "./markdown.js";
 
 export const ERRORS_DOC = "docs/errors.md";
-
-const code = (text: string) => `\`${text}\``;
-/** A table cell: no line breaks, and a literal | escaped. */
-const cell = (text: string) => text.replace(/\s*\n\s*/g, " ").replace(/\|/g, "\\|");
 
 /** The gRPC status name as the gRPC spec spells it (`INVALID_ARGUMENT`). */
 export function grpcName(status: Code): string {

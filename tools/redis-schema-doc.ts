@@ -8,12 +8,10 @@
 import { DEFAULT_KEY_PREFIX, keySchema } from "../src/store/schema/keys.js";
 import { KEYS, type KeyName } from "./redis-schema-keys.js";
 import { describedFields, LAYOUTS } from "./redis-schema-records.js";
+import { cell, code } from "./markdown.js";
 
 export const REDIS_SCHEMA_DOC = "docs/redis-schema.md";
 
-const code = (text: string) => `\`${text}\``;
-/** A table cell: no line breaks, and a literal | escaped. */
-const cell = (text: string) => text.replace(/\s*\n\s*/g, " ").replace(/\|/g, "\\|");
 const row = (cells: readonly string[]) => `| ${cells.map(cell).join(" | ")} |`;
 
 const names = Object.keys(KEYS) as KeyName[];

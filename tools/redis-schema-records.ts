@@ -19,6 +19,7 @@ import {
 import { doneFields, pendingFields } from "../src/store/schema/idempotency-records.js";
 import { REGIONS, TERMINAL_CONVERSION_STATUSES } from "../src/services/conversion/ports.js";
 import type { KeyName } from "./redis-schema-keys.js";
+import { code } from "./markdown.js";
 
 export interface RecordLayout {
   /** The field names the writers write. */
@@ -28,7 +29,6 @@ export interface RecordLayout {
 }
 
 const SHA = "<sha256 hex of passphrase>";
-const code = (text: string) => `\`${text}\``;
 
 const task: Parameters<typeof conversionFields>[0] = {
   uuid: "<task uuid>",
