@@ -276,7 +276,9 @@ describe.each(TRANSPORTS)("the browser example over %s", (transport) => {
     for (const [i, seconds] of waits.entries()) {
       expect(seconds).toBeGreaterThanOrEqual(1);
       const waited = (mutes[i + 1]?.at ?? 0) - (mutes[i]?.answeredAt ?? Number.POSITIVE_INFINITY);
-      expect(waited).toBeGreaterThanOrEqual(seconds * 1000);
+      // Chromium's request timings mix a wall-clock start with monotonic offsets, so a gap between two requests
+      // may read a few milliseconds short of the wait the page kept; the back-off test below allows the same.
+      expect(waited).toBeGreaterThanOrEqual(seconds * 1000 - 20);
       expect(waited).toBeLessThan(seconds * 1000 + 1000);
     }
     expect(await page.getAttribute("#mute-state", "data-muted")).toBe("true");
