@@ -53,6 +53,12 @@ async function main(): Promise<void> {
     { url: server.url, metricsPort: server.metricsPort, demo: config.demo, store: config.redis?.mode ?? "memory" },
     "boardline is listening",
   );
+  if (!config.demo && config.developmentKeys.length > 0) {
+    logger.warn(
+      { variables: config.developmentKeys },
+      "using the fixed development key for these variables: anyone can derive it, so NODE_ENV=production refuses it",
+    );
+  }
   if (seed !== undefined && key.kind === "secret") await announceDemo(config, server, store, seed, key.secret);
   stopOnSignals(config, logger, server, async () => {
     await server.shutdown(config.shutdownGraceMs);

@@ -24,6 +24,7 @@ import {
 import { type JwtSettings, KEY_SOURCES, loadJwtSettings } from "./jwt-settings.js";
 import { loadRedisSettings, type RedisConfig, type RedisSettings } from "./redis-settings.js";
 import { loadWebhookSettings, type WebhookConfig } from "./webhook-settings.js";
+import { developmentKeyRing, type KeyRing, keyRing } from "../secrets/key-ring.js";
 
 export interface Config {
   readonly production: boolean;
@@ -69,6 +70,12 @@ export interface Config {
   readonly guessLimit: { readonly attempts: number; readonly windowSeconds: number } | undefined;
   /** How long a passphrase or whiteboard record may be served from memory; 0 = always read. */
   readonly passphraseCacheMs: number;
+  /** PASSPHRASE_KEYS: the keys of the passphrase index, current first. */
+  readonly passphraseKeys: KeyRing;
+  /** SECRETS_KEYS: the keys that encrypt stored Netless credentials, current first. */
+  readonly secretsKeys: KeyRing;
+  /** The variables of the two key rings that fell back to the fixed development key (never in production). */
+  readonly developmentKeys: readonly string[];
   /** Traces (OpenTelemetry), on when OTEL_EXPORTER_OTLP_ENDPOINT is set; undefined: off. */
   readonly tracing: { readonly endpoint: string; readonly serviceName: string } | undefined;
 }
@@ -134,8 +141,29 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceMs: readInteger(env, "SHUTDOWN_GRACE_MS"),
     guessLimit: readGuessLimit(env),
     passphraseCacheMs: readInteger(env, "PASSPHRASE_CACHE_MS"),
+    ...readKeyRings(env, production),
     tracing: readTracing(env),
   };
+}
+
+/**
+ * PASSPHRASE_KEYS and SECRETS_KEYS. Production needs keys of its own, as it
+ * needs a Redis; elsewhere a fixed key stands in, so the demo and tests need
+ * no configuration, and start-up logs which variables it stood in for.
+ */
+function readKeyRings(
+  env: Env,
+  production: boolean,
+): Pick<Config, "passphraseKeys" | "secretsKeys" | "developmentKeys"> {
+  const developmentKeys: string[] = [];
+  const read = (name: "PASSPHRASE_KEYS" | "SECRETS_KEYS"): KeyRing => {
+    const items = readList(env, name);
+    if (items !== undefined) return keyRing(items);
+    if (production) throw new ConfigError(name, "is required when NODE_ENV=production (openssl rand -base64 32)");
+    developmentKeys.push(name);
+    return developmentKeyRing(name);
+  };
+  return { passphraseKeys: read("PASSPHRASE_KEYS"), secretsKeys: read("SECRETS_KEYS"), developmentKeys };
 }
 
 function readTracing(env: Env): Config["tracing"] {

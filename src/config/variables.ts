@@ -8,6 +8,7 @@
  * redis-settings.ts and jwt-settings.ts.
  */
 import { JWT_ALGORITHMS, isOrigin, checkWebhookBase } from "./accepted-values.js";
+import { checkKeyText } from "../secrets/key-ring.js";
 import { REDIS_VARIABLES } from "./redis-variables.js";
 import type { Variable } from "./variable-kinds.js";
 
@@ -291,6 +292,24 @@ export const VARIABLES = {
     max: 60_000,
     meaning:
       "how long a passphrase or whiteboard record (or its absence) may be served from memory: a record another writer creates, changes or deletes takes effect within this bound; `0` = read Redis every time",
+  },
+  PASSPHRASE_KEYS: {
+    kind: "list",
+    defaultNote: "— (required when `NODE_ENV=production`; a fixed development key otherwise)",
+    allowed:
+      "comma-separated base64 keys of at least 32 random bytes (`openssl rand -base64 32`), the current one first",
+    check: checkKeyText,
+    meaning:
+      'the keys of the passphrase index: a passphrase is found by HMAC-SHA256 under the current key of its project and its hash, so a copy of Redis cannot test guesses. Put a new key first and keep the old ones after it until `boardline channel reindex` reports none left under them (docs/security.md, "Rotating the keys")',
+  },
+  SECRETS_KEYS: {
+    kind: "list",
+    defaultNote: "— (required when `NODE_ENV=production`; a fixed development key otherwise)",
+    allowed:
+      "comma-separated base64 keys of at least 32 random bytes (`openssl rand -base64 32`), the current one first",
+    check: checkKeyText,
+    meaning:
+      "the keys that encrypt each project's Netless credentials in Redis (AES-256-GCM): new writes use the first, reads try each. Rotation as for `PASSPHRASE_KEYS`",
   },
 } as const satisfies Record<string, Variable>;
 

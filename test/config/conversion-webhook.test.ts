@@ -3,6 +3,7 @@
  * the secret's length, and the rules that tie them together (and to
  * JWT_SECRET, CONVERSION_API and demo mode).
  */
+import { DEVELOPMENT_KEYS } from "../harness/development-keys.js";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/index.js";
 import { configError, SECRET } from "./helpers.js";
@@ -65,7 +66,7 @@ describe("conversion webhooks", () => {
     const e = configError(on({ CONVERSION_WEBHOOK_SECRET: "" }));
     expect(e.variable).toBe("CONVERSION_WEBHOOK_SECRET");
     expect(e.message).toMatch(/^CONVERSION_WEBHOOK_SECRET is required with CONVERSION_WEBHOOK_BASE outside demo mode/);
-    const production = { NODE_ENV: "production", REDIS_URL: "redis://r:6379" };
+    const production = { NODE_ENV: "production", REDIS_URL: "redis://r:6379", ...DEVELOPMENT_KEYS };
     expect(configError(on({ ...production, CONVERSION_WEBHOOK_SECRET: "" })).variable).toBe(
       "CONVERSION_WEBHOOK_SECRET",
     );

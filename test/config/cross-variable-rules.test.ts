@@ -51,6 +51,10 @@ describe("the algorithms must fit the key source", () => {
 });
 
 describe("production requires Redis and a key source", () => {
+  const KEYS = {
+    PASSPHRASE_KEYS: Buffer.alloc(32, 1).toString("base64"),
+    SECRETS_KEYS: Buffer.alloc(32, 2).toString("base64"),
+  };
   it.each([
     [{ NODE_ENV: "production" }, "REDIS_URL", /^REDIS_URL is required when NODE_ENV=production/],
     [{ NODE_ENV: "production", JWT_SECRET: SECRET }, "REDIS_URL", /^REDIS_URL is required/],
@@ -67,7 +71,7 @@ describe("production requires Redis and a key source", () => {
   });
 
   it("with both it starts, not as the demo", () => {
-    const config = loadConfig({ NODE_ENV: "production", REDIS_URL: "redis://r:6379", JWT_SECRET: SECRET });
+    const config = loadConfig({ NODE_ENV: "production", REDIS_URL: "redis://r:6379", JWT_SECRET: SECRET, ...KEYS });
     expect(config).toMatchObject({ production: true, demo: false, host: "0.0.0.0" });
     expect(config.conversionApiBase).toBe("https://api.netless.link");
   });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig, loadRedisSettings, loadTokenSettings } from "../../src/config/index.js";
 import { VARIABLES } from "../../src/config/variables.js";
+import { developmentKeyRing } from "../../src/secrets/key-ring.js";
 import { SECRET } from "./helpers.js";
 
 describe("defaults", () => {
@@ -41,6 +42,9 @@ describe("defaults", () => {
       shutdownGraceMs: 10_000,
       guessLimit: { attempts: 10, windowSeconds: 60 },
       passphraseCacheMs: 1000,
+      passphraseKeys: developmentKeyRing("PASSPHRASE_KEYS"),
+      secretsKeys: developmentKeyRing("SECRETS_KEYS"),
+      developmentKeys: ["PASSPHRASE_KEYS", "SECRETS_KEYS"],
       tracing: undefined,
     });
   });

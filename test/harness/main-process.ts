@@ -5,6 +5,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { ROOT } from "./build-dist.js";
+import { DEVELOPMENT_KEYS } from "./development-keys.js";
 import { spawnTied } from "./tied-spawn.js";
 
 export interface MainProcess {
@@ -24,7 +25,8 @@ process.once("exit", () => {
 
 /**
  * Starts it with only PATH, PORT=0, HOST=127.0.0.1, SHUTDOWN_DELAY_MS=0 (a SIGTERM stops it at
- * once, as before that delay existed; a test of the delay sets it) and `env`; resolves once it logs its URL.
+ * once; a test of the delay sets it), the development keys (DEVELOPMENT_KEYS, which production
+ * requires to be set) and `env`; resolves once it logs its URL.
  * `maxOpenFiles` lowers its file descriptor limit (`ulimit -n`, through bash).
  */
 export async function startMainProcess(
@@ -37,7 +39,14 @@ export async function startMainProcess(
       : ["bash", ["-c", `ulimit -n ${o.maxOpenFiles} && exec "$0" dist/src/main.js`, process.execPath]];
   const proc = spawnTied(command, args, {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", SHUTDOWN_DELAY_MS: "0", ...env },
+    env: {
+      PATH: process.env.PATH ?? "",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      SHUTDOWN_DELAY_MS: "0",
+      ...DEVELOPMENT_KEYS,
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   running.add(proc);
