@@ -166,10 +166,11 @@ export const KEYS: Readonly<Record<KeyName, KeyDoc>> = {
   },
   guesses: {
     key: (k) => hashShown(k.guesses("<caller>"), "<caller>", "<sha256 hex of caller>"),
-    type: "string",
-    holds: "wrong-passphrase counter of one caller (mutes, state reads and conversions together)",
-    writtenBy: "every request that names a wrong passphrase",
-    expires: "at the end of its window (`GUESS_WINDOW_SECONDS`)",
+    type: "sorted set",
+    holds:
+      "the guesses one caller took in the sliding window (mutes, state reads and conversions together): a slot per call, scored by the time (ms) it was taken; a right passphrase removes its slot",
+    writtenBy: "every request that names a passphrase",
+    expires: "`GUESS_WINDOW_SECONDS` after the last guess taken; older guesses drop out when the next is taken",
   },
   idempotency: {
     key: (k) =>

@@ -276,14 +276,14 @@ export const VARIABLES = {
     min: 0,
     max: 1_000_000,
     meaning:
-      "wrong passphrases per caller (project + `sub`) per window before 429; `0` disables (the check costs one Redis round trip, in parallel with the passphrase lookup)",
+      "wrong passphrases per caller (project + `sub`) in any window of `GUESS_WINDOW_SECONDS` (a sliding window; beyond it 429); `0` disables (a call takes a guess in one Redis round trip, in parallel with the passphrase lookup, and a right passphrase gives it back beside its own write)",
   },
   GUESS_WINDOW_SECONDS: {
     kind: "integer",
     default: 60,
     min: 1,
     max: 86_400,
-    meaning: "the window `GUESS_LIMIT` counts in",
+    meaning: "the sliding window `GUESS_LIMIT` counts in: a guess counts for this long from when it was taken",
   },
   PASSPHRASE_CACHE_MS: {
     kind: "integer",

@@ -114,16 +114,22 @@ export interface Store {
   /** Channels managed through the API: created, listed by index (never by SCAN), rotated, removed, audited. */
   readonly channels: ChannelDirectory;
   /**
-   * Counts one wrong passphrase for a caller key; the counting window starts
-   * at the first miss and lasts `windowSeconds`.
+   * Takes one guess of a caller key, atomically: granted while the key holds
+   * fewer than `limit` guesses taken within the last `windowSeconds` (a sliding
+   * window), refused otherwise with the seconds until its oldest guess leaves
+   * the window, rounded up. A granted guess is named by `slot` (unique per call)
+   * and counts for the whole window unless `returnGuess` gives it back.
    */
-  recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void>;
-  /** The caller key's misses in the current window and the seconds until the window ends. */
-  passphraseMisses(callerKey: string): Promise<{ count: number; resetSeconds: number }>;
+  takeGuess(callerKey: string, slot: string, limit: number, windowSeconds: number): Promise<GuessTaken>;
+  /** Gives a taken guess back (the passphrase was right); an unknown or expired slot is ignored. */
+  returnGuess(callerKey: string, slot: string): Promise<void>;
   /** Resolves when the store can serve requests; throws `Failure("unavailable")` otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** A guess granted, or refused with the whole seconds (at least 1) until one frees up. */
+export type GuessTaken = { readonly granted: true } | { readonly granted: false; readonly retryAfterSeconds: number };
 
 /** One problem `channelDoctor` found, and what it did about it. */
 export interface ChannelDoctorFinding {

@@ -10,6 +10,7 @@
 import type {
   ChannelDirectory,
   ConversionStore,
+  GuessTaken,
   IdempotencyStore,
   MuteChange,
   PassphraseRecord,
@@ -94,11 +95,11 @@ export class ReadCachedStore implements Store {
   getPstnSnapshot(project: string, channel: string): Promise<PstnSnapshot> {
     return this.inner.getPstnSnapshot(project, channel);
   }
-  recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {
-    return this.inner.recordPassphraseMiss(callerKey, windowSeconds);
+  takeGuess(callerKey: string, slot: string, limit: number, windowSeconds: number): Promise<GuessTaken> {
+    return this.inner.takeGuess(callerKey, slot, limit, windowSeconds);
   }
-  passphraseMisses(callerKey: string): Promise<{ count: number; resetSeconds: number }> {
-    return this.inner.passphraseMisses(callerKey);
+  returnGuess(callerKey: string, slot: string): Promise<void> {
+    return this.inner.returnGuess(callerKey, slot);
   }
   ping(): Promise<void> {
     return this.inner.ping();

@@ -288,14 +288,29 @@ export function storeContract(name: string, options: ContractOptions): void {
       });
     });
 
-    it("counts wrong passphrases per caller in a window, and tells the seconds left rounded up", async () => {
+    it("grants a caller's guesses up to the limit, even when taken at once, and refuses the rest with the wait", async () => {
       const caller = `caller-${unique()}`;
-      await store.recordPassphraseMiss(caller, 2);
-      await store.recordPassphraseMiss(caller, 2);
-      await new Promise((r) => setTimeout(r, 600));
-      // 1.4 s left: a caller told 1 s would come back early and be refused again.
-      expect(await store.passphraseMisses(caller)).toEqual({ count: 2, resetSeconds: 2 });
-      expect(await store.passphraseMisses(`other-${unique()}`)).toEqual({ count: 0, resetSeconds: 0 });
+      const taken = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => store.takeGuess(caller, `slot-${i}`, 5, 30)),
+      );
+      expect(taken.filter((t) => t.granted)).toHaveLength(5);
+      for (const t of taken.filter((t) => !t.granted)) {
+        expect(t).toEqual({ granted: false, retryAfterSeconds: expect.any(Number) });
+        if (!t.granted) expect(t.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+        if (!t.granted) expect(t.retryAfterSeconds).toBeLessThanOrEqual(30);
+      }
+      expect(await store.takeGuess(`other-${unique()}`, "slot-0", 5, 30)).toEqual({ granted: true });
+    });
+
+    it("takes a guess given back off the count, and ignores a slot it never granted", async () => {
+      const caller = `caller-${unique()}`;
+      for (let i = 0; i < 3; i++) expect((await store.takeGuess(caller, `s${i}`, 3, 30)).granted).toBe(true);
+      expect((await store.takeGuess(caller, "s3", 3, 30)).granted).toBe(false);
+      await store.returnGuess(caller, "s3");
+      expect((await store.takeGuess(caller, "s4", 3, 30)).granted).toBe(false);
+      await store.returnGuess(caller, "s1");
+      expect((await store.takeGuess(caller, "s5", 3, 30)).granted).toBe(true);
+      expect((await store.takeGuess(caller, "s6", 3, 30)).granted).toBe(false);
     });
 
     describe("whiteboard settings", () => {

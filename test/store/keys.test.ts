@@ -74,7 +74,7 @@ describe("key schema (docs/architecture.md, Redis schema)", () => {
     const keys = keySchema();
     const passphrase = "open sesame \u00e9";
     expect(keys.passphrase(passphrase)).toBe(`bl:pass:{${hashPassphrase(passphrase)}}`);
-    expect(keys.guesses("caller-1")).toBe(`bl:guess:{${hashPassphrase("caller-1")}}`);
+    expect(keys.guesses("caller-1")).toBe(`bl:guesses:{${hashPassphrase("caller-1")}}`);
     expect(keys.passphrase(passphrase)).not.toContain("sesame");
     expect(keys.guesses("caller-1")).not.toContain("caller-1");
     const idem = keys.idempotency("proj-1", "subject-secret", "key-secret");

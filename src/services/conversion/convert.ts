@@ -66,12 +66,13 @@ export class WhiteboardConversions {
     if (settings === undefined) {
       throw new Failure("permission_denied", { detail: "the whiteboard is not set up for this project" });
     }
-    // The lock-out check and the lookup run side by side: one round trip of latency.
-    const [, record] = await Promise.all([this.guard.check(caller), this.store.lookupPassphrase(req.passphrase)]);
+    // A guess taken beside the lookup: one round trip of latency, and no answer without a guess.
+    const [guess, record] = await Promise.all([this.guard.take(caller), this.store.lookupPassphrase(req.passphrase)]);
     if (record === undefined || record.project !== caller.project) {
-      await this.guard.recordMiss(caller);
+      // The guess stays taken: this miss counts.
       throw new Failure("not_found", { detail: "no channel of this project has that passphrase" });
     }
+    await guess.giveBack();
     // Validation allows only these two values.
     const type = req.conversionType as ConversionType;
     // The id is ours, chosen before the task (and its uuid) exists.

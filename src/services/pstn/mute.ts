@@ -22,14 +22,16 @@ export class PstnControl {
   async mute(caller: Caller, req: MuteRequest): Promise<MessageInitShape<typeof MuteResponseSchema>> {
     // `mute` has explicit presence and validation requires it; the fallback is unreachable.
     const mute = req.mute ?? false;
-    // The lock-out check and the lookup run side by side: one round trip of latency. (Indexed, not
-    // destructured: destructuring an array walks an iterator, allocated on every mute.)
-    const both = await Promise.all([this.guard.check(caller), this.store.lookupPassphrase(req.passphrase)]);
+    // The guess is taken beside the lookup: one round trip of latency, and no answer without a guess.
+    // (Indexed, not destructured: destructuring an array walks an iterator, allocated on every mute.)
+    const both = await Promise.all([this.guard.take(caller), this.store.lookupPassphrase(req.passphrase)]);
     const record = both[1];
     if (record === undefined || record.project !== caller.project || record.role !== "host") {
-      await this.guard.recordMiss(caller);
+      // The guess stays taken: this miss counts.
       throw new Failure("permission_denied", { detail: NOT_A_HOST_PASSPHRASE });
     }
+    // A hit gives its guess back beside the write: no round trip of latency added.
+    const givingBack = both[0].giveBack();
     await this.store.setMute({
       project: record.project,
       channel: record.channel,
@@ -39,6 +41,7 @@ export class PstnControl {
       at: this.now(),
       expireAt: record.expireAt, // always present, undefined or not: one shape for every mute's change
     });
+    await givingBack;
     return { uid: req.uid, mute };
   }
 }

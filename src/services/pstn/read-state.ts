@@ -10,7 +10,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { GetPstnStateRequest, PstnStateSchema } from "../../../gen/channel/v1/pstn_pb.js";
 import { Failure } from "../failure.js";
-import type { PassphraseGuard } from "../passphrase-guard.js";
+import type { Guess, PassphraseGuard } from "../passphrase-guard.js";
 import { type Caller, PSTN_GATEWAY_SCOPE, type Store } from "../ports.js";
 import { type PstnParticipantState, type PstnSnapshot, participantsByUid } from "./snapshot.js";
 
@@ -29,28 +29,31 @@ export class PstnStateReader {
 
   /** The channel's participants ordered by uid, and the id of the last mute event included. */
   async getState(caller: Caller, req: GetPstnStateRequest): Promise<PstnStateMessage> {
-    const channel = await this.channelOf(caller, req);
-    return stateMessage(channel, await this.store.getPstnSnapshot(caller.project, channel));
+    const { channel, guess } = await this.channelOf(caller, req);
+    // A right passphrase gives its guess back beside the read.
+    const givingBack = guess?.giveBack();
+    const snapshot = await this.store.getPstnSnapshot(caller.project, channel);
+    await givingBack;
+    return stateMessage(channel, snapshot);
   }
 
-  /** The channel the request names within the caller's project, or the refusal. */
-  private async channelOf(caller: Caller, req: GetPstnStateRequest): Promise<string> {
+  /** The channel the request names within the caller's project, and the guess a passphrase took; or the refusal. */
+  private async channelOf(caller: Caller, req: GetPstnStateRequest): Promise<{ channel: string; guess?: Guess }> {
     switch (req.channel.case) {
       case "channelId":
         if (!caller.scopes.has(PSTN_GATEWAY_SCOPE))
           throw new Failure("permission_denied", { detail: NEEDS_GATEWAY_SCOPE });
-        return req.channel.value;
+        return { channel: req.channel.value };
       case "passphrase": {
-        // As for a mute: the lock-out check and the lookup side by side, and every refusal counts as a miss.
-        const [, record] = await Promise.all([
-          this.guard.check(caller),
+        // As for a mute: a guess taken beside the lookup, and kept by every refusal.
+        const [guess, record] = await Promise.all([
+          this.guard.take(caller),
           this.store.lookupPassphrase(req.channel.value),
         ]);
         if (record === undefined || record.project !== caller.project) {
-          await this.guard.recordMiss(caller);
           throw new Failure("permission_denied", { detail: NOT_A_CHANNEL_PASSPHRASE });
         }
-        return record.channel;
+        return { channel: record.channel, guess };
       }
       default:
         // Validation requires one of them; unreachable.

@@ -12,11 +12,12 @@
  * which lets service tests exercise the 503 path without a Redis.
  */
 import { Failure } from "../../services/failure.js";
-import type { AdminStore, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
+import type { AdminStore, GuessTaken, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
 import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
 import { CheckedAdmin } from "../checked-admin.js";
 import { ChannelSteps } from "../channels/steps.js";
 import { ConversionSteps } from "../conversion-steps.js";
+import { guessTaken, takeGuessIn } from "../guesses.js";
 import {
   CONVERSION_TTL_SECONDS,
   IDEMPOTENCY_TTL_SECONDS,
@@ -127,23 +128,18 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
     return parsePstnSnapshot(mute, hash(this.keys.pstnMuteMeta(project, channel)), newest ?? "0-0");
   }
 
-  async recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {
+  async takeGuess(callerKey: string, slot: string, limit: number, windowSeconds: number): Promise<GuessTaken> {
     this.guard();
     const key = this.keys.guesses(callerKey);
-    const entry = this.data.get(key);
-    if (entry?.type === "string") {
-      entry.value = String(Number(entry.value) + 1);
-      return;
-    }
-    this.data.set(key, { type: "string", value: "1", expiresAt: this.data.now() + windowSeconds * 1000 });
+    const waitMs = takeGuessIn(this.data.writableSortedSet(key), slot, limit, windowSeconds * 1000, this.data.now());
+    if (waitMs === 0) this.data.expireIn(key, windowSeconds * 1000);
+    return guessTaken(waitMs);
   }
 
-  async passphraseMisses(callerKey: string): Promise<{ count: number; resetSeconds: number }> {
+  async returnGuess(callerKey: string, slot: string): Promise<void> {
     this.guard();
     const entry = this.data.get(this.keys.guesses(callerKey));
-    if (entry?.type !== "string" || entry.expiresAt === undefined) return { count: 0, resetSeconds: 0 };
-    const resetSeconds = Math.max(1, Math.ceil((entry.expiresAt - this.data.now()) / 1000));
-    return { count: Number(entry.value), resetSeconds };
+    if (entry?.type === "zset") entry.scores.delete(slot);
   }
 
   async ping(): Promise<void> {

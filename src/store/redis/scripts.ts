@@ -94,15 +94,26 @@ return {2}
 `;
 
 /**
- * One more wrong passphrase: INCR, and start the window's expiry on the first
- * miss (never extended, so a window always ends). KEYS: counter. ARGV: window s.
+ * Takes one guess of a caller (a sliding window): drops the guesses older than
+ * the window, then adds ARGV[1] at the server's clock when fewer than ARGV[2]
+ * are left, and keeps the set for one more window. Answers 0 when granted,
+ * else the milliseconds until the oldest guess leaves the window. One key, so
+ * it runs on a Cluster; the server's clock, so every instance shares one
+ * window. KEYS: the caller's guesses. ARGV: slot, limit, window ms.
  */
-const COUNT_MISS = `
-local n = redis.call('INCR', KEYS[1])
-if n == 1 or redis.call('TTL', KEYS[1]) < 0 then
-  redis.call('EXPIRE', KEYS[1], ARGV[1])
+const TAKE_GUESS = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if oldest[2] == nil then return window end
+  return math.max(1, tonumber(oldest[2]) + window - now)
 end
-return n
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('PEXPIRE', KEYS[1], window)
+return 0
 `;
 
 /** The script commands, as ioredis adds them to the client. */
@@ -130,7 +141,7 @@ export interface ScriptCommands {
     role: string,
     expireAt?: string,
   ): Promise<ClaimReply>;
-  blCountMiss(key: string, windowSeconds: string): Promise<number>;
+  blTakeGuess(key: string, slot: string, limit: string, windowMs: string): Promise<number>;
 }
 
 export type ClaimReply = [0, string, string] | [1] | [2];
@@ -139,7 +150,7 @@ export function defineScripts(client: RedisClient): ScriptCommands {
   client.defineCommand("blSetMute", { numberOfKeys: 5, lua: SET_MUTE });
   client.defineCommand("blPstnSnapshot", { numberOfKeys: 3, lua: PSTN_SNAPSHOT });
   client.defineCommand("blClaimPassphrase", { numberOfKeys: 1, lua: CLAIM_PASSPHRASE });
-  client.defineCommand("blCountMiss", { numberOfKeys: 1, lua: COUNT_MISS });
+  client.defineCommand("blTakeGuess", { numberOfKeys: 1, lua: TAKE_GUESS });
   // defineCommand adds methods ioredis' types cannot know about.
   return client as unknown as ScriptCommands;
 }

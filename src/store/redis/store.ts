@@ -17,11 +17,12 @@
  */
 import type { Logger } from "../../log.js";
 import { Failure } from "../../services/failure.js";
-import type { AdminStore, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
+import type { AdminStore, GuessTaken, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
 import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
 import { CheckedAdmin } from "../checked-admin.js";
 import { ChannelSteps } from "../channels/steps.js";
 import { ConversionSteps } from "../conversion-steps.js";
+import { guessTaken } from "../guesses.js";
 import {
   CONVERSION_TTL_SECONDS,
   IDEMPOTENCY_TTL_SECONDS,
@@ -220,22 +221,17 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
     return parsePstnSnapshot(pairsToMap(mute), pairsToMap(meta), asOf);
   }
 
-  async recordPassphraseMiss(callerKey: string, windowSeconds: number): Promise<void> {
+  async takeGuess(callerKey: string, slot: string, limit: number, windowSeconds: number): Promise<GuessTaken> {
     const key = this.keys.guesses(callerKey);
-    await this.calls.call("recordPassphraseMiss", () => this.scripts.blCountMiss(key, String(windowSeconds)));
+    const waitMs = await this.calls.call("takeGuess", () =>
+      this.scripts.blTakeGuess(key, slot, String(limit), String(windowSeconds * 1000)),
+    );
+    return guessTaken(waitMs);
   }
 
-  async passphraseMisses(callerKey: string): Promise<{ count: number; resetSeconds: number }> {
+  async returnGuess(callerKey: string, slot: string): Promise<void> {
     const key = this.keys.guesses(callerKey);
-    // One round trip; both commands address the same key, so Cluster is fine.
-    const [count, ttl] = await this.calls.call("passphraseMisses", async (c) => {
-      const replies = await c.multi().get(key).pttl(key).exec();
-      if (replies === null) throw new Error("MULTI aborted");
-      for (const [err] of replies) if (err) throw err;
-      return [Number(replies[0]?.[1] ?? 0), Number(replies[1]?.[1] ?? -2)];
-    });
-    // Rounded up (TTL rounds to the nearest second): a caller that waits as told is not refused again.
-    return { count: Number.isFinite(count) ? count : 0, resetSeconds: ttl > 0 ? Math.ceil(ttl / 1000) : 0 };
+    await this.calls.call("returnGuess", (c) => c.zrem(key, slot));
   }
 
   /** Every master answers (on a Cluster: the master of every slot), so /readyz turns 503 while one is gone. */

@@ -90,7 +90,7 @@ export interface KeySchema {
    * subject; the key name carries the sha256 hex of the JSON `[subject, key]`.
    */
   idempotency(project: string, subject: string, key: string): string;
-  /** Wrong-passphrase counter of a caller; its key in clear, the counter's key carries its sha256 hex. */
+  /** The guesses a caller took in the guessing window; its key in clear, the set's key carries its sha256 hex. */
   guesses(callerKey: string): string;
 }
 
@@ -158,7 +158,7 @@ export function keySchema(prefix: string = DEFAULT_KEY_PREFIX): KeySchema {
     conversionWebhook: (id) => `${prefix}conv-hook:{${id}}`,
     idempotency: (project, subject, key) =>
       `${prefix}idem:{${project}}:${hashPassphrase(JSON.stringify([subject, key]))}`,
-    guesses: (callerKey) => `${prefix}guess:{${hashPassphrase(callerKey)}}`,
+    guesses: (callerKey) => `${prefix}guesses:{${hashPassphrase(callerKey)}}`,
   };
 }
 
