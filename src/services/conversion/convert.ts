@@ -72,7 +72,8 @@ export class WhiteboardConversions {
       // The guess stays taken: this miss counts.
       throw new Failure("not_found", { detail: "no channel of this project has that passphrase" });
     }
-    await guess.giveBack();
+    // Given back while the backend is asked (it never fails: a lost one costs the caller one guess).
+    const givingBack = guess.giveBack();
     // Validation allows only these two values.
     const type = req.conversionType as ConversionType;
     // The id is ours, chosen before the task (and its uuid) exists.
@@ -89,6 +90,7 @@ export class WhiteboardConversions {
       },
       signal,
     );
+    await givingBack;
     const createdAt = this.now();
     // Side by side (one round trip): a webhook that comes before its mapping only misses its wake-up.
     const mapped =
