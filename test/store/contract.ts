@@ -302,6 +302,26 @@ export function storeContract(name: string, options: ContractOptions): void {
       expect(await store.takeGuess(`other-${unique()}`, "slot-0", 5, 30)).toEqual({ granted: true });
     });
 
+    it("counts a guess for one window from when it was taken: older ones drop out, the wait is the oldest's", async () => {
+      const caller = `caller-${unique()}`;
+      const key = keys.guesses(caller);
+      // The store's own clock (Redis: the server's), read off a probe's score.
+      expect((await store.takeGuess(caller, "probe", 4, 60)).granted).toBe(true);
+      const now = (await raw.zscore(key, "probe")) ?? Number.NaN;
+      await store.returnGuess(caller, "probe");
+      for (const gone of ["gone-1", "gone-2"]) await raw.zadd(key, now - 65_000, gone);
+      for (const live of ["live-1", "live-2"]) await raw.zadd(key, now - 30_000, live);
+      expect((await store.takeGuess(caller, "new-1", 4, 60)).granted).toBe(true);
+      expect((await store.takeGuess(caller, "new-2", 4, 60)).granted).toBe(true);
+      const refused = await store.takeGuess(caller, "new-3", 4, 60);
+      expect(refused.granted).toBe(false);
+      // The live guesses leave the window 30 s after `now`.
+      if (!refused.granted) expect(refused.retryAfterSeconds).toBeGreaterThanOrEqual(25);
+      if (!refused.granted) expect(refused.retryAfterSeconds).toBeLessThanOrEqual(30);
+      expect(await raw.zscore(key, "gone-1")).toBeUndefined();
+      expect(await raw.zscore(key, "new-3")).toBeUndefined();
+    });
+
     it("takes a guess given back off the count, and ignores a slot it never granted", async () => {
       const caller = `caller-${unique()}`;
       for (let i = 0; i < 3; i++) expect((await store.takeGuess(caller, `s${i}`, 3, 30)).granted).toBe(true);
