@@ -67,7 +67,9 @@ export interface Config {
   readonly logLevel: string;
   readonly shutdownDelayMs: number;
   readonly shutdownGraceMs: number;
-  readonly guessLimit: { readonly attempts: number; readonly windowSeconds: number } | undefined;
+  readonly guessLimit:
+    | { readonly attempts: number; readonly windowSeconds: number; readonly provenSeconds: number }
+    | undefined;
   /** How long a passphrase or whiteboard record may be served from memory; 0 = always read. */
   readonly passphraseCacheMs: number;
   /** PASSPHRASE_KEYS: the keys of the passphrase index, current first. */
@@ -188,7 +190,8 @@ function readTls(env: Env): Config["tls"] {
 function readGuessLimit(env: Env): Config["guessLimit"] {
   const attempts = readInteger(env, "GUESS_LIMIT");
   const windowSeconds = readInteger(env, "GUESS_WINDOW_SECONDS");
-  return attempts === 0 ? undefined : { attempts, windowSeconds };
+  const provenSeconds = readInteger(env, "GUESS_PROVEN_SECONDS");
+  return attempts === 0 ? undefined : { attempts, windowSeconds, provenSeconds };
 }
 
 function readFile(variable: "TLS_CERT" | "TLS_KEY", path: string): Buffer {

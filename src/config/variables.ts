@@ -3,12 +3,14 @@
  * values it accepts and what it means. The parser reads values through these
  * rows (see read-variable.ts), and the configuration table of
  * docs/configuration.md is generated from them (`npm run generate`), so neither can drift from this file.
- * The Redis rows are written in redis-variables.ts and take their place here.
+ * The Redis rows are written in redis-variables.ts and the guessing limit's in
+ * guess-variables.ts, and take their place here.
  * Rules that tie several variables together live in load-config.ts,
  * redis-settings.ts and jwt-settings.ts.
  */
 import { JWT_ALGORITHMS, isOrigin, checkWebhookBase } from "./accepted-values.js";
 import { checkKeyText } from "../secrets/key-ring.js";
+import { GUESS_VARIABLES } from "./guess-variables.js";
 import { REDIS_VARIABLES } from "./redis-variables.js";
 import type { Variable } from "./variable-kinds.js";
 
@@ -270,21 +272,7 @@ export const VARIABLES = {
     max: 300_000,
     meaning: "how long in-flight requests may finish after SIGTERM",
   },
-  GUESS_LIMIT: {
-    kind: "integer",
-    default: 10,
-    min: 0,
-    max: 1_000_000,
-    meaning:
-      "wrong passphrases per caller (project + `sub`) in any window of `GUESS_WINDOW_SECONDS` (a sliding window; beyond it 429); `0` disables (a call takes a guess in one Redis round trip, in parallel with the passphrase lookup, and a right passphrase gives it back beside its own write)",
-  },
-  GUESS_WINDOW_SECONDS: {
-    kind: "integer",
-    default: 60,
-    min: 1,
-    max: 86_400,
-    meaning: "the sliding window `GUESS_LIMIT` counts in: a guess counts for this long from when it was taken",
-  },
+  ...GUESS_VARIABLES,
   PASSPHRASE_CACHE_MS: {
     kind: "integer",
     default: 1000,

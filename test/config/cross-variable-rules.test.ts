@@ -131,6 +131,7 @@ describe("TLS and the guess limit", () => {
     expect(loadConfig({ JWT_SECRET: SECRET, GUESS_LIMIT: "3", GUESS_WINDOW_SECONDS: "5" }).guessLimit).toEqual({
       attempts: 3,
       windowSeconds: 5,
+      provenSeconds: 600,
     });
   });
 });

@@ -6,6 +6,11 @@
  * HTTP/1.1 (a connection per request), and on three instances, each with
  * its own Redis connections, sharing one Redis. See docs/security.md,
  * "Passphrases and the guessing limit".
+ *
+ * And the other side: a caller with the right passphrase is never capped. Once
+ * one of its calls was judged right, its calls with that passphrase take no
+ * guess, so 40 mutes at once all succeed; a first burst before that is told
+ * to come back in a second, not at the end of the window.
  */
 import { toBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
@@ -22,7 +27,9 @@ import { muteRequest } from "../e2e/helpers/rpc.js";
 
 const LIMIT = 10;
 const BURST = 200;
-const guard = (store: AdminStore) => new MissLimitGuard(store, { attempts: LIMIT, windowSeconds: 60 });
+/** As in production: GUESS_PROVEN_SECONDS at its default. */
+const guard = (store: AdminStore) =>
+  new MissLimitGuard(store, { attempts: LIMIT, windowSeconds: 60, provenSeconds: 600 });
 
 let bl: Boardline;
 /** Two more instances on the same Redis and prefix, each with a store (and connections) of its own. */
@@ -127,6 +134,75 @@ describe("a right passphrase gives its guess back", () => {
     // The hits took nothing: one miss is left, and then the lock-out.
     expect((await mute("one more typo")).status).toBe(403);
     expect((await mute("and another")).status).toBe(429);
+    // The caller proved it holds the host passphrase: that one still works, and only that one.
+    expect((await mute(bl.world.hostPassphrase)).status).toBe(200);
+    expect((await mute(bl.world.attendeePassphrase)).status).toBe(429);
+  });
+
+  test("a caller locked out by misses before it ever proved a passphrase is refused the right one too", async () => {
+    const token = await caller("unproven");
+    const mute = (passphrase: string) => postJson(bl, ROUTES.mute, muteBody(bl, { passphrase }), { token });
+    for (let i = 0; i < LIMIT; i++) expect((await mute(`typo ${i}`)).status).toBe(403);
     expect((await mute(bl.world.hostPassphrase)).status).toBe(429);
+  });
+});
+
+describe("a caller with the right passphrase is never capped", () => {
+  const MUTES = 40;
+
+  /** `n` mutes with the host passphrase at once over one HTTP/2 connection (grpc-js); their status codes. */
+  async function mutesAtOnce(token: string, n: number): Promise<number[]> {
+    const client = new grpc.Client(new URL(bl.url).host, grpc.credentials.createInsecure());
+    try {
+      const metadata = new grpc.Metadata();
+      metadata.set("authorization", `Bearer ${token}`);
+      const one = (i: number) =>
+        new Promise<number>((resolve) => {
+          client.makeUnaryRequest(
+            RPC_PATHS.mute,
+            (m: ReturnType<typeof muteRequest>) => Buffer.from(toBinary(MuteRequestSchema, m)),
+            (b: Buffer) => b,
+            muteRequest(muteBody(bl, { uid: `dial-in-${i}` })),
+            metadata,
+            { deadline: Date.now() + 20_000 },
+            (error) => resolve(error?.code ?? grpc.status.OK),
+          );
+        });
+      return await Promise.all(Array.from({ length: n }, (_, i) => one(i)));
+    } finally {
+      client.close();
+    }
+  }
+
+  test(`one right call, then ${MUTES} right mutes at once over one HTTP/2 connection: all ${MUTES} succeed (GUESS_LIMIT ${LIMIT})`, async () => {
+    const token = await caller("gateway");
+    expect((await postJson(bl, ROUTES.mute, muteBody(bl), { token })).status).toBe(200);
+    expect(await mutesAtOnce(token, MUTES)).toEqual(Array(MUTES).fill(grpc.status.OK));
+    // And again after the caller used up its guesses on misses: the proven passphrase is not held back.
+    for (let i = 0; i < LIMIT; i++) {
+      expect((await postJson(bl, ROUTES.mute, muteBody(bl, { passphrase: `typo ${i}` }), { token })).status).toBe(403);
+    }
+    expect(await mutesAtOnce(token, MUTES)).toEqual(Array(MUTES).fill(grpc.status.OK));
+    expect((await postJson(bl, ROUTES.mute, muteBody(bl, { passphrase: "one more" }), { token })).status).toBe(429);
+  });
+
+  test(`a cold burst of ${MUTES} right mutes: what is refused is told to retry in 1 s, and then all succeed`, async () => {
+    const token = await caller("cold");
+    const burst = () =>
+      Promise.all(
+        Array.from({ length: MUTES }, (_, i) => postJson(bl, ROUTES.mute, muteBody(bl, { uid: `c-${i}` }), { token })),
+      );
+    const first = await burst();
+    const t = tally(
+      first.map((a) => a.status),
+      [200],
+      429,
+    );
+    expect(t.other).toEqual([]);
+    expect(t.judged).toBeGreaterThanOrEqual(1);
+    // The guesses were held by the caller's own calls in flight, not by misses: no wait for the window.
+    for (const a of first.filter((a) => a.status === 429)) expect(a.headers.get("retry-after")).toBe("1");
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await burst()).map((a) => a.status)).toEqual(Array(MUTES).fill(200));
   });
 });

@@ -66,10 +66,11 @@ export class WhiteboardConversions {
     if (settings === undefined) {
       throw new Failure("permission_denied", { detail: "the whiteboard is not set up for this project" });
     }
-    // A guess taken beside the lookup: one round trip of latency, and no answer without a guess.
-    const [guess, record] = await Promise.all([this.guard.take(caller), this.store.lookupPassphrase(req.passphrase)]);
+    // A guess taken beside the lookup (none for a proven holder): no answer without one.
+    const { guess, record } = await this.guard.lookUp(caller, req.passphrase, (p) => this.store.lookupPassphrase(p));
     if (record === undefined || record.project !== caller.project) {
-      // The guess stays taken: this miss counts.
+      // The miss counts: the guess stays taken (a proven holder takes its guess now).
+      await guess.keep();
       throw new Failure("not_found", { detail: "no channel of this project has that passphrase" });
     }
     // Given back while the backend is asked (it never fails: a lost one costs the caller one guess).

@@ -19,19 +19,21 @@ export class PstnControl {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** Made once, not per mute. */
+  private readonly lookup = (passphrase: string) => this.store.lookupPassphrase(passphrase);
+
   async mute(caller: Caller, req: MuteRequest): Promise<MessageInitShape<typeof MuteResponseSchema>> {
     // `mute` has explicit presence and validation requires it; the fallback is unreachable.
     const mute = req.mute ?? false;
-    // The guess is taken beside the lookup: one round trip of latency, and no answer without a guess.
-    // (Indexed, not destructured: destructuring an array walks an iterator, allocated on every mute.)
-    const both = await Promise.all([this.guard.take(caller), this.store.lookupPassphrase(req.passphrase)]);
-    const record = both[1];
+    // The guess is taken beside the lookup (none for a proven holder): no answer without one.
+    const { guess, record } = await this.guard.lookUp(caller, req.passphrase, this.lookup);
     if (record === undefined || record.project !== caller.project || record.role !== "host") {
-      // The guess stays taken: this miss counts.
+      // The miss counts: the guess stays taken (a proven holder takes its guess now).
+      await guess.keep();
       throw new Failure("permission_denied", { detail: NOT_A_HOST_PASSPHRASE });
     }
     // A hit gives its guess back beside the write: no round trip of latency added.
-    const givingBack = both[0].giveBack();
+    const givingBack = guess.giveBack();
     await this.store.setMute({
       project: record.project,
       channel: record.channel,

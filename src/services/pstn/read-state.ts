@@ -45,12 +45,12 @@ export class PstnStateReader {
           throw new Failure("permission_denied", { detail: NEEDS_GATEWAY_SCOPE });
         return { channel: req.channel.value };
       case "passphrase": {
-        // As for a mute: a guess taken beside the lookup, and kept by every refusal.
-        const [guess, record] = await Promise.all([
-          this.guard.take(caller),
-          this.store.lookupPassphrase(req.channel.value),
-        ]);
+        // As for a mute: a guess taken beside the lookup (none for a proven holder), and kept by every refusal.
+        const { guess, record } = await this.guard.lookUp(caller, req.channel.value, (p) =>
+          this.store.lookupPassphrase(p),
+        );
         if (record === undefined || record.project !== caller.project) {
+          await guess.keep();
           throw new Failure("permission_denied", { detail: NOT_A_CHANNEL_PASSPHRASE });
         }
         return { channel: record.channel, guess };
