@@ -7,10 +7,14 @@
  * sent at once, over one connection or many, to one instance or several, is
  * judged no more often than one sent in turn. A right passphrase gives its
  * guess back, and makes its caller a proven holder of it: for a while, that
- * caller's calls with that passphrase take no guess at all, so a caller with
- * the right passphrase is never capped by the limit, however many of its
- * calls are in flight. A guesser cannot become a holder without a right
- * passphrase judged through a guess, so each candidate it tries still costs one.
+ * caller's calls with that passphrase take no guess at all. A guesser cannot
+ * become a holder without a right passphrase judged through a guess, so each
+ * candidate it tries still costs one.
+ *
+ * Calls beyond the limit whose guesses are still being judged wait rather than
+ * fail: on this instance in line (at most `attempts` of a caller's guesses in
+ * flight at once), and for those other instances hold, a moment at a time. So
+ * a caller using many right passphrases at once is slowed, never refused.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { LRUCache } from "lru-cache";
@@ -68,21 +72,24 @@ export const noGuard: PassphraseGuard = {
 /** Proven holders each instance remembers, least recently used going first. */
 export const PROVEN_HOLDERS_MAX = 10_000;
 
-/** The seconds a refused caller is told to wait while its own calls in flight hold the guesses. */
-const IN_FLIGHT_RETRY_SECONDS = 1;
+/** A call whose guess others still hold tries again after this, doubling (with jitter)… */
+const HELD_FIRST_WAIT_MS = 20;
+/** …and is refused (retry after a second) when none came free within this. */
+const HELD_MAX_WAIT_MS = 2_000;
 
 export class MissLimitGuard implements PassphraseGuard {
   /** Slots are this instance's prefix and a counter: unique across instances without a random draw per call. */
   private readonly instance = randomBytes(9).toString("base64url");
   private taken = 0;
-  /** Guesses this instance took and has not settled yet, by caller key. */
-  private readonly inFlight = new Map<string, number>();
+  /** Per caller key: its guesses in flight on this instance, and the calls in line for one. */
+  private readonly lines = new Map<string, Line>();
   readonly holders: ProvenHolders | undefined;
 
   constructor(
     private readonly store: Store,
     private readonly limit: GuessLimit,
     now: () => number = Date.now,
+    private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
   ) {
     const seconds = limit.provenSeconds ?? 0;
     this.holders = seconds > 0 ? new ProvenHolders(seconds * 1000, PROVEN_HOLDERS_MAX, now) : undefined;
@@ -95,7 +102,8 @@ export class MissLimitGuard implements PassphraseGuard {
       return { guess: new HolderGuess(this, key, holder), record: await lookup(passphrase) };
     }
     const taking = this.take(key, holder);
-    const looking = lookup(passphrase);
+    // In line, the lookup would only wait too: it starts with the guess's request when there is no line.
+    const looking = this.lines.get(key)?.waiting.length ? taking.then(() => lookup(passphrase)) : lookup(passphrase);
     let guess: TakenGuess;
     try {
       guess = await taking;
@@ -114,47 +122,84 @@ export class MissLimitGuard implements PassphraseGuard {
 
   /** Takes one guess of the caller; throws `Failure("rate_limited")` when none is left. */
   async take(key: string, holder: string | undefined): Promise<TakenGuess> {
-    const slot = this.takeSlot();
-    const got = await this.store.takeGuess(key, slot, this.limit.attempts, this.limit.windowSeconds);
-    if (!got.granted) throw this.refusal(key, got.retryAfterSeconds);
-    this.inFlight.set(key, (this.inFlight.get(key) ?? 0) + 1);
-    return new TakenGuess(this, key, slot, holder);
+    const line = await this.admit(key);
+    try {
+      const slot = await this.takeSlot(key);
+      return new TakenGuess(this, key, slot, holder);
+    } catch (e) {
+      this.release(key, line);
+      throw e;
+    }
   }
 
   /** A proven holder's passphrase was refused (rotated, deleted, or not enough for the call): it counts now. */
   async countMiss(key: string, holder: string): Promise<void> {
     this.holders?.forget(holder);
-    const got = await this.store.takeGuess(key, this.takeSlot(), this.limit.attempts, this.limit.windowSeconds);
-    if (!got.granted) throw this.refusal(key, got.retryAfterSeconds);
+    const guess = await this.take(key, undefined);
+    await guess.keep();
   }
 
   /** Called once per taken guess, when its call is judged (or failed). */
   settle(key: string, slot: string, holder: string | undefined, right: boolean): Promise<void> {
-    const n = (this.inFlight.get(key) ?? 1) - 1;
-    if (n > 0) this.inFlight.set(key, n);
-    else this.inFlight.delete(key);
-    if (!right) return DONE;
-    if (holder !== undefined) this.holders?.remember(holder);
-    return this.store.returnGuess(key, slot).catch(() => {});
-  }
-
-  private takeSlot(): string {
-    return `${this.instance}.${(this.taken++).toString(36)}`;
-  }
-
-  /**
-   * The refusal. While calls of the caller are in flight on this instance, they
-   * hold (some of) the guesses, and a right one gives its guess back within a
-   * round trip: the caller is told to come back in a second, not when the
-   * oldest guess leaves the window.
-   */
-  private refusal(key: string, retryAfterSeconds: number): Failure {
-    const held = (this.inFlight.get(key) ?? 0) > 0;
-    return new Failure("rate_limited", {
-      detail: "too many wrong passphrases; retry later",
-      retryAfterSeconds: held ? Math.min(retryAfterSeconds, IN_FLIGHT_RETRY_SECONDS) : retryAfterSeconds,
+    const line = this.lines.get(key);
+    const settling = right
+      ? this.store.returnGuess(key, slot).catch(() => {})
+      : this.store.keepGuess(key, slot).catch(() => {});
+    if (right && holder !== undefined) this.holders?.remember(holder);
+    // The next in line goes once the store has this guess's outcome, so it is not told the window is held by it.
+    return settling.then(() => {
+      if (line !== undefined) this.release(key, line);
     });
   }
+
+  /** Resolves when the caller has fewer than `attempts` guesses in flight here; first come, first served. */
+  private admit(key: string): Promise<Line> {
+    let line = this.lines.get(key);
+    if (line === undefined) {
+      line = { inFlight: 0, waiting: [] };
+      this.lines.set(key, line);
+    }
+    if (line.inFlight < this.limit.attempts && line.waiting.length === 0) {
+      line.inFlight++;
+      return Promise.resolve(line);
+    }
+    const waiting = line;
+    return new Promise((resolve) => waiting.waiting.push(() => resolve(waiting)));
+  }
+
+  private release(key: string, line: Line): void {
+    const next = line.waiting.shift();
+    if (next !== undefined) {
+      next(); // the place passes on: inFlight stays
+      return;
+    }
+    line.inFlight--;
+    if (line.inFlight === 0 && this.lines.get(key) === line) this.lines.delete(key);
+  }
+
+  /** A guess from the store; while other instances' calls hold the window, waits for them a moment at a time. */
+  private async takeSlot(key: string): Promise<string> {
+    const started = Date.now();
+    for (let wait = HELD_FIRST_WAIT_MS; ; wait *= 2) {
+      const slot = `${this.instance}.${(this.taken++).toString(36)}`;
+      const got = await this.store.takeGuess(key, slot, this.limit.attempts, this.limit.windowSeconds);
+      if (got.granted) return slot;
+      const waited = Date.now() - started;
+      if (!got.held || waited >= HELD_MAX_WAIT_MS) {
+        throw new Failure("rate_limited", {
+          detail: "too many wrong passphrases; retry later",
+          retryAfterSeconds: got.held ? 1 : got.retryAfterSeconds,
+        });
+      }
+      await this.sleep(Math.min(wait * (0.5 + Math.random()), HELD_MAX_WAIT_MS - waited));
+    }
+  }
+}
+
+/** A caller's guesses in flight on this instance, and the calls waiting for one. */
+interface Line {
+  inFlight: number;
+  readonly waiting: Array<() => void>;
 }
 
 class TakenGuess implements Guess {

@@ -117,19 +117,28 @@ export interface Store {
    * Takes one guess of a caller key, atomically: granted while the key holds
    * fewer than `limit` guesses taken within the last `windowSeconds` (a sliding
    * window), refused otherwise with the seconds until its oldest guess leaves
-   * the window, rounded up. A granted guess is named by `slot` (unique per call)
-   * and counts for the whole window unless `returnGuess` gives it back.
+   * the window, rounded up. A granted guess is named by `slot` (unique per call,
+   * without `!`) and counts for the whole window unless `returnGuess` gives it
+   * back; `keepGuess` marks it a miss.
    */
   takeGuess(callerKey: string, slot: string, limit: number, windowSeconds: number): Promise<GuessTaken>;
   /** Gives a taken guess back (the passphrase was right); an unknown or expired slot is ignored. */
   returnGuess(callerKey: string, slot: string): Promise<void>;
+  /** The taken guess was a miss: it counts until it leaves the window; an unknown or expired slot is ignored. */
+  keepGuess(callerKey: string, slot: string): Promise<void>;
   /** Resolves when the store can serve requests; throws `Failure("unavailable")` otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
 
-/** A guess granted, or refused with the whole seconds (at least 1) until one frees up. */
-export type GuessTaken = { readonly granted: true } | { readonly granted: false; readonly retryAfterSeconds: number };
+/**
+ * A guess granted, or refused with the whole seconds (at least 1) until one
+ * leaves the window; `held`: some guesses of the full window are not kept
+ * misses but calls still being judged, which may give theirs back any moment.
+ */
+export type GuessTaken =
+  | { readonly granted: true }
+  | { readonly granted: false; readonly retryAfterSeconds: number; readonly held: boolean };
 
 /** One problem `channelDoctor` found, and what it did about it. */
 export interface ChannelDoctorFinding {

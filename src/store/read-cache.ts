@@ -101,6 +101,9 @@ export class ReadCachedStore implements Store {
   returnGuess(callerKey: string, slot: string): Promise<void> {
     return this.inner.returnGuess(callerKey, slot);
   }
+  keepGuess(callerKey: string, slot: string): Promise<void> {
+    return this.inner.keepGuess(callerKey, slot);
+  }
   ping(): Promise<void> {
     return this.inner.ping();
   }

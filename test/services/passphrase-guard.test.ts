@@ -145,18 +145,24 @@ describe("proven holders", () => {
     expect(guard.holders?.has(provenHolderKey(callerOf("p", [], "alice"), HOST))).toBe(false);
   });
 
-  it("a burst refused while the caller's own calls are in flight is told to retry in 1 s; once they are misses, at the window's end", async () => {
+  it("a burst beyond the limit waits in line while the caller's calls are judged; once those are misses, the rest are refused until the window's end", async () => {
     const { guard } = await holders();
     const alice = callerOf("p", [], "alice");
     let open = () => {};
     const gate = new Promise<void>((resolve) => {
       open = resolve;
     });
+    let lookups = 0;
     const slowLookup = async () => {
+      lookups++;
       await gate;
       return undefined;
     };
     const calls = Array.from({ length: 3 * LIMIT }, () => guard.lookUp(alice, "not-a-passphrase", slowLookup));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(lookups).toBe(LIMIT);
+    open();
+    for (const c of calls.slice(0, LIMIT)) await (await c).guess.keep();
     const refusals = await Promise.all(
       calls.slice(LIMIT).map((c) =>
         c.then(
@@ -165,10 +171,36 @@ describe("proven holders", () => {
         ),
       ),
     );
-    expect(refusals.map((e) => (e as Failure).retryAfterSeconds)).toEqual(Array(2 * LIMIT).fill(1));
+    expect(refusals.map((e) => (e as Failure).retryAfterSeconds)).toEqual(Array(2 * LIMIT).fill(WINDOW_MS / 1000));
+    expect(lookups).toBe(LIMIT);
+  });
+
+  it("a caller using many right passphrases at once, each for the first time, is slowed, never refused", async () => {
+    const { store, mute } = await holders();
+    const passphrases = Array.from({ length: 8 * LIMIT }, (_, i) => `first-use-passphrase-${i}`);
+    for (const [i, hostPassphrase] of passphrases.entries()) {
+      await store.createChannel({ project: "p", channel: `c${i}`, hostPassphrase });
+    }
+    expect(await Promise.all(passphrases.map((p) => mute(p)))).toEqual(passphrases.map(() => "ok"));
+  });
+
+  it("a call whose guesses another instance holds waits for them, and goes on when they are given back", async () => {
+    const { store, guard } = await holders();
+    const other = new MissLimitGuard(store, { attempts: LIMIT, windowSeconds: WINDOW_MS / 1000 });
+    const alice = callerOf("p", [], "alice");
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const held = Array.from({ length: LIMIT }, () =>
+      other.lookUp(alice, HOST, async (p) => (await gate, store.lookupPassphrase(p))),
+    );
+    const waiting = guard.lookUp(alice, HOST, (p) => store.lookupPassphrase(p));
+    await new Promise((r) => setTimeout(r, 100));
     open();
-    for (const c of calls.slice(0, LIMIT)) await (await c).guess.keep();
-    const after = await guard.lookUp(alice, "not-a-passphrase", slowLookup).catch((e: Failure) => e);
-    expect((after as Failure).retryAfterSeconds).toBe(WINDOW_MS / 1000);
+    for (const c of held) await (await c).guess.giveBack();
+    const { record, guess } = await waiting;
+    expect(record?.channel).toBe("weekly");
+    await guess.giveBack();
   });
 });

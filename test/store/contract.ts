@@ -295,7 +295,8 @@ export function storeContract(name: string, options: ContractOptions): void {
       );
       expect(taken.filter((t) => t.granted)).toHaveLength(5);
       for (const t of taken.filter((t) => !t.granted)) {
-        expect(t).toEqual({ granted: false, retryAfterSeconds: expect.any(Number) });
+        // Every guess of the window is still being judged (none kept yet).
+        expect(t).toEqual({ granted: false, retryAfterSeconds: expect.any(Number), held: true });
         if (!t.granted) expect(t.retryAfterSeconds).toBeGreaterThanOrEqual(1);
         if (!t.granted) expect(t.retryAfterSeconds).toBeLessThanOrEqual(30);
       }
@@ -320,6 +321,23 @@ export function storeContract(name: string, options: ContractOptions): void {
       if (!refused.granted) expect(refused.retryAfterSeconds).toBeLessThanOrEqual(30);
       expect(await raw.zscore(key, "gone-1")).toBeUndefined();
       expect(await raw.zscore(key, "new-3")).toBeUndefined();
+    });
+
+    it("tells a window full of kept misses from one some calls still hold, and keeps a miss from when it was taken", async () => {
+      const caller = `caller-${unique()}`;
+      const key = keys.guesses(caller);
+      for (let i = 0; i < 3; i++) expect((await store.takeGuess(caller, `s${i}`, 3, 30)).granted).toBe(true);
+      const taken = (await raw.zscore(key, "s0")) ?? Number.NaN;
+      await store.keepGuess(caller, "s0");
+      await store.keepGuess(caller, "s1");
+      expect(await raw.zscore(key, "s0!")).toBe(taken);
+      expect(await store.takeGuess(caller, "s3", 3, 30)).toMatchObject({ granted: false, held: true });
+      await store.keepGuess(caller, "s2");
+      await store.keepGuess(caller, "never-granted");
+      expect(await store.takeGuess(caller, "s4", 3, 30)).toMatchObject({ granted: false, held: false });
+      // A kept miss is never given back.
+      await store.returnGuess(caller, "s0");
+      expect((await store.takeGuess(caller, "s5", 3, 30)).granted).toBe(false);
     });
 
     it("takes a guess given back off the count, and ignores a slot it never granted", async () => {

@@ -17,7 +17,7 @@ import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
 import { CheckedAdmin } from "../checked-admin.js";
 import { ChannelSteps } from "../channels/steps.js";
 import { ConversionSteps } from "../conversion-steps.js";
-import { guessTaken, takeGuessIn } from "../guesses.js";
+import { guessTaken, keepGuessIn, takeGuessIn } from "../guesses.js";
 import {
   CONVERSION_TTL_SECONDS,
   IDEMPOTENCY_TTL_SECONDS,
@@ -140,6 +140,12 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
     this.guard();
     const entry = this.data.get(this.keys.guesses(callerKey));
     if (entry?.type === "zset") entry.scores.delete(slot);
+  }
+
+  async keepGuess(callerKey: string, slot: string): Promise<void> {
+    this.guard();
+    const entry = this.data.get(this.keys.guesses(callerKey));
+    if (entry?.type === "zset") keepGuessIn(entry.scores, slot);
   }
 
   async ping(): Promise<void> {

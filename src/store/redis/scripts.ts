@@ -97,7 +97,9 @@ return {2}
  * Takes one guess of a caller (a sliding window): drops the guesses older than
  * the window, then adds ARGV[1] at the server's clock when fewer than ARGV[2]
  * are left, and keeps the set for one more window. Answers 0 when granted,
- * else the milliseconds until the oldest guess leaves the window. One key, so
+ * else the milliseconds until the oldest guess leaves the window, negated
+ * when some guess in it is not kept yet (its call is still being judged and
+ * may give it back; see src/store/guesses.ts). One key, so
  * it runs on a Cluster; the server's clock, so every instance shares one
  * window. KEYS: the caller's guesses. ARGV: slot, limit, window ms.
  */
@@ -106,13 +108,32 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
-  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  if oldest[2] == nil then return window end
-  return math.max(1, tonumber(oldest[2]) + window - now)
+local taken = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+local n = #taken / 2
+if n >= tonumber(ARGV[2]) then
+  if n == 0 then return window end
+  local wait = math.max(1, tonumber(taken[2]) + window - now)
+  for i = 1, #taken, 2 do
+    if string.sub(taken[i], -1) ~= '!' then return -wait end
+  end
+  return wait
 end
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('PEXPIRE', KEYS[1], window)
+return 0
+`;
+
+/**
+ * A taken guess counts as a miss: its member gets the kept mark ('!', KEPT in
+ * src/store/guesses.ts) and keeps the time it was taken. Nothing when it has
+ * left the window. KEYS: the caller's guesses. ARGV: slot.
+ */
+const KEEP_GUESS = `
+local at = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if at then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('ZADD', KEYS[1], at, ARGV[1] .. '!')
+end
 return 0
 `;
 
@@ -142,6 +163,7 @@ export interface ScriptCommands {
     expireAt?: string,
   ): Promise<ClaimReply>;
   blTakeGuess(key: string, slot: string, limit: string, windowMs: string): Promise<number>;
+  blKeepGuess(key: string, slot: string): Promise<number>;
 }
 
 export type ClaimReply = [0, string, string] | [1] | [2];
@@ -151,6 +173,7 @@ export function defineScripts(client: RedisClient): ScriptCommands {
   client.defineCommand("blPstnSnapshot", { numberOfKeys: 3, lua: PSTN_SNAPSHOT });
   client.defineCommand("blClaimPassphrase", { numberOfKeys: 1, lua: CLAIM_PASSPHRASE });
   client.defineCommand("blTakeGuess", { numberOfKeys: 1, lua: TAKE_GUESS });
+  client.defineCommand("blKeepGuess", { numberOfKeys: 1, lua: KEEP_GUESS });
   // defineCommand adds methods ioredis' types cannot know about.
   return client as unknown as ScriptCommands;
 }

@@ -234,6 +234,11 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
     await this.calls.call("returnGuess", (c) => c.zrem(key, slot));
   }
 
+  async keepGuess(callerKey: string, slot: string): Promise<void> {
+    const key = this.keys.guesses(callerKey);
+    await this.calls.call("keepGuess", () => this.scripts.blKeepGuess(key, slot));
+  }
+
   /** Every master answers (on a Cluster: the master of every slot), so /readyz turns 503 while one is gone. */
   async ping(): Promise<void> {
     await this.calls.call("ping", pingMasters);
