@@ -186,23 +186,11 @@ describe("a caller with the right passphrase is never capped", () => {
     expect((await postJson(bl, ROUTES.mute, muteBody(bl, { passphrase: "one more" }), { token })).status).toBe(429);
   });
 
-  test(`a cold burst of ${MUTES} right mutes: what is refused is told to retry in 1 s, and then all succeed`, async () => {
+  test(`a cold burst of ${MUTES} right mutes: all succeed, those beyond the limit waiting for the first to be judged`, async () => {
     const token = await caller("cold");
-    const burst = () =>
-      Promise.all(
-        Array.from({ length: MUTES }, (_, i) => postJson(bl, ROUTES.mute, muteBody(bl, { uid: `c-${i}` }), { token })),
-      );
-    const first = await burst();
-    const t = tally(
-      first.map((a) => a.status),
-      [200],
-      429,
+    const first = await Promise.all(
+      Array.from({ length: MUTES }, (_, i) => postJson(bl, ROUTES.mute, muteBody(bl, { uid: `c-${i}` }), { token })),
     );
-    expect(t.other).toEqual([]);
-    expect(t.judged).toBeGreaterThanOrEqual(1);
-    // The guesses were held by the caller's own calls in flight, not by misses: no wait for the window.
-    for (const a of first.filter((a) => a.status === 429)) expect(a.headers.get("retry-after")).toBe("1");
-    await new Promise((r) => setTimeout(r, 1000));
-    expect((await burst()).map((a) => a.status)).toEqual(Array(MUTES).fill(200));
+    expect(first.map((a) => a.status)).toEqual(Array(MUTES).fill(200));
   });
 });

@@ -96,7 +96,12 @@ test("a JSON mute: the caller's traceparent is the call span's parent, its Redis
   }
   // The mute script's keys: the mute hash, the events stream, its meta hash, the notify channel and
   // the channel record, whose expiry the others take (src/store/redis/scripts.ts).
-  expect(redis.filter(isScript).map((s) => s.attributes["boardline.redis.key_count"]).sort()).toEqual([1, 5]);
+  expect(
+    redis
+      .filter(isScript)
+      .map((s) => s.attributes["boardline.redis.key_count"])
+      .sort(),
+  ).toEqual([1, 5]);
 });
 
 test("a gRPC ConvertFile (grpc-js): the call's parent is the caller's, Netless gets the same trace from its client span", async () => {
