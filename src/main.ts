@@ -83,6 +83,7 @@ function openStore(config: Config, logger: Logger): AdminStore {
   if (config.redis !== undefined) {
     return createRedisStore(config.redis, {
       keyPrefix: config.redisKeyPrefix,
+      passphraseKeys: config.passphraseKeys,
       logger,
       commandTimeoutMs: config.redisCommandTimeoutMs,
       retentionSeconds: config.conversionRetentionDays * 86_400,
@@ -93,6 +94,7 @@ function openStore(config: Config, logger: Logger): AdminStore {
   if (!config.demo) logger.warn("REDIS_URL is not set: using the in-memory store; nothing survives a restart");
   return new MemoryStore({
     keyPrefix: config.redisKeyPrefix,
+    passphraseKeys: config.passphraseKeys,
     retentionSeconds: config.conversionRetentionDays * 86_400,
     idempotencyTtlSeconds: config.idempotencyTtlHours * 3600,
   });

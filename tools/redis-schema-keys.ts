@@ -15,6 +15,9 @@ import {
 /** The members of `KeySchema` that are not key builders: SCAN patterns, key parsers, and a bundle of builders. */
 type NotAKey =
   | "prefix"
+  | "passphraseKeys"
+  | "passphraseDigestOf"
+  | "passphraseDigests"
   | "passphraseByHash"
   | "passphrasePattern"
   | "passphraseHashOf"
@@ -54,9 +57,13 @@ const UNTIL_CHANNEL_EXPIRES =
 /** Every key, in the order the document lists them. */
 export const KEYS: Readonly<Record<KeyName, KeyDoc>> = {
   passphrase: {
-    key: (k) => hashShown(k.passphrase("<passphrase>"), "<passphrase>", "<sha256 hex of passphrase>"),
+    key: (k) =>
+      k
+        .passphrase("<project>", "<passphrase>")
+        .replace(k.passphraseDigestOf("<project>", "<passphrase>"), "<digest of project and passphrase>"),
     type: "hash",
-    holds: "what one passphrase opens: project, channel and role",
+    holds:
+      "what one passphrase opens: project, channel and role, and `key`, the id of the `PASSPHRASE_KEYS` key of its digest: HMAC-SHA256 under that key of the JSON `[project, sha256 hex of passphrase]`. A record under the bare sha256 hex of the passphrase (no `key` field: written before keys, or by another service without them) still opens its channel, and is moved to the current key's digest when found, or by `boardline channel reindex`",
     writtenBy: "CreateChannel and RotatePassphrase (`boardline channel create|rotate`); other services directly",
     expires: "when the channel expires, if it has an expiry (`expire_at`, `PEXPIREAT`); else never",
   },

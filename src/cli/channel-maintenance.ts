@@ -70,6 +70,8 @@ async function reindex(o: { batch: number; pauseMs: number; from?: string; json?
   const total = await withStore(async (store) => {
     let scanned = 0;
     let indexed = 0;
+    let rekeyed = 0;
+    let olderKey = 0;
     let cursor = o.from ?? "0";
     do {
       const step = await store.reindexChannels({
@@ -80,18 +82,26 @@ async function reindex(o: { batch: number; pauseMs: number; from?: string; json?
       });
       scanned += step.scanned;
       indexed += step.indexed;
+      rekeyed += step.rekeyed;
+      olderKey += step.olderKey;
       cursor = step.cursor;
       if (cursor !== "0")
         process.stderr.write(
           `boardline: ${scanned} passphrases read, ${indexed} indexed; resume with --from ${cursor}\n`,
         );
     } while (cursor !== "0");
-    return { scanned, indexed };
+    return { scanned, indexed, rekeyed, olderKey };
   });
   print(
     o.json === true,
-    { scanned: total.scanned, indexed: total.indexed, complete: true },
-    `reindex complete: ${total.scanned} passphrase records read, ${total.indexed} indexed`,
+    {
+      scanned: total.scanned,
+      indexed: total.indexed,
+      rekeyed: total.rekeyed,
+      under_older_keys: total.olderKey,
+      complete: true,
+    },
+    `reindex complete: ${total.scanned} passphrase records read, ${total.indexed} indexed, ${total.rekeyed} moved to the current passphrase key, ${total.olderKey} still under an older one`,
   );
 }
 

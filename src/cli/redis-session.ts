@@ -5,7 +5,7 @@
  * always closes it. There is no in-memory mode. Redis trouble becomes a
  * CliFailure naming where Redis is (never its credentials) and why.
  */
-import { loadRedisSettings, type RedisConfig } from "../config/index.js";
+import { loadKeyRings, loadRedisSettings, type RedisConfig } from "../config/index.js";
 import { silentLogger } from "../log.js";
 import { isFailure } from "../services/failure.js";
 import { createRedisStore, type RedisStore } from "../store/redis/store.js";
@@ -18,6 +18,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 /** Opens the store from the environment, runs `work`, and always closes it. */
 export async function withStore<T>(work: (store: RedisStore) => Promise<T>, env: Env = process.env): Promise<T> {
   const settings = configOrFail(() => loadRedisSettings(env));
+  const { passphraseKeys } = configOrFail(() => loadKeyRings(env));
   if (settings.redis === undefined) {
     throw new CliFailure(
       "no Redis configured: set REDIS_URL (or REDIS_CLUSTER_NODES, or REDIS_SENTINELS with REDIS_SENTINEL_NAME); the CLI has no in-memory mode",
@@ -26,6 +27,7 @@ export async function withStore<T>(work: (store: RedisStore) => Promise<T>, env:
   const where = describeRedis(settings.redis);
   const store = createRedisStore(settings.redis, {
     keyPrefix: settings.keyPrefix,
+    passphraseKeys,
     logger: silentLogger(),
     commandTimeoutMs: settings.commandTimeoutMs,
     replicaAck: settings.replicaAck,

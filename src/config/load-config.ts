@@ -143,7 +143,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceMs: readInteger(env, "SHUTDOWN_GRACE_MS"),
     guessLimit: readGuessLimit(env),
     passphraseCacheMs: readInteger(env, "PASSPHRASE_CACHE_MS"),
-    ...readKeyRings(env, production),
+    ...loadKeyRings(env),
     tracing: readTracing(env),
   };
 }
@@ -151,12 +151,13 @@ export function loadConfig(env: Env = process.env): Config {
 /**
  * PASSPHRASE_KEYS and SECRETS_KEYS. Production needs keys of its own, as it
  * needs a Redis; elsewhere a fixed key stands in, so the demo and tests need
- * no configuration, and start-up logs which variables it stood in for.
+ * no configuration, and start-up logs which variables it stood in for. The
+ * CLI reads them too, to write what the server reads.
  */
-function readKeyRings(
-  env: Env,
-  production: boolean,
+export function loadKeyRings(
+  env: Env = process.env,
 ): Pick<Config, "passphraseKeys" | "secretsKeys" | "developmentKeys"> {
+  const production = isProduction(env);
   const developmentKeys: string[] = [];
   const read = (name: "PASSPHRASE_KEYS" | "SECRETS_KEYS"): KeyRing => {
     const items = readList(env, name);

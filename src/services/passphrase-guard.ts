@@ -43,7 +43,7 @@ export interface LookedUp {
   readonly record: PassphraseRecord | undefined;
 }
 
-export type PassphraseLookup = (passphrase: string) => Promise<PassphraseRecord | undefined>;
+export type PassphraseLookup = (project: string, passphrase: string) => Promise<PassphraseRecord | undefined>;
 
 export interface PassphraseGuard {
   /**
@@ -66,7 +66,10 @@ const NOTHING_TO_GIVE_BACK: Guess = { giveBack: () => DONE, keep: () => DONE };
 
 /** The guard that never refuses (GUESS_LIMIT=0). */
 export const noGuard: PassphraseGuard = {
-  lookUp: async (_caller, passphrase, lookup) => ({ guess: NOTHING_TO_GIVE_BACK, record: await lookup(passphrase) }),
+  lookUp: async (caller, passphrase, lookup) => ({
+    guess: NOTHING_TO_GIVE_BACK,
+    record: await lookup(caller.project, passphrase),
+  }),
 };
 
 /** Proven holders each instance remembers, least recently used going first. */
@@ -99,11 +102,13 @@ export class MissLimitGuard implements PassphraseGuard {
     const key = callerKey(caller);
     const holder = this.holders === undefined ? undefined : provenHolderKey(caller, passphrase);
     if (holder !== undefined && this.holders?.has(holder)) {
-      return { guess: new HolderGuess(this, key, holder), record: await lookup(passphrase) };
+      return { guess: new HolderGuess(this, key, holder), record: await lookup(caller.project, passphrase) };
     }
     const taking = this.take(key, holder);
     // In line, the lookup would only wait too: it starts with the guess's request when there is no line.
-    const looking = this.lines.get(key)?.waiting.length ? taking.then(() => lookup(passphrase)) : lookup(passphrase);
+    const looking = this.lines.get(key)?.waiting.length
+      ? taking.then(() => lookup(caller.project, passphrase))
+      : lookup(caller.project, passphrase);
     let guess: TakenGuess;
     try {
       guess = await taking;

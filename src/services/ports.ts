@@ -70,6 +70,12 @@ export interface PassphraseRecord {
    * then, and a mute gives the channel's mute keys that expiry.
    */
   readonly expireAt?: number;
+  /**
+   * The id of the PASSPHRASE_KEYS key the record's key was made under;
+   * absent for a record written before there were keys (its key carries the
+   * passphrase's bare sha256), which `boardline channel reindex` rewrites.
+   */
+  readonly key?: string;
 }
 
 export interface MuteChange {
@@ -87,8 +93,8 @@ export interface MuteChange {
 
 /** What the services read and write. Redis in production, in memory for the demo. */
 export interface Store {
-  /** The record of a passphrase, or undefined when it is unknown. */
-  lookupPassphrase(passphrase: string): Promise<PassphraseRecord | undefined>;
+  /** The record of a project's passphrase, or undefined when the project has no channel it opens. */
+  lookupPassphrase(project: string, passphrase: string): Promise<PassphraseRecord | undefined>;
   /**
    * The project's whiteboard settings, or undefined when the whiteboard is not
    * set up (no record, `enabled` not `1`, or no usable credentials/region).
@@ -178,6 +184,14 @@ export interface ReindexReport {
   readonly scanned: number;
   /** Passphrase records that were not indexed and now are. */
   readonly indexed: number;
+  /** Passphrase records written before PASSPHRASE_KEYS (under the bare sha256) moved to the current key. */
+  readonly rekeyed: number;
+  /**
+   * Passphrase records under a key that is not the current one: they move on
+   * their passphrase's next use (only then is the passphrase at hand); the old
+   * key stays in PASSPHRASE_KEYS until none are left, or their channels rotate.
+   */
+  readonly olderKey: number;
   /** Where to resume (`from`); "0" once the pass is complete. */
   readonly cursor: string;
 }

@@ -72,11 +72,13 @@ export class ReadCachedStore implements Store {
    * an expired channel stops opening at once on every instance, not within the
    * cache's bound after it.
    */
-  async lookupPassphrase(passphrase: string): Promise<PassphraseRecord | undefined> {
-    const hit = this.passphrases.get(passphrase);
+  async lookupPassphrase(project: string, passphrase: string): Promise<PassphraseRecord | undefined> {
+    // The project's length first: no two (project, passphrase) pairs make one key.
+    const key = `${project.length}:${project}${passphrase}`;
+    const hit = this.passphrases.get(key);
     if (hit !== undefined) return hit.value;
-    const record = await this.inner.lookupPassphrase(passphrase);
-    this.passphrases.set(passphrase, record, record?.expireAt);
+    const record = await this.inner.lookupPassphrase(project, passphrase);
+    this.passphrases.set(key, record, record?.expireAt);
     return record;
   }
 

@@ -67,7 +67,9 @@ export class WhiteboardConversions {
       throw new Failure("permission_denied", { detail: "the whiteboard is not set up for this project" });
     }
     // A guess taken beside the lookup (none for a proven holder): no answer without one.
-    const { guess, record } = await this.guard.lookUp(caller, req.passphrase, (p) => this.store.lookupPassphrase(p));
+    const { guess, record } = await this.guard.lookUp(caller, req.passphrase, (project, p) =>
+      this.store.lookupPassphrase(project, p),
+    );
     if (record === undefined || record.project !== caller.project) {
       // The miss counts: the guess stays taken (a proven holder takes its guess now).
       await guess.keep();

@@ -20,7 +20,7 @@ export class PstnControl {
   ) {}
 
   /** Made once, not per mute. */
-  private readonly lookup = (passphrase: string) => this.store.lookupPassphrase(passphrase);
+  private readonly lookup = (project: string, passphrase: string) => this.store.lookupPassphrase(project, passphrase);
 
   async mute(caller: Caller, req: MuteRequest): Promise<MessageInitShape<typeof MuteResponseSchema>> {
     // `mute` has explicit presence and validation requires it; the fallback is unreachable.

@@ -46,8 +46,8 @@ export class PstnStateReader {
         return { channel: req.channel.value };
       case "passphrase": {
         // As for a mute: a guess taken beside the lookup (none for a proven holder), and kept by every refusal.
-        const { guess, record } = await this.guard.lookUp(caller, req.channel.value, (p) =>
-          this.store.lookupPassphrase(p),
+        const { guess, record } = await this.guard.lookUp(caller, req.channel.value, (project, p) =>
+          this.store.lookupPassphrase(project, p),
         );
         if (record === undefined || record.project !== caller.project) {
           await guess.keep();

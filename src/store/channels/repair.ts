@@ -35,7 +35,7 @@ import { passphraseRecords, SCAN_BATCH, scanKeys } from "./scan.js";
 import type { ChannelSteps } from "./steps.js";
 import { type Fields, parsePassphrase } from "../schema/channel-records.js";
 import { listedPassphrases, PENDING_FIELD, parsePending, passField } from "../schema/channel-index-records.js";
-import type { KeySchema } from "../schema/keys.js";
+import { type KeySchema, passphraseDigest } from "../schema/keys.js";
 
 /** Longer than any write's steps take (each bounded by the command timeout). */
 export const DOCTOR_GRACE_MS = 60_000;
@@ -86,6 +86,9 @@ export class ChannelRepair {
     let cursor = options.from ?? "0";
     let scanned = 0;
     let indexed = 0;
+    let rekeyed = 0;
+    let olderKey = 0;
+    const current = this.keys.passphraseKeys.current;
     for (let step = 0; options.maxSteps === undefined || step < options.maxSteps; step++) {
       const page = await this.p.scan(this.keys.passphrasePattern(), cursor, batch);
       for (const key of page.keys) {
@@ -94,15 +97,22 @@ export class ChannelRepair {
         if (sha === undefined || record === undefined) continue;
         scanned++;
         const fields = await this.p.readRecord(record.project, record.channel);
-        if (fields[passField(sha)] === record.role) continue;
-        await this.indexOrphan(sha, record, fields);
-        indexed++;
+        if (fields[passField(sha)] !== record.role) {
+          await this.indexOrphan(sha, record, fields);
+          indexed++;
+        }
+        if (record.key === undefined) {
+          // Written before keys: its key carries the passphrase's sha256, all the digest needs.
+          if (await this.steps.rekey(record, sha, passphraseDigest(current, record.project, sha))) rekeyed++;
+        } else if (record.key !== current.id) {
+          olderKey++;
+        }
       }
       cursor = page.cursor;
       if (cursor === "0") break;
       if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
     }
-    return { scanned, indexed, cursor };
+    return { scanned, indexed, rekeyed, olderKey, cursor };
   }
 
   /** Lists a passphrase record under its channel (hash and index), or releases it when the channel is going. */

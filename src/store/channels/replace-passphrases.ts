@@ -12,7 +12,6 @@ import type { ChannelSteps } from "./steps.js";
 import { type ChannelPassphrase, passphraseConflict } from "../schema/admin-checks.js";
 import { parseMillis, parsePassphrase } from "../schema/channel-records.js";
 import { listedPassphrases, PENDING_FIELD, passField, pendingValue } from "../schema/channel-index-records.js";
-import { hashPassphrase } from "../schema/keys.js";
 
 /**
  * `unindexedShas`: the passphrase hashes of the channel found by SCAN, asked
@@ -28,7 +27,7 @@ export async function replaceChannelPassphrases(
   now: number,
 ): Promise<void> {
   const p = steps.primitives;
-  const want = wanted.map((w) => ({ sha: hashPassphrase(w.passphrase), role: w.record.role }));
+  const want = wanted.map((w) => ({ sha: steps.digest(project, w.passphrase), role: w.record.role }));
   // Look before writing, so a conflict normally leaves nothing behind…
   for (const { sha, role } of want) {
     const owner = parsePassphrase(await p.readPassphrase(sha));
@@ -51,7 +50,7 @@ export async function replaceChannelPassphrases(
   const expireAt = parseMillis(before.expire_at);
   const created: string[] = [];
   for (const { sha, role } of want) {
-    const claim = await p.claimPassphrase(sha, { project, channel, role }, expireAt);
+    const claim = await p.claimPassphrase(sha, { project, channel, role, key: steps.keyId }, expireAt);
     if (!claim.claimed) {
       await Promise.all(created.map((s) => p.releasePassphrase(s, project, channel)));
       const listedBefore = new Set(listedPassphrases(before).map((l) => l.sha));

@@ -25,6 +25,7 @@ import type {
   ChannelPage,
   CreateOutcome,
   NewChannel,
+  PassphraseRecord,
   PassphraseRole,
   RotateOutcome,
   WhiteboardInfo,
@@ -46,7 +47,7 @@ import {
   pendingValue,
   parseWhiteboardInfo,
 } from "../schema/channel-index-records.js";
-import { checkProjectId, hashPassphrase } from "../schema/keys.js";
+import { checkProjectId, type KeySchema } from "../schema/keys.js";
 
 /** Index reads per `list` call when channels of a page turn out to be gone (expired, half-written). */
 const MAX_LIST_ROUNDS = 4;
@@ -68,12 +69,23 @@ export class ChannelSteps implements ChannelDirectory {
   constructor(
     readonly primitives: ChannelPrimitives,
     readonly whiteboards: WhiteboardPrimitives,
+    readonly keys: KeySchema,
     readonly now: () => number = Date.now,
   ) {}
 
+  /** A project's passphrase as its record's key and the channel hash carry it: its digest under the current key. */
+  digest(project: string, passphrase: string): string {
+    return this.keys.passphraseDigestOf(project, passphrase);
+  }
+
+  /** The id of the key new passphrase records are written under. */
+  get keyId(): string {
+    return this.keys.passphraseKeys.current.id;
+  }
+
   async create(input: NewChannel): Promise<CreateOutcome> {
     const { project, channel, expireAt } = input;
-    const passphrases = input.passphrases.map((p) => ({ role: p.role, sha: hashPassphrase(p.passphrase) }));
+    const passphrases = input.passphrases.map((p) => ({ role: p.role, sha: this.digest(project, p.passphrase) }));
     // One record has one role: a passphrase given for two roles would open the channel as only one.
     const twice = passphrases.find((p, i) => passphrases.findIndex((q) => q.sha === p.sha) !== i);
     if (twice !== undefined) return { kind: "passphrase_taken", role: twice.role };
@@ -81,7 +93,7 @@ export class ChannelSteps implements ChannelDirectory {
     if (!(await this.primitives.writeRecord(project, channel, "create", fields, expireAt))) return { kind: "exists" };
     await this.primitives.index(project, channel);
     for (const { role, sha } of passphrases) {
-      const claim = await this.primitives.claimPassphrase(sha, { project, channel, role }, expireAt);
+      const claim = await this.primitives.claimPassphrase(sha, { project, channel, role, key: this.keyId }, expireAt);
       if (!claim.claimed) {
         await this.removeSteps(project, channel, passphrases);
         return { kind: "passphrase_taken", role };
@@ -126,13 +138,13 @@ export class ChannelSteps implements ChannelDirectory {
     const listed = listedPassphrases(fields);
     const old = listed.filter((p) => p.role === role).map((p) => p.sha);
     if (old.length === 0) return { kind: "unknown" };
-    const sha = hashPassphrase(passphrase);
+    const sha = this.digest(project, passphrase);
     // Already one of this channel's passphrases (of any role): it "already opens a channel".
     if (listed.some((p) => p.sha === sha)) return { kind: "passphrase_taken" };
     const expireAt = parseMillis(fields.expire_at);
     const marked = { [passField(sha)]: role, [PENDING_FIELD]: pendingValue("rotate", this.now(), sha) };
     if (!(await this.primitives.writeRecord(project, channel, "update", marked, undefined))) return { kind: "unknown" };
-    const claim = await this.primitives.claimPassphrase(sha, { project, channel, role }, expireAt);
+    const claim = await this.primitives.claimPassphrase(sha, { project, channel, role, key: this.keyId }, expireAt);
     if (!claim.claimed) {
       await this.primitives.dropRecordFields(project, channel, [passField(sha), PENDING_FIELD]);
       return { kind: "passphrase_taken" };
@@ -157,6 +169,31 @@ export class ChannelSteps implements ChannelDirectory {
     const marked = { [PENDING_FIELD]: pendingValue("delete", this.now()) };
     if (!(await this.primitives.writeRecord(project, channel, "update", marked, undefined))) return undefined;
     return this.removeSteps(project, channel, listedPassphrases(fields));
+  }
+
+  /**
+   * Moves a passphrase record found under an older key (or under the bare
+   * sha256 of a record written before keys) to the current key's digest `to`,
+   * in a rotation's order: `to` joins the channel hash, its record is claimed,
+   * then `from` goes. Nothing when the channel no longer lists `from`; undone
+   * when a rotation or removal took `from` away meanwhile, so a passphrase
+   * rotated away never comes back under its new digest. True when moved.
+   */
+  async rekey(record: PassphraseRecord, from: string, to: string): Promise<boolean> {
+    const { project, channel, role } = record;
+    const p = this.primitives;
+    const listedFrom = async () => (await p.readRecord(project, channel))[passField(from)] === role;
+    if (from === to || !(await listedFrom())) return false;
+    if (!(await p.writeRecord(project, channel, "update", { [passField(to)]: role }, undefined))) return false;
+    const claim = await p.claimPassphrase(to, { project, channel, role, key: this.keyId }, record.expireAt);
+    if (!claim.claimed || !(await listedFrom())) {
+      if (claim.claimed) await p.releasePassphrase(to, project, channel);
+      await p.dropRecordFields(project, channel, [passField(to)]);
+      return false;
+    }
+    await p.releasePassphrase(from, project, channel);
+    await p.dropRecordFields(project, channel, [passField(from)]);
+    return true;
   }
 
   /** The steps of a removal (also the undo of a create): records, then data and hash, then index. */

@@ -11,10 +11,12 @@
  * `setUnavailable(true)` makes every call fail with `Failure("unavailable")`,
  * which lets service tests exercise the 503 path without a Redis.
  */
+import type { KeyRing } from "../../secrets/key-ring.js";
 import { Failure } from "../../services/failure.js";
 import type { AdminStore, GuessTaken, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
 import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
 import { CheckedAdmin } from "../checked-admin.js";
+import { lookUpPassphrase } from "../channels/lookup-passphrase.js";
 import { ChannelSteps } from "../channels/steps.js";
 import { ConversionSteps } from "../conversion-steps.js";
 import { guessTaken, keepGuessIn, takeGuessIn } from "../guesses.js";
@@ -35,13 +37,14 @@ import {
   muteEventFields,
   muteFlag,
   muteMetaValue,
-  parsePassphrase,
   parsePstnSnapshot,
   parseWhiteboard,
 } from "../schema/channel-records.js";
 
 export interface MemoryStoreOptions {
   keyPrefix?: string;
+  /** The keys of the passphrase index (PASSPHRASE_KEYS); default the development key. */
+  passphraseKeys?: KeyRing;
   /** Milliseconds since the epoch; injectable so tests can move time (expiry). */
   now?: () => number;
   /** How long a conversion task's record and changes stream outlive its last change; default 7 days. */
@@ -64,7 +67,7 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
 
   constructor(options: MemoryStoreOptions = {}) {
     super();
-    this.keys = keySchema(options.keyPrefix);
+    this.keys = keySchema(options.keyPrefix, options.passphraseKeys);
     this.data = new MemoryKeyspace(options.now);
     this.primitives = new MemoryAdmin(this.data, this.keys, () => this.guard());
     const retentionSeconds = options.retentionSeconds ?? CONVERSION_TTL_SECONDS;
@@ -77,6 +80,7 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
     this.channels = new ChannelSteps(
       new MemoryChannels(this.data, this.keys, () => this.guard()),
       this.primitives,
+      this.keys,
       this.data.now,
     );
   }
@@ -86,9 +90,14 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
     this.unavailable = unavailable;
   }
 
-  async lookupPassphrase(passphrase: string): Promise<PassphraseRecord | undefined> {
+  async lookupPassphrase(project: string, passphrase: string): Promise<PassphraseRecord | undefined> {
     this.guard();
-    return parsePassphrase(this.data.hashFields(this.keys.passphrase(passphrase)));
+    return lookUpPassphrase(
+      this.channels,
+      async (digest) => this.data.hashFields(this.keys.passphraseByHash(digest)),
+      project,
+      passphrase,
+    );
   }
 
   async getWhiteboard(project: string): Promise<WhiteboardSettings | undefined> {

@@ -73,9 +73,10 @@ export class RedisChannels implements ChannelPrimitives {
 
   async claimPassphrase(sha: string, record: PassphraseRecord, expireAt: number | undefined): Promise<ClaimResult> {
     const key = this.keys.passphraseByHash(sha);
-    const expiry = expireAt === undefined ? [] : [String(expireAt)];
+    const expiry = expireAt === undefined ? "" : String(expireAt);
+    const keyId = record.key === undefined ? [] : [record.key];
     const reply = await this.calls.write("claimPassphrase", key, (c) =>
-      this.scriptsOn(c).blClaimPassphrase(key, record.project, record.channel, record.role, ...expiry),
+      this.scriptsOn(c).blClaimPassphrase(key, record.project, record.channel, record.role, expiry, ...keyId),
     );
     if (reply[0] === 0) return { claimed: false, owner: { project: reply[1], channel: reply[2] } };
     return { claimed: true, created: reply[0] === 1 };

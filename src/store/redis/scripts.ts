@@ -69,8 +69,9 @@ return {pairs_of(KEYS[1]), pairs_of(KEYS[2]), last}
 /**
  * Writes a passphrase record unless it belongs to another channel (checked and
  * written in one step, so two operators cannot both claim a passphrase).
- * KEYS: passphrase record. ARGV: project, channel, role, and optionally when
- * the record expires (ms since the epoch: PEXPIREAT, a channel's expiry).
+ * KEYS: passphrase record. ARGV: project, channel, role, when the record
+ * expires ('' or ms since the epoch: PEXPIREAT, a channel's expiry), and
+ * optionally the id of the PASSPHRASE_KEYS key its digest was made under.
  * Returns {0, owner project, owner channel} on conflict, {1} created, {2} updated.
  */
 const CLAIM_PASSPHRASE = `
@@ -83,6 +84,9 @@ if owner[1] and (owner[1] ~= ARGV[1] or owner[2] ~= ARGV[2]) then
   return {0, owner[1], owner[2] or ''}
 end
 redis.call('HSET', KEYS[1], 'project', ARGV[1], 'channel', ARGV[2], 'role', ARGV[3])
+if ARGV[5] and ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[1], 'key', ARGV[5])
+end
 if ARGV[4] and ARGV[4] ~= '' then
   redis.call('HSET', KEYS[1], 'expire_at', ARGV[4])
   redis.call('PEXPIREAT', KEYS[1], ARGV[4])
@@ -160,7 +164,8 @@ export interface ScriptCommands {
     project: string,
     channel: string,
     role: string,
-    expireAt?: string,
+    expireAt: string,
+    keyId?: string,
   ): Promise<ClaimReply>;
   blTakeGuess(key: string, slot: string, limit: string, windowMs: string): Promise<number>;
   blKeepGuess(key: string, slot: string): Promise<number>;

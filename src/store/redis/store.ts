@@ -16,10 +16,12 @@
  * keys of passphrase records are not logged either.
  */
 import type { Logger } from "../../log.js";
+import type { KeyRing } from "../../secrets/key-ring.js";
 import { Failure } from "../../services/failure.js";
 import type { AdminStore, GuessTaken, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
 import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
 import { CheckedAdmin } from "../checked-admin.js";
+import { lookUpPassphrase } from "../channels/lookup-passphrase.js";
 import { ChannelSteps } from "../channels/steps.js";
 import { ConversionSteps } from "../conversion-steps.js";
 import { guessTaken } from "../guesses.js";
@@ -30,14 +32,7 @@ import {
   keySchema,
   MUTE_EVENTS_MAXLEN,
 } from "../schema/keys.js";
-import {
-  muteFlag,
-  muteMetaHead,
-  pairsToMap,
-  parsePassphrase,
-  parsePstnSnapshot,
-  parseWhiteboard,
-} from "../schema/channel-records.js";
+import { muteFlag, muteMetaHead, pairsToMap, parsePstnSnapshot, parseWhiteboard } from "../schema/channel-records.js";
 import { RedisAdmin } from "./admin.js";
 import { RedisChannels } from "./channels.js";
 import { pingMasters, perConnection } from "./cluster-connections.js";
@@ -62,6 +57,8 @@ export type { RedisConnectionOptions, RedisNodeAddress } from "./connection.js";
 export interface RedisStoreSettings {
   /** Key prefix (REDIS_KEY_PREFIX); default `bl:`. */
   keyPrefix?: string;
+  /** The keys of the passphrase index (PASSPHRASE_KEYS); default the development key. */
+  passphraseKeys?: KeyRing;
   logger: Logger;
   /** Longest a single Redis call may take before it fails as unavailable; default 1000. */
   commandTimeoutMs?: number;
@@ -94,6 +91,7 @@ export function createRedisStore(options: RedisConnectionOptions, settings: Redi
   const replicated = (settings.replicaAck?.minReplicas ?? 0) > 0;
   return new RedisStore(createRedisClient(options, tuning), {
     keyPrefix: settings.keyPrefix,
+    passphraseKeys: settings.passphraseKeys,
     logger: settings.logger,
     commandTimeoutMs: tuning.commandTimeoutMs,
     retentionSeconds: settings.retentionSeconds,
@@ -143,6 +141,7 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
     client: RedisClient,
     settings: {
       keyPrefix?: string | undefined;
+      passphraseKeys?: KeyRing | undefined;
       logger: Logger;
       commandTimeoutMs?: number | undefined;
       retentionSeconds?: number | undefined;
@@ -153,7 +152,7 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
     },
   ) {
     super();
-    this.keys = keySchema(settings.keyPrefix);
+    this.keys = keySchema(settings.keyPrefix, settings.passphraseKeys);
     const timeoutMs = settings.commandTimeoutMs ?? DEFAULT_TUNING.commandTimeoutMs;
     this.calls = new RedisCalls(client, settings.logger, timeoutMs, settings.replicaAck, settings.ackClient ?? client);
     this.scripts = scriptsOn(client);
@@ -168,7 +167,7 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
     );
     const idempotencyTtlSeconds = settings.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS;
     this.idempotency = new RedisIdempotency(this.calls, this.keys, idempotencyTtlSeconds);
-    this.channels = new ChannelSteps(new RedisChannels(this.calls, this.keys, scriptsOn), this.primitives);
+    this.channels = new ChannelSteps(new RedisChannels(this.calls, this.keys, scriptsOn), this.primitives, this.keys);
   }
 
   /**
@@ -181,9 +180,13 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
     await Promise.all(this.calls.clients.map((client) => readyWithin(client, timeoutMs)));
   }
 
-  async lookupPassphrase(passphrase: string): Promise<PassphraseRecord | undefined> {
-    const fields = await this.calls.readHash("lookupPassphrase", this.keys.passphrase(passphrase));
-    return parsePassphrase(fields);
+  lookupPassphrase(project: string, passphrase: string): Promise<PassphraseRecord | undefined> {
+    return lookUpPassphrase(
+      this.channels,
+      (digest) => this.calls.readHash("lookupPassphrase", this.keys.passphraseByHash(digest)),
+      project,
+      passphrase,
+    );
   }
 
   async getWhiteboard(project: string): Promise<WhiteboardSettings | undefined> {

@@ -23,12 +23,19 @@ export function parsePassphrase(fields: Fields): PassphraseRecord | undefined {
   if (!project || !channel) return undefined;
   if (role !== "host" && role !== "attendee") return undefined;
   const expireAt = parseMillis(fields.expire_at);
-  return expireAt === undefined ? { project, channel, role } : { project, channel, role, expireAt };
+  const record: PassphraseRecord =
+    expireAt === undefined ? { project, channel, role } : { project, channel, role, expireAt };
+  return fields.key ? { ...record, key: fields.key } : record;
 }
 
 export function passphraseFields(record: PassphraseRecord): Fields {
-  const fields = { project: record.project, channel: record.channel, role: record.role };
-  return record.expireAt === undefined ? fields : { ...fields, expire_at: String(record.expireAt) };
+  return {
+    project: record.project,
+    channel: record.channel,
+    role: record.role,
+    ...(record.expireAt === undefined ? {} : { expire_at: String(record.expireAt) }),
+    ...(record.key === undefined ? {} : { key: record.key }),
+  };
 }
 
 export function isRegion(value: unknown): value is Region {

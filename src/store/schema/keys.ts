@@ -8,7 +8,8 @@
  * so no key can carry one in clear. The `{…}` hash tags keep the keys one
  * script writes in one Cluster slot (docs/redis-schema.md, "Hash tags").
  */
-import { createHash } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
+import { developmentKeyRing, type KeyRing, type SecretKey } from "../../secrets/key-ring.js";
 
 export const DEFAULT_KEY_PREFIX = "bl:";
 
@@ -36,16 +37,41 @@ export const ADMIN_EVENTS_MAXLEN = 10_000;
 /** Cap of each channel's whiteboard-events stream (XADD MAXLEN ~). */
 export const WHITEBOARD_EVENTS_MAXLEN = 10_000;
 
-/** The passphrase as its key carries it: lowercase sha256 hex of its UTF-8 bytes. */
+/** Lowercase sha256 hex of the UTF-8 bytes: what a key carries in place of a caller's name or an Idempotency-Key. */
 export function hashPassphrase(passphrase: string): string {
   return createHash("sha256").update(passphrase, "utf8").digest("hex");
 }
 
+/**
+ * What a passphrase record's key carries: HMAC-SHA256 under a PASSPHRASE_KEYS
+ * key of the JSON `[project, sha256 hex of the passphrase]`. The key, kept out
+ * of Redis, is what stops a copy of Redis from testing guesses; the project
+ * makes a passphrase unique within its project only, so no project can learn
+ * whether another uses one. Over the sha256, not the passphrase, so a record
+ * written before keys existed (its key carries that sha256) can be rewritten
+ * without knowing its passphrase.
+ */
+export function passphraseDigest(key: SecretKey, project: string, sha: string): string {
+  return createHmac("sha256", key.bytes)
+    .update(JSON.stringify([project, sha]), "utf8")
+    .digest("hex");
+}
+
 export interface KeySchema {
   readonly prefix: string;
-  /** Key of a passphrase's record; the passphrase in clear, the key carries its sha256 hex. */
-  passphrase(passphrase: string): string;
-  /** Key of a passphrase's record by the sha256 hex of the passphrase (what a channel record lists). */
+  /** The keys of the passphrase index (PASSPHRASE_KEYS), current first. */
+  readonly passphraseKeys: KeyRing;
+  /** The digest a project's passphrase is written under now (see passphraseDigest). */
+  passphraseDigestOf(project: string, passphrase: string): string;
+  /**
+   * Every digest a project's passphrase may still be found under, in the order
+   * to try them: the current key's, older keys', and the bare sha256 of a
+   * record written before keys existed (`key` field absent).
+   */
+  passphraseDigests(project: string, passphrase: string): string[];
+  /** Key of a project's passphrase record under the current key; the passphrase in clear, the key carries its digest. */
+  passphrase(project: string, passphrase: string): string;
+  /** Key of a passphrase's record by its digest (what a channel record lists). */
   passphraseByHash(sha: string): string;
   /** SCAN pattern matching every passphrase record under this prefix. */
   passphrasePattern(): string;
@@ -109,11 +135,22 @@ const PSTN_EVENTS = ":pstn-events";
 const PSTN_MUTE_META = ":pstn-mute-meta";
 const PSTN_NOTIFY = ":pstn-notify";
 
-export function keySchema(prefix: string = DEFAULT_KEY_PREFIX): KeySchema {
+export function keySchema(
+  prefix: string = DEFAULT_KEY_PREFIX,
+  passphraseKeys: KeyRing = developmentKeyRing("PASSPHRASE_KEYS"),
+): KeySchema {
   const channelTag = (project: string, channel: string) => `${prefix}chan:{${project}/${channel}}`;
+  const current = (project: string, passphrase: string) =>
+    passphraseDigest(passphraseKeys.current, project, hashPassphrase(passphrase));
   return {
     prefix,
-    passphrase: (passphrase) => `${prefix}pass:{${hashPassphrase(passphrase)}}`,
+    passphraseKeys,
+    passphraseDigestOf: current,
+    passphraseDigests: (project, passphrase) => {
+      const sha = hashPassphrase(passphrase);
+      return [...passphraseKeys.keys.map((key) => passphraseDigest(key, project, sha)), sha];
+    },
+    passphrase: (project, passphrase) => `${prefix}pass:{${current(project, passphrase)}}`,
     passphraseByHash: (sha) => `${prefix}pass:{${sha}}`,
     passphrasePattern: () => `${escapeGlob(prefix)}pass:*`,
     passphraseHashOf: (key) => {
