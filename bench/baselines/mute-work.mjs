@@ -90,7 +90,7 @@ export function createMuteHandler(env = process.env) {
     ) {
       throw new MuteError(400, "uid, passphrase and mute are required");
     }
-    const record = await redis.hgetall(keys.passphrase(passphrase));
+    const record = await redis.hgetall(keys.passphrase(String(payload.project_id), passphrase));
     if (
       record.project === undefined ||
       record.project !== payload.project_id ||

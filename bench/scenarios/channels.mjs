@@ -41,7 +41,7 @@ import os from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { cpuTicks, procKb, Servers, splitCpus, stallProbe, TICK_US } from "../lib/processes.mjs";
-import { hashPassphrase, keySchema, mintToken, passField } from "../lib/boardline.mjs";
+import { keySchema, mintToken, passField } from "../lib/boardline.mjs";
 import { render } from "../report/channels.mjs";
 import { writeSection } from "../report/document.mjs";
 
@@ -122,14 +122,14 @@ async function fill(redisUrl, count) {
       p.hset(keys.channelRecord(LIST_PROJECT, channel), {
         created_at: String(now),
         created_by: "bench",
-        [passField(hashPassphrase(host))]: "host",
-        [passField(hashPassphrase(attendee))]: "attendee",
+        [passField(keys.passphraseDigestOf(LIST_PROJECT, host))]: "host",
+        [passField(keys.passphraseDigestOf(LIST_PROJECT, attendee))]: "attendee",
       });
       for (const [passphrase, role] of /** @type {[string, string][]} */ ([
         [host, "host"],
         [attendee, "attendee"],
       ])) {
-        p.hset(keys.passphrase(passphrase), { project: LIST_PROJECT, channel, role });
+        p.hset(keys.passphrase(LIST_PROJECT, passphrase), { project: LIST_PROJECT, channel, role });
       }
     }
     await p.exec();

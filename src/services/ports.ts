@@ -70,12 +70,6 @@ export interface PassphraseRecord {
    * then, and a mute gives the channel's mute keys that expiry.
    */
   readonly expireAt?: number;
-  /**
-   * The id of the PASSPHRASE_KEYS key the record's key was made under;
-   * absent for a record written before there were keys (its key carries the
-   * passphrase's bare sha256), which `boardline channel reindex` rewrites.
-   */
-  readonly key?: string;
 }
 
 export interface MuteChange {

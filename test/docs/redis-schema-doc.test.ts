@@ -23,10 +23,10 @@ describe("docs/redis-schema.md comes from the key builders (src/store/schema/key
   });
 
   it("shows a hashed part by what it hashes, and fails when the builder no longer hashes it", () => {
-    const key = keySchema().passphrase("x");
+    const key = keySchema().guesses("x");
     expect(key).toContain(hashPassphrase("x"));
-    expect(hashShown(key, "x", "<sha of x>")).toBe(`${DEFAULT_KEY_PREFIX}pass:{<sha of x>}`);
-    expect(() => hashShown(`${DEFAULT_KEY_PREFIX}pass:{x}`, "x", "<sha of x>")).toThrow(/sha256 hex of x/);
+    expect(hashShown(key, "x", "<sha of x>")).toBe(`${DEFAULT_KEY_PREFIX}guesses:{<sha of x>}`);
+    expect(() => hashShown(`${DEFAULT_KEY_PREFIX}guesses:{x}`, "x", "<sha of x>")).toThrow(/sha256 hex of x/);
   });
 
   it("fails when a record writer writes a field the layout does not explain, or the other way round", () => {

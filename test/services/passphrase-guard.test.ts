@@ -193,9 +193,9 @@ describe("proven holders", () => {
       open = resolve;
     });
     const held = Array.from({ length: LIMIT }, () =>
-      other.lookUp(alice, HOST, async (p) => (await gate, store.lookupPassphrase(p))),
+      other.lookUp(alice, HOST, async (project, p) => (await gate, store.lookupPassphrase(project, p))),
     );
-    const waiting = guard.lookUp(alice, HOST, (p) => store.lookupPassphrase(p));
+    const waiting = guard.lookUp(alice, HOST, (project, p) => store.lookupPassphrase(project, p));
     await new Promise((r) => setTimeout(r, 100));
     open();
     for (const c of held) await (await c).guess.giveBack();

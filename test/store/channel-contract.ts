@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { AdminStore, NewChannel, PassphraseRole } from "../../src/services/ports.js";
 import type { ChannelSteps } from "../../src/store/channels/steps.js";
-import { hashPassphrase, type KeySchema } from "../../src/store/schema/keys.js";
+import type { KeySchema } from "../../src/store/schema/keys.js";
 import type { ContractOptions, ContractSubject, RawAccess } from "./contract.js";
 
 export function channelDirectoryContract(current: () => ContractSubject, options: ContractOptions): void {
@@ -39,15 +39,15 @@ export function channelDirectoryContract(current: () => ContractSubject, options
       expect(await raw.hgetall(keys.channelRecord(ch.project, ch.channel))).toEqual({
         created_at: String(ch.createdAt),
         created_by: "alice",
-        [`pass:${hashPassphrase(host ?? "")}`]: "host",
-        [`pass:${hashPassphrase(attendee ?? "")}`]: "attendee",
+        [`pass:${keys.passphraseDigestOf(ch.project, host ?? "")}`]: "host",
+        [`pass:${keys.passphraseDigestOf(ch.project, attendee ?? "")}`]: "attendee",
       });
-      expect(await store.lookupPassphrase(host ?? "")).toEqual({
+      expect(await store.lookupPassphrase(ch.project, host ?? "")).toEqual({
         project: ch.project,
         channel: ch.channel,
         role: "host",
       });
-      expect(await store.lookupPassphrase(attendee ?? "")).toMatchObject({ role: "attendee" });
+      expect(await store.lookupPassphrase(ch.project, attendee ?? "")).toMatchObject({ role: "attendee" });
       const info = await store.channels.get(ch.project, ch.channel);
       expect(info).toEqual({
         project: ch.project,
@@ -69,7 +69,7 @@ export function channelDirectoryContract(current: () => ContractSubject, options
       const again = newChannel({ project: ch.project, channel: ch.channel });
       expect(await store.channels.create(again)).toEqual({ kind: "exists" });
       expect(await channelKeys(ch.project)).toEqual(before);
-      for (const p of again.passphrases) expect(await store.lookupPassphrase(p.passphrase)).toBeUndefined();
+      for (const p of again.passphrases) expect(await store.lookupPassphrase(ch.project, p.passphrase)).toBeUndefined();
     });
 
     it("a passphrase that opens another channel is refused with its role, and nothing is left behind", async () => {
@@ -87,8 +87,8 @@ export function channelDirectoryContract(current: () => ContractSubject, options
         ],
       };
       expect(await store.channels.create(attempt)).toEqual({ kind: "passphrase_taken", role: "attendee" });
-      expect(await store.lookupPassphrase(fresh)).toBeUndefined();
-      expect(await store.lookupPassphrase(taken)).toMatchObject({ channel: a.channel, role: "host" });
+      expect(await store.lookupPassphrase(b.project, fresh)).toBeUndefined();
+      expect(await store.lookupPassphrase(a.project, taken)).toMatchObject({ channel: a.channel, role: "host" });
       expect(await store.channels.get(b.project, b.channel)).toBeUndefined();
       expect((await channelKeys(b.project, b.channel)).length).toBe(0);
       expect(await raw.zscore(keys.channelIndex(b.project), b.channel)).toBeUndefined();
@@ -102,7 +102,7 @@ export function channelDirectoryContract(current: () => ContractSubject, options
         ],
       };
       expect(await store.channels.create(twice)).toEqual({ kind: "passphrase_taken", role: "attendee" });
-      expect(await store.lookupPassphrase(same)).toBeUndefined();
+      expect(await store.lookupPassphrase(b.project, same)).toBeUndefined();
       expect((await channelKeys(b.project, b.channel)).length).toBe(0);
       // The id is free again.
       expect(await store.channels.create(b)).toEqual({ kind: "created" });
@@ -115,21 +115,30 @@ export function channelDirectoryContract(current: () => ContractSubject, options
       const [oldHost, attendee] = ch.passphrases.map((p) => p.passphrase);
       const next = secret();
       expect(await store.channels.rotate(ch.project, ch.channel, "host", next)).toEqual({ kind: "rotated" });
-      expect(await store.lookupPassphrase(oldHost ?? "")).toBeUndefined();
-      expect(await store.lookupPassphrase(next)).toEqual({ project: ch.project, channel: ch.channel, role: "host" });
-      expect(await store.lookupPassphrase(attendee ?? "")).toMatchObject({ role: "attendee" });
+      expect(await store.lookupPassphrase(ch.project, oldHost ?? "")).toBeUndefined();
+      expect(await store.lookupPassphrase(ch.project, next)).toEqual({
+        project: ch.project,
+        channel: ch.channel,
+        role: "host",
+      });
+      expect(await store.lookupPassphrase(ch.project, attendee ?? "")).toMatchObject({ role: "attendee" });
       expect(Object.keys(await raw.hgetall(keys.channelRecord(ch.project, ch.channel))).sort()).toEqual(
-        ["created_at", "created_by", `pass:${hashPassphrase(next)}`, `pass:${hashPassphrase(attendee ?? "")}`].sort(),
+        [
+          "created_at",
+          "created_by",
+          `pass:${keys.passphraseDigestOf(ch.project, next)}`,
+          `pass:${keys.passphraseDigestOf(ch.project, attendee ?? "")}`,
+        ].sort(),
       );
-      expect(await raw.exists(keys.passphrase(oldHost ?? ""))).toBe(false);
+      expect(await raw.exists(keys.passphrase(ch.project, oldHost ?? ""))).toBe(false);
 
       expect(await store.channels.rotate(ch.project, "nobody", "host", secret())).toEqual({ kind: "unknown" });
-      const hostOnly = newChannel({ roles: ["host"] });
+      const hostOnly = newChannel({ project: ch.project, roles: ["host"] });
       await store.channels.create(hostOnly);
       expect(await store.channels.rotate(hostOnly.project, hostOnly.channel, "attendee", secret())).toEqual({
         kind: "unknown",
       });
-      // Another channel's passphrase, or one of this channel's own: taken, and nothing changes.
+      // Another channel's passphrase (of the project), or one of this channel's own: taken, and nothing changes.
       const other = hostOnly.passphrases[0]?.passphrase ?? "";
       expect(await store.channels.rotate(ch.project, ch.channel, "attendee", other)).toEqual({
         kind: "passphrase_taken",
@@ -137,8 +146,8 @@ export function channelDirectoryContract(current: () => ContractSubject, options
       expect(await store.channels.rotate(ch.project, ch.channel, "attendee", next)).toEqual({
         kind: "passphrase_taken",
       });
-      expect(await store.lookupPassphrase(other)).toMatchObject({ channel: hostOnly.channel });
-      expect(await store.lookupPassphrase(attendee ?? "")).toMatchObject({ role: "attendee" });
+      expect(await store.lookupPassphrase(ch.project, other)).toMatchObject({ channel: hostOnly.channel });
+      expect(await store.lookupPassphrase(ch.project, attendee ?? "")).toMatchObject({ role: "attendee" });
       expect((await store.channels.get(ch.project, ch.channel))?.roles).toEqual(["host", "attendee"]);
     });
 
@@ -152,14 +161,14 @@ export function channelDirectoryContract(current: () => ContractSubject, options
         store.channels.rotate(ch.project, ch.channel, "host", y),
       ]);
       expect(outcomes).toEqual([{ kind: "rotated" }, { kind: "rotated" }]);
-      expect(await store.lookupPassphrase(ch.passphrases[0]?.passphrase ?? "")).toBeUndefined();
+      expect(await store.lookupPassphrase(ch.project, ch.passphrases[0]?.passphrase ?? "")).toBeUndefined();
       const fields = await raw.hgetall(keys.channelRecord(ch.project, ch.channel));
       for (const p of [x, y]) {
-        expect(await store.lookupPassphrase(p)).toMatchObject({ role: "host" });
-        expect(fields[`pass:${hashPassphrase(p)}`]).toBe("host");
+        expect(await store.lookupPassphrase(ch.project, p)).toMatchObject({ role: "host" });
+        expect(fields[`pass:${keys.passphraseDigestOf(ch.project, p)}`]).toBe("host");
       }
       expect(await store.channels.remove(ch.project, ch.channel)).toBe(true);
-      for (const p of [x, y]) expect(await store.lookupPassphrase(p)).toBeUndefined();
+      for (const p of [x, y]) expect(await store.lookupPassphrase(ch.project, p)).toBeUndefined();
     });
 
     it("remove takes every key of the channel, its passphrase records and its index entry", async () => {
@@ -169,7 +178,7 @@ export function channelDirectoryContract(current: () => ContractSubject, options
       await store.channels.create(ch);
       await store.channels.create(neighbour);
       await store.setMute({ project: ch.project, channel: ch.channel, uid: "u", mute: true, by: "s", at: 1 });
-      const passKeys = ch.passphrases.map((p) => keys.passphrase(p.passphrase));
+      const passKeys = ch.passphrases.map((p) => keys.passphrase(ch.project, p.passphrase));
       expect((await channelKeys(ch.project, ch.channel)).length).toBe(4); // record, mute, meta, events
 
       expect(await store.channels.remove(ch.project, ch.channel)).toBe(true);
@@ -179,7 +188,7 @@ export function channelDirectoryContract(current: () => ContractSubject, options
       expect(await store.channels.get(ch.project, ch.channel)).toBeUndefined();
       expect(await store.channels.remove(ch.project, ch.channel)).toBe(false);
       expect(await store.channels.get(neighbour.project, neighbour.channel)).toBeDefined();
-      expect(await store.lookupPassphrase(neighbour.passphrases[0]?.passphrase ?? "")).toBeDefined();
+      expect(await store.lookupPassphrase(neighbour.project, neighbour.passphrases[0]?.passphrase ?? "")).toBeDefined();
     });
 
     it("list pages by id, in byte order, and never repeats or skips a channel while others come and go", async () => {
@@ -230,7 +239,7 @@ export function channelDirectoryContract(current: () => ContractSubject, options
       const winner = attempts[outcomes.findIndex((o) => o.kind === "created")];
       for (const attempt of attempts) {
         for (const p of attempt.passphrases) {
-          const found = await store.lookupPassphrase(p.passphrase);
+          const found = await store.lookupPassphrase(project, p.passphrase);
           if (attempt === winner) expect(found).toMatchObject({ channel: "contested", role: p.role });
           else expect(found).toBeUndefined();
         }
@@ -245,18 +254,18 @@ export function channelDirectoryContract(current: () => ContractSubject, options
       await store.channels.create(ch);
       await store.setMute({ project: ch.project, channel: ch.channel, uid: "u", mute: true, by: "s", at: 1 });
       const host = ch.passphrases[0]?.passphrase ?? "";
-      expect(await store.lookupPassphrase(host)).toBeDefined();
+      expect(await store.lookupPassphrase(ch.project, host)).toBeDefined();
       expect((await store.channels.get(ch.project, ch.channel))?.expireAt).toBe(ch.expireAt);
-      for (const key of [...(await channelKeys(ch.project, ch.channel)), keys.passphrase(host)]) {
+      for (const key of [...(await channelKeys(ch.project, ch.channel)), keys.passphrase(ch.project, host)]) {
         expect(await raw.ttl(key), key).toBeGreaterThan(0);
       }
       if (options.hasClock && subject.advanceClock) subject.advanceClock(1500);
       else await new Promise((r) => setTimeout(r, 1700));
-      expect(await store.lookupPassphrase(host)).toBeUndefined();
+      expect(await store.lookupPassphrase(ch.project, host)).toBeUndefined();
       expect(await store.channels.get(ch.project, ch.channel)).toBeUndefined();
       expect((await store.channels.list(ch.project, 10, undefined)).channels).toEqual([]);
       expect(await channelKeys(ch.project, ch.channel)).toEqual([]);
-      for (const p of ch.passphrases) expect(await raw.exists(keys.passphrase(p.passphrase))).toBe(false);
+      for (const p of ch.passphrases) expect(await raw.exists(keys.passphrase(ch.project, p.passphrase))).toBe(false);
       // The index member cannot expire: the doctor removes it.
       const report = await store.channelDoctor(ch.project, { graceMs: 0 });
       expect(report.findings).toEqual([
@@ -332,7 +341,7 @@ export function channelDirectoryContract(current: () => ContractSubject, options
       expect((await raw.hgetall(keys.channelRecord(ch.project, ch.channel))).pending).toBeUndefined();
       await store.createChannel({ ...ch, hostPassphrase: a });
       expect((await store.channels.get(ch.project, ch.channel))?.roles).toEqual(["host"]);
-      expect(await store.lookupPassphrase(h)).toBeUndefined();
+      expect(await store.lookupPassphrase(ch.project, h)).toBeUndefined();
       expect(await store.deleteChannel(ch.project, ch.channel)).toBe(1);
       expect(await channelKeys(ch.project)).toEqual([]);
     });

@@ -18,7 +18,7 @@ import type { ContractSubject, RawAccess } from "./contract.js";
 
 /** The directory of `store` as a writer that dies at the `nth` (0-based) call of `method`. */
 function dyingWriter(store: AdminStore, method: keyof ChannelPrimitives, nth = 0): ChannelSteps {
-  const { primitives, whiteboards, now } = store.channels as ChannelSteps;
+  const { primitives, whiteboards, keys, now } = store.channels as ChannelSteps;
   let calls = 0;
   let dead = false;
   const wrapped = new Proxy(primitives, {
@@ -32,7 +32,7 @@ function dyingWriter(store: AdminStore, method: keyof ChannelPrimitives, nth = 0
       };
     },
   });
-  return new ChannelSteps(wrapped, whiteboards, now);
+  return new ChannelSteps(wrapped, whiteboards, keys, now);
 }
 
 export function channelRepairContract(current: () => ContractSubject): void {
@@ -53,7 +53,7 @@ export function channelRepairContract(current: () => ContractSubject): void {
       after = page.next;
     } while (after !== undefined);
     for (const passphrase of passphrases) {
-      const record = await store.lookupPassphrase(passphrase);
+      const record = await store.lookupPassphrase(project, passphrase);
       if (record !== undefined) expect(listed.has(record.channel), `${record.channel} is listed`).toBe(true);
     }
   }
@@ -67,7 +67,7 @@ export function channelRepairContract(current: () => ContractSubject): void {
       const ch = newChannel();
       const all = ch.passphrases.map((p) => p.passphrase);
       await expect(dyingWriter(store, "claimPassphrase", 1).create(ch)).rejects.toThrow("the writer died");
-      expect(await store.lookupPassphrase(all[0] ?? "")).toBeDefined();
+      expect(await store.lookupPassphrase(ch.project, all[0] ?? "")).toBeDefined();
       await noUnlistedChannel(ch.project, all);
       // Younger than the grace: taken to be under way, left alone.
       expect((await store.channelDoctor(ch.project)).findings).toEqual([]);
@@ -76,7 +76,7 @@ export function channelRepairContract(current: () => ContractSubject): void {
       expect(report.findings).toEqual([
         { problem: "interrupted_create", project: ch.project, channel: ch.channel, repair: "undone" },
       ]);
-      for (const p of all) expect(await store.lookupPassphrase(p)).toBeUndefined();
+      for (const p of all) expect(await store.lookupPassphrase(ch.project, p)).toBeUndefined();
       await noUnlistedChannel(ch.project, all);
       expect(await keysOf(ch.project, ch.channel)).toEqual([]);
       expect(await store.channels.create(ch)).toEqual({ kind: "created" });
@@ -103,7 +103,7 @@ export function channelRepairContract(current: () => ContractSubject): void {
       await store.setMute({ project: ch.project, channel: ch.channel, uid: "u", mute: true, by: "s", at: 1 });
       await expect(dyingWriter(store, "removeChannelData").remove(ch.project, ch.channel)).rejects.toThrow();
       const all = ch.passphrases.map((p) => p.passphrase);
-      for (const p of all) expect(await store.lookupPassphrase(p)).toBeUndefined();
+      for (const p of all) expect(await store.lookupPassphrase(ch.project, p)).toBeUndefined();
       expect((await store.channels.list(ch.project, 10, undefined)).channels).toHaveLength(1);
       const report = await store.channelDoctor(ch.project, { graceMs: 0 });
       expect(report.findings.map((f) => f.problem)).toEqual(["interrupted_delete"]);
@@ -123,8 +123,8 @@ export function channelRepairContract(current: () => ContractSubject): void {
       await noUnlistedChannel(ch.project, [old, next]);
       const report = await store.channelDoctor(ch.project, { graceMs: 0 });
       expect(report.findings.map((f) => f.problem)).toEqual(["interrupted_rotate"]);
-      expect(await store.lookupPassphrase(old)).toBeUndefined();
-      expect(await store.lookupPassphrase(next)).toMatchObject({ role: "host" });
+      expect(await store.lookupPassphrase(ch.project, old)).toBeUndefined();
+      expect(await store.lookupPassphrase(ch.project, next)).toMatchObject({ role: "host" });
       expect((await store.channels.get(ch.project, ch.channel))?.roles).toEqual(["host", "attendee"]);
     });
 
@@ -138,8 +138,10 @@ export function channelRepairContract(current: () => ContractSubject): void {
       ).rejects.toThrow();
       const report = await store.channelDoctor(ch.project, { graceMs: 0 });
       expect(report.findings.map((f) => f.problem).sort()).toEqual(["interrupted_rotate", "stale_passphrase"]);
-      expect(await store.lookupPassphrase(ch.passphrases[0]?.passphrase ?? "")).toMatchObject({ role: "host" });
-      expect(await store.lookupPassphrase(next)).toBeUndefined();
+      expect(await store.lookupPassphrase(ch.project, ch.passphrases[0]?.passphrase ?? "")).toMatchObject({
+        role: "host",
+      });
+      expect(await store.lookupPassphrase(ch.project, next)).toBeUndefined();
       const fields = await raw.hgetall(keys.channelRecord(ch.project, ch.channel));
       expect(Object.keys(fields).filter((f) => f.startsWith("pass:"))).toHaveLength(2);
       expect(fields.pending).toBeUndefined();
@@ -150,10 +152,14 @@ export function channelRepairContract(current: () => ContractSubject): void {
       const ch = newChannel({ roles: ["host"] });
       await store.channels.create(ch);
       const extra = secret();
-      await raw.hset(keys.passphrase(extra), { project: ch.project, channel: ch.channel, role: "attendee" });
+      await raw.hset(keys.passphrase(ch.project, extra), {
+        project: ch.project,
+        channel: ch.channel,
+        role: "attendee",
+      });
       const lonely = { project: ch.project, channel: `lonely-${hex()}` };
       const lonelyPass = secret();
-      await raw.hset(keys.passphrase(lonelyPass), { ...lonely, role: "host" });
+      await raw.hset(keys.passphrase(lonely.project, lonelyPass), { ...lonely, role: "host" });
       await expect(noUnlistedChannel(ch.project, [lonelyPass])).rejects.toThrow();
 
       const report = await store.channelDoctor(ch.project, { graceMs: 0 });
@@ -166,7 +172,7 @@ export function channelRepairContract(current: () => ContractSubject): void {
       await noUnlistedChannel(ch.project, [lonelyPass, extra]);
       expect((await store.channels.get(ch.project, ch.channel))?.roles).toEqual(["host", "attendee"]);
       expect(await store.channels.remove(ch.project, ch.channel)).toBe(true);
-      expect(await store.lookupPassphrase(extra)).toBeUndefined();
+      expect(await store.lookupPassphrase(ch.project, extra)).toBeUndefined();
     });
   });
 
@@ -178,8 +184,8 @@ export function channelRepairContract(current: () => ContractSubject): void {
       const passes = new Map<string, string[]>();
       for (const channel of channels) {
         const [h, a] = [secret(), secret()];
-        await raw.hset(keys.passphrase(h), { project, channel, role: "host" });
-        await raw.hset(keys.passphrase(a), { project, channel, role: "attendee" });
+        await raw.hset(keys.passphrase(project, h), { project, channel, role: "host" });
+        await raw.hset(keys.passphrase(project, a), { project, channel, role: "attendee" });
         passes.set(channel, [h, a]);
       }
       expect((await store.channels.list(project, 10, undefined)).channels).toEqual([]);
@@ -197,7 +203,7 @@ export function channelRepairContract(current: () => ContractSubject): void {
       );
       await noUnlistedChannel(project, [...passes.values()].flat());
       expect(await store.channels.remove(project, "two")).toBe(true);
-      for (const p of passes.get("two") ?? []) expect(await store.lookupPassphrase(p)).toBeUndefined();
+      for (const p of passes.get("two") ?? []) expect(await store.lookupPassphrase(project, p)).toBeUndefined();
       expect((await store.reindexChannels({ pauseMs: 0 })).cursor).toBe("0");
       expect((await store.channels.list(project, 10, undefined)).channels.map((c) => c.channel)).toEqual([
         "one",

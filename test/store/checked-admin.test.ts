@@ -70,8 +70,8 @@ describe("admin front", () => {
     await front.setWhiteboard("p", sdk);
     await front.getMuteEvents("p", "c");
     await front.getMuteEvents("p", "c", 5);
-    expect(await front.memory.lookupPassphrase("h")).toEqual({ project: "p", channel: "c", role: "host" });
-    expect(await front.memory.lookupPassphrase("a")).toEqual({ project: "p", channel: "c", role: "attendee" });
+    expect(await front.memory.lookupPassphrase("p", "h")).toEqual({ project: "p", channel: "c", role: "host" });
+    expect(await front.memory.lookupPassphrase("p", "a")).toEqual({ project: "p", channel: "c", role: "attendee" });
     expect(front.calls).toEqual([
       ["writeWhiteboard", "p", sdk, undefined],
       ["readMuteEvents", "p", "c", DEFAULT_EVENT_COUNT],

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Failure } from "../../src/services/failure.js";
 import type { AdminStore, ConversionTaskRecord, MuteChange } from "../../src/services/ports.js";
 import { silentLogger } from "../../src/log.js";
@@ -67,7 +67,7 @@ const IDEM_SCOPE = { project: "p", subject: "s", key: "k" };
 
 /** One call of every store method, for the availability checks. */
 export const EVERY_METHOD: ReadonlyArray<[string, (store: AdminStore) => Promise<unknown>]> = [
-  ["lookupPassphrase", (s) => s.lookupPassphrase("some passphrase")],
+  ["lookupPassphrase", (s) => s.lookupPassphrase("p", "some passphrase")],
   ["getWhiteboard", (s) => s.getWhiteboard("p")],
   ["setMute", (s) => s.setMute({ project: "p", channel: "c", uid: "u", mute: true, by: "sub", at: 1 })],
   ["getPstnSnapshot", (s) => s.getPstnSnapshot("p", "c")],
@@ -167,36 +167,39 @@ export function storeContract(name: string, options: ContractOptions): void {
     });
 
     describe("passphrases", () => {
-      it("creates host and attendee records under the sha256 of the passphrase, never in clear", async () => {
+      it("creates host and attendee records under the keyed digest of project and passphrase, never in clear or bare sha256", async () => {
         const { project, channel } = ids();
         const host = `host ${unique()} 🎤`;
         const attendee = `attendee ${unique()}`;
         await store.createChannel({ project, channel, hostPassphrase: host, attendeePassphrase: attendee });
 
-        expect(await raw.hgetall(keys.passphrase(host))).toEqual({ project, channel, role: "host" });
-        expect(await raw.hgetall(keys.passphrase(attendee))).toEqual({
+        const key = keys.passphraseKeys.current.id;
+        expect(await raw.hgetall(keys.passphrase(project, host))).toEqual({ project, channel, role: "host", key });
+        expect(await raw.hgetall(keys.passphrase(project, attendee))).toEqual({
           project,
           channel,
           role: "attendee",
+          key,
         });
-        expect(keys.passphrase(host)).toBe(`${keys.prefix}pass:{${hashPassphrase(host)}}`);
-        expect(await store.lookupPassphrase(host)).toEqual({ project, channel, role: "host" });
-        expect(await store.lookupPassphrase(attendee)).toEqual({ project, channel, role: "attendee" });
+        expect(keys.passphrase(project, host)).toBe(`${keys.prefix}pass:{${keys.passphraseDigestOf(project, host)}}`);
+        expect(await raw.exists(keys.passphraseByHash(hashPassphrase(host)))).toBe(false);
+        expect(await store.lookupPassphrase(project, host)).toEqual({ project, channel, role: "host" });
+        expect(await store.lookupPassphrase(project, attendee)).toEqual({ project, channel, role: "attendee" });
       });
 
       it("answers undefined for an unknown passphrase", async () => {
-        expect(await store.lookupPassphrase(`nobody ${unique()}`)).toBeUndefined();
+        expect(await store.lookupPassphrase("p", `nobody ${unique()}`)).toBeUndefined();
       });
 
       it("reads records other services wrote, and ignores malformed ones", async () => {
         const good = unique();
-        await raw.hset(keys.passphrase(good), {
+        await raw.hset(keys.passphrase("p1", good), {
           project: "p1",
           channel: "c1",
           role: "host",
           extra: "x",
         });
-        expect(await store.lookupPassphrase(good)).toEqual({ project: "p1", channel: "c1", role: "host" });
+        expect(await store.lookupPassphrase("p1", good)).toEqual({ project: "p1", channel: "c1", role: "host" });
 
         const malformed: Record<string, string>[] = [
           { project: "p", channel: "c" },
@@ -207,17 +210,17 @@ export function storeContract(name: string, options: ContractOptions): void {
         ];
         for (const fields of malformed) {
           const passphrase = unique();
-          await raw.hset(keys.passphrase(passphrase), fields);
-          expect(await store.lookupPassphrase(passphrase), JSON.stringify(fields)).toBeUndefined();
+          await raw.hset(keys.passphrase("p", passphrase), fields);
+          expect(await store.lookupPassphrase("p", passphrase), JSON.stringify(fields)).toBeUndefined();
         }
         const wrongType = unique();
-        await raw.setString(keys.passphrase(wrongType), "host");
-        expect(await store.lookupPassphrase(wrongType)).toBeUndefined();
+        await raw.setString(keys.passphrase("p", wrongType), "host");
+        expect(await store.lookupPassphrase("p", wrongType)).toBeUndefined();
       });
 
-      it("refuses a passphrase that opens another channel, and writes nothing", async () => {
+      it("refuses a passphrase that opens another channel of the project, and writes nothing", async () => {
         const a = ids();
-        const b = ids();
+        const b = { project: a.project, channel: `${a.channel}-b` };
         const taken = unique();
         await store.createChannel({ ...a, hostPassphrase: taken });
         const fresh = unique();
@@ -225,8 +228,42 @@ export function storeContract(name: string, options: ContractOptions): void {
         const attempt = store.createChannel({ ...b, hostPassphrase: fresh, attendeePassphrase: taken });
         await expect(attempt).rejects.toMatchObject({ kind: "invalid" });
         await expect(attempt).rejects.toThrow(new RegExp(`${a.channel}.*${a.project}`));
-        expect(await raw.exists(keys.passphrase(fresh))).toBe(false);
-        expect(await store.lookupPassphrase(taken)).toEqual({ ...a, role: "host" });
+        expect(await raw.exists(keys.passphrase(b.project, fresh))).toBe(false);
+        expect(await store.lookupPassphrase(a.project, taken)).toEqual({ ...a, role: "host" });
+      });
+
+      it("takes a passphrase another project uses as a fresh one: each project finds its own channel", async () => {
+        const a = ids();
+        const b = ids();
+        const shared = unique();
+        await store.createChannel({ ...a, hostPassphrase: shared });
+        await store.createChannel({ ...b, hostPassphrase: shared });
+        expect(await store.lookupPassphrase(a.project, shared)).toEqual({ ...a, role: "host" });
+        expect(await store.lookupPassphrase(b.project, shared)).toEqual({ ...b, role: "host" });
+        expect(await store.lookupPassphrase(`other-${a.project}`, shared)).toBeUndefined();
+      });
+
+      it("finds a record written before keys (bare sha256) or under an older key, and moves it to the current key", async () => {
+        const ch = ids();
+        const legacy = unique();
+        await store.createChannel({ ...ch, hostPassphrase: unique() });
+        const bare = hashPassphrase(legacy);
+        // As an earlier version (or another service without the keys) wrote it.
+        await raw.hset(keys.passphraseByHash(bare), { project: ch.project, channel: ch.channel, role: "attendee" });
+        await raw.hset(keys.channelRecord(ch.project, ch.channel), { [`pass:${bare}`]: "attendee" });
+        expect(await store.lookupPassphrase(`other-${ch.project}`, legacy)).toBeUndefined();
+        expect(await store.lookupPassphrase(ch.project, legacy)).toEqual({ ...ch, role: "attendee" });
+        const moved = keys.passphrase(ch.project, legacy);
+        await vi.waitFor(async () => expect(await raw.exists(keys.passphraseByHash(bare))).toBe(false));
+        expect(await raw.hgetall(moved)).toMatchObject({
+          ...ch,
+          role: "attendee",
+          key: keys.passphraseKeys.current.id,
+        });
+        const fields = await raw.hgetall(keys.channelRecord(ch.project, ch.channel));
+        expect(fields[`pass:${bare}`]).toBeUndefined();
+        expect(fields[`pass:${keys.passphraseDigestOf(ch.project, legacy)}`]).toBe("attendee");
+        expect(await store.lookupPassphrase(ch.project, legacy)).toEqual({ ...ch, role: "attendee" });
       });
 
       it("refuses one passphrase for both roles, and invalid ids", async () => {
@@ -246,7 +283,7 @@ export function storeContract(name: string, options: ContractOptions): void {
         for (const input of bad) {
           await expect(store.createChannel(input), JSON.stringify(input)).rejects.toMatchObject({ kind: "invalid" });
         }
-        expect(await store.lookupPassphrase(same)).toBeUndefined();
+        expect(await store.lookupPassphrase(project, same)).toBeUndefined();
       });
 
       it("re-creating a channel is idempotent, rotates passphrases and can swap roles", async () => {
@@ -254,16 +291,16 @@ export function storeContract(name: string, options: ContractOptions): void {
         const [p1, p2, p3] = [unique(), unique(), unique()];
         await store.createChannel({ ...ch, hostPassphrase: p1, attendeePassphrase: p2 });
         await store.createChannel({ ...ch, hostPassphrase: p1, attendeePassphrase: p2 });
-        expect(await store.lookupPassphrase(p1)).toEqual({ ...ch, role: "host" });
+        expect(await store.lookupPassphrase(ch.project, p1)).toEqual({ ...ch, role: "host" });
 
         await store.createChannel({ ...ch, hostPassphrase: p2, attendeePassphrase: p1 });
-        expect(await store.lookupPassphrase(p1)).toEqual({ ...ch, role: "attendee" });
-        expect(await store.lookupPassphrase(p2)).toEqual({ ...ch, role: "host" });
+        expect(await store.lookupPassphrase(ch.project, p1)).toEqual({ ...ch, role: "attendee" });
+        expect(await store.lookupPassphrase(ch.project, p2)).toEqual({ ...ch, role: "host" });
 
         await store.createChannel({ ...ch, hostPassphrase: p3 });
-        expect(await store.lookupPassphrase(p3)).toEqual({ ...ch, role: "host" });
-        expect(await store.lookupPassphrase(p1)).toBeUndefined();
-        expect(await store.lookupPassphrase(p2)).toBeUndefined();
+        expect(await store.lookupPassphrase(ch.project, p3)).toEqual({ ...ch, role: "host" });
+        expect(await store.lookupPassphrase(ch.project, p1)).toBeUndefined();
+        expect(await store.lookupPassphrase(ch.project, p2)).toBeUndefined();
       });
 
       it("deleteChannel removes its passphrases, mute and meta hashes and event stream, and nothing else", async () => {
@@ -276,12 +313,12 @@ export function storeContract(name: string, options: ContractOptions): void {
         await store.setMute(mute(neighbour, "u1", true));
 
         expect(await store.deleteChannel(ch.project, ch.channel)).toBe(5);
-        expect(await store.lookupPassphrase(h)).toBeUndefined();
-        expect(await store.lookupPassphrase(a)).toBeUndefined();
+        expect(await store.lookupPassphrase(ch.project, h)).toBeUndefined();
+        expect(await store.lookupPassphrase(ch.project, a)).toBeUndefined();
         expect(await raw.exists(keys.pstnMute(ch.project, ch.channel))).toBe(false);
         expect(await raw.exists(keys.pstnEvents(ch.project, ch.channel))).toBe(false);
         expect(await raw.exists(keys.pstnMuteMeta(ch.project, ch.channel))).toBe(false);
-        expect(await store.lookupPassphrase(n)).toEqual({ ...neighbour, role: "host" });
+        expect(await store.lookupPassphrase(neighbour.project, n)).toEqual({ ...neighbour, role: "host" });
         expect(await store.getMuteState(neighbour.project, neighbour.channel)).toEqual({ u1: true });
 
         expect(await store.deleteChannel(ch.project, ch.channel)).toBe(0);

@@ -1,4 +1,6 @@
+import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { keyRing } from "../../src/secrets/key-ring.js";
 import {
   CONVERSION_TTL_SECONDS,
   checkChannelId,
@@ -14,7 +16,7 @@ describe("key schema (docs/architecture.md, Redis schema)", () => {
   it("builds the documented keys under the default prefix bl:", () => {
     const keys = keySchema();
     expect(DEFAULT_KEY_PREFIX).toBe("bl:");
-    expect(keys.passphrase("abc")).toBe("bl:pass:{ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad}");
+    expect(keys.passphrase("p", "abc")).toBe(`bl:pass:{${keys.passphraseDigestOf("p", "abc")}}`);
     expect(keys.whiteboard("proj-1")).toBe("bl:proj:{proj-1}:whiteboard");
     expect(keys.pstnMute("proj-1", "room 7")).toBe("bl:chan:{proj-1/room 7}:pstn-mute");
     expect(keys.pstnEvents("proj-1", "room 7")).toBe("bl:chan:{proj-1/room 7}:pstn-events");
@@ -35,12 +37,12 @@ describe("key schema (docs/architecture.md, Redis schema)", () => {
 
   it("builds the channel directory's keys, and reads project and channel back from them (repairs)", () => {
     const keys = keySchema();
-    const sha = hashPassphrase("abc");
+    const sha = keys.passphraseDigestOf("p", "abc");
     expect(keys.channelIndex("proj-1")).toBe("bl:proj:{proj-1}:channels");
     expect(keys.adminEvents("proj-1")).toBe("bl:proj:{proj-1}:admin-events");
     expect(keys.channelRecord("proj-1", "room 7/b")).toBe("bl:chan:{proj-1/room 7/b}:channel");
-    expect(keys.passphraseByHash(sha)).toBe(keys.passphrase("abc"));
-    expect(keys.passphraseHashOf(keys.passphrase("abc"))).toBe(sha);
+    expect(keys.passphraseByHash(sha)).toBe(keys.passphrase("p", "abc"));
+    expect(keys.passphraseHashOf(keys.passphrase("p", "abc"))).toBe(sha);
     expect(keys.passphraseHashOf("bl:pass:{not-a-sha}")).toBeUndefined();
     expect(keys.passphraseHashOf(`other:pass:{${sha}}`)).toBeUndefined();
     expect(keys.channelRecordOf("bl:chan:{proj-1/room 7/b}:channel")).toEqual({
@@ -57,9 +59,7 @@ describe("key schema (docs/architecture.md, Redis schema)", () => {
 
   it("uses a custom prefix, escaped in the SCAN pattern", () => {
     const keys = keySchema("t:[x]*:");
-    expect(keys.passphrase("ab")).toBe(
-      "t:[x]*:pass:{fb8e20fc2e4c3f248c60c39bd652f3c1347298bb977b8b4d5903b85055620603}",
-    );
+    expect(keys.passphrase("p", "ab")).toBe(`t:[x]*:pass:{${keys.passphraseDigestOf("p", "ab")}}`);
     expect(keys.passphrasePattern()).toBe("t:\\[x\\]\\*:pass:*");
   });
 
@@ -70,12 +70,28 @@ describe("key schema (docs/architecture.md, Redis schema)", () => {
     expect(hashPassphrase("\u00e9")).toBe("4a99557e4033c3539de2eb65472017cad5f9557f7a0625a09f1c3f6e2ba69c4c");
   });
 
-  it("takes passphrases and caller keys in clear and puts only their sha256 into the key", () => {
+  it("finds a passphrase by HMAC-SHA256 under the current key of the JSON [project, sha256 hex], then older keys, then the bare sha256", () => {
+    const [current, older] = [Buffer.alloc(32, 7), Buffer.alloc(32, 9)];
+    const keys = keySchema("bl:", keyRing([current.toString("base64"), older.toString("base64")]));
+    const sha = hashPassphrase("abc");
+    const hmac = (key: Buffer, project: string) =>
+      createHmac("sha256", key).update(`["${project}","${sha}"]`).digest("hex");
+    expect(keys.passphraseDigestOf("p", "abc")).toBe(hmac(current, "p"));
+    expect(keys.passphrase("p", "abc")).toBe(`bl:pass:{${hmac(current, "p")}}`);
+    expect(keys.passphraseDigests("p", "abc")).toEqual([hmac(current, "p"), hmac(older, "p"), sha]);
+    // Scoped to the project: another project's digest of the same passphrase differs.
+    expect(keys.passphraseDigestOf("q", "abc")).not.toBe(keys.passphraseDigestOf("p", "abc"));
+    // No key, no digest: the development key gives others than these.
+    expect(keySchema().passphraseDigestOf("p", "abc")).not.toBe(hmac(current, "p"));
+  });
+
+  it("takes passphrases and caller keys in clear and puts only their digest into the key", () => {
     const keys = keySchema();
     const passphrase = "open sesame \u00e9";
-    expect(keys.passphrase(passphrase)).toBe(`bl:pass:{${hashPassphrase(passphrase)}}`);
+    expect(keys.passphrase("p", passphrase)).toBe(`bl:pass:{${keys.passphraseDigestOf("p", passphrase)}}`);
+    expect(keys.passphrase("p", passphrase)).not.toContain(hashPassphrase(passphrase));
     expect(keys.guesses("caller-1")).toBe(`bl:guesses:{${hashPassphrase("caller-1")}}`);
-    expect(keys.passphrase(passphrase)).not.toContain("sesame");
+    expect(keys.passphrase("p", passphrase)).not.toContain("sesame");
     expect(keys.guesses("caller-1")).not.toContain("caller-1");
     const idem = keys.idempotency("proj-1", "subject-secret", "key-secret");
     expect(idem).not.toContain("subject-secret");

@@ -21,22 +21,22 @@ function setup() {
 test("a deleted passphrase is served at most for the TTL", async () => {
   const { inner, cached, advance } = setup();
   await inner.createChannel({ project: "p", channel: "c", hostPassphrase: "secret one" });
-  expect(await cached.lookupPassphrase("secret one")).toEqual({ project: "p", channel: "c", role: "host" });
+  expect(await cached.lookupPassphrase("p", "secret one")).toEqual({ project: "p", channel: "c", role: "host" });
   await inner.deleteChannel("p", "c");
   advance(999);
-  expect(await cached.lookupPassphrase("secret one")).toBeDefined();
+  expect(await cached.lookupPassphrase("p", "secret one")).toBeDefined();
   advance(1);
-  expect(await cached.lookupPassphrase("secret one")).toBeUndefined();
+  expect(await cached.lookupPassphrase("p", "secret one")).toBeUndefined();
 });
 
 test("a cached miss is served for the TTL, then a created passphrase is seen", async () => {
   const { inner, cached, advance } = setup();
-  expect(await cached.lookupPassphrase("new one")).toBeUndefined();
+  expect(await cached.lookupPassphrase("p", "new one")).toBeUndefined();
   await inner.createChannel({ project: "p", channel: "c", hostPassphrase: "new one" });
   advance(999);
-  expect(await cached.lookupPassphrase("new one")).toBeUndefined();
+  expect(await cached.lookupPassphrase("p", "new one")).toBeUndefined();
   advance(1);
-  expect(await cached.lookupPassphrase("new one")).toEqual({ project: "p", channel: "c", role: "host" });
+  expect(await cached.lookupPassphrase("p", "new one")).toEqual({ project: "p", channel: "c", role: "host" });
 });
 
 test("whiteboard settings follow the same bound, for a record and for a miss", async () => {
@@ -59,16 +59,16 @@ test("failures are not cached", async () => {
   const { inner, cached } = setup();
   await inner.createChannel({ project: "p", channel: "c", hostPassphrase: "x" });
   inner.setUnavailable(true);
-  await expect(cached.lookupPassphrase("x")).rejects.toBeInstanceOf(Failure);
+  await expect(cached.lookupPassphrase("p", "x")).rejects.toBeInstanceOf(Failure);
   inner.setUnavailable(false);
-  expect(await cached.lookupPassphrase("x")).toBeDefined();
+  expect(await cached.lookupPassphrase("p", "x")).toBeDefined();
 });
 
 /** Every passphrase `ok…` names a channel, every other one is a miss: no channels to create. */
 function withKnownPassphrases(inner: MemoryStore) {
   return vi
     .spyOn(inner, "lookupPassphrase")
-    .mockImplementation(async (passphrase) =>
+    .mockImplementation(async (_project, passphrase) =>
       passphrase.startsWith("ok") ? { project: "p", channel: passphrase, role: "host" } : undefined,
     );
 }
@@ -76,41 +76,42 @@ function withKnownPassphrases(inner: MemoryStore) {
 test("the cache holds at most READ_CACHE_MAX_ENTRIES records, the least recently used going first", async () => {
   const { inner, cached } = setup();
   const asked = withKnownPassphrases(inner);
-  for (let i = 0; i < READ_CACHE_MAX_ENTRIES; i++) await cached.lookupPassphrase(`ok${i}`);
+  for (let i = 0; i < READ_CACHE_MAX_ENTRIES; i++) await cached.lookupPassphrase("p", `ok${i}`);
   // ok0 is read again: the least recently used is now ok1, and the next record pushes it out.
-  await cached.lookupPassphrase("ok0");
-  await cached.lookupPassphrase("ok-new");
+  await cached.lookupPassphrase("p", "ok0");
+  await cached.lookupPassphrase("p", "ok-new");
   expect(asked).toHaveBeenCalledTimes(READ_CACHE_MAX_ENTRIES + 1);
   asked.mockClear();
-  await cached.lookupPassphrase("ok0");
-  for (let i = 2; i < READ_CACHE_MAX_ENTRIES; i++) await cached.lookupPassphrase(`ok${i}`);
-  await cached.lookupPassphrase("ok-new");
+  await cached.lookupPassphrase("p", "ok0");
+  for (let i = 2; i < READ_CACHE_MAX_ENTRIES; i++) await cached.lookupPassphrase("p", `ok${i}`);
+  await cached.lookupPassphrase("p", "ok-new");
   expect(asked).not.toHaveBeenCalled();
-  await cached.lookupPassphrase("ok1");
-  expect(asked).toHaveBeenCalledExactlyOnceWith("ok1");
+  await cached.lookupPassphrase("p", "ok1");
+  expect(asked).toHaveBeenCalledExactlyOnceWith("p", "ok1");
 });
 
 test("misses have their own room of READ_CACHE_MAX_MISSES, the least recently used going first", async () => {
   const { inner, cached } = setup();
   const asked = withKnownPassphrases(inner);
-  for (let i = 0; i <= READ_CACHE_MAX_MISSES; i++) await cached.lookupPassphrase(`wrong${i}`);
+  for (let i = 0; i <= READ_CACHE_MAX_MISSES; i++) await cached.lookupPassphrase("p", `wrong${i}`);
   expect(asked).toHaveBeenCalledTimes(READ_CACHE_MAX_MISSES + 1);
   asked.mockClear();
-  for (let i = 1; i <= READ_CACHE_MAX_MISSES; i++) await cached.lookupPassphrase(`wrong${i}`);
+  for (let i = 1; i <= READ_CACHE_MAX_MISSES; i++) await cached.lookupPassphrase("p", `wrong${i}`);
   expect(asked).not.toHaveBeenCalled();
-  await cached.lookupPassphrase("wrong0");
-  expect(asked).toHaveBeenCalledExactlyOnceWith("wrong0");
+  await cached.lookupPassphrase("p", "wrong0");
+  expect(asked).toHaveBeenCalledExactlyOnceWith("p", "wrong0");
 });
 
 test("a flood of distinct wrong passphrases does not push a real channel out", async () => {
   const { inner, cached } = setup();
   await inner.createChannel({ project: "p", channel: "c", hostPassphrase: "the real one" });
   const asked = vi.spyOn(inner, "lookupPassphrase");
-  expect(await cached.lookupPassphrase("the real one")).toMatchObject({ channel: "c" });
+  expect(await cached.lookupPassphrase("p", "the real one")).toMatchObject({ channel: "c" });
   // More guesses than the whole cache holds, none of them ever repeated.
-  for (let i = 0; i <= READ_CACHE_MAX_ENTRIES; i++) expect(await cached.lookupPassphrase(`guess ${i}`)).toBeUndefined();
+  for (let i = 0; i <= READ_CACHE_MAX_ENTRIES; i++)
+    expect(await cached.lookupPassphrase("p", `guess ${i}`)).toBeUndefined();
   asked.mockClear();
-  expect(await cached.lookupPassphrase("the real one")).toMatchObject({ channel: "c" });
+  expect(await cached.lookupPassphrase("p", "the real one")).toMatchObject({ channel: "c" });
   expect(asked).not.toHaveBeenCalled();
 });
 
@@ -126,14 +127,14 @@ test("the channel directory is the inner store's, uncached; a rotated passphrase
     expireAt: undefined,
   };
   expect(await cached.channels.create(channel)).toEqual({ kind: "created" });
-  expect(await cached.lookupPassphrase("before")).toBeDefined();
+  expect(await cached.lookupPassphrase("p", "before")).toBeDefined();
   expect(await cached.channels.rotate("p", "rotated", "host", "after")).toEqual({ kind: "rotated" });
   expect((await cached.channels.get("p", "rotated"))?.roles).toEqual(["host"]);
   advance(999);
-  expect(await cached.lookupPassphrase("before")).toBeDefined();
+  expect(await cached.lookupPassphrase("p", "before")).toBeDefined();
   advance(1);
-  expect(await cached.lookupPassphrase("before")).toBeUndefined();
-  expect(await cached.lookupPassphrase("after")).toMatchObject({ channel: "rotated", role: "host" });
+  expect(await cached.lookupPassphrase("p", "before")).toBeUndefined();
+  expect(await cached.lookupPassphrase("p", "after")).toMatchObject({ channel: "rotated", role: "host" });
 });
 
 test("a passphrase of a channel with an expiry is served no later than that expiry, whatever the TTL", async () => {
@@ -148,14 +149,14 @@ test("a passphrase of a channel with an expiry is served no later than that expi
     expireAt,
   });
   expect(created).toEqual({ kind: "created" });
-  expect(await cached.lookupPassphrase("expiring passphrase")).toEqual({
+  expect(await cached.lookupPassphrase("p", "expiring passphrase")).toEqual({
     project: "p",
     channel: "c",
     role: "host",
     expireAt,
   });
   advance(299);
-  expect(await cached.lookupPassphrase("expiring passphrase")).toBeDefined();
+  expect(await cached.lookupPassphrase("p", "expiring passphrase")).toBeDefined();
   advance(1); // the channel's expiry, well within the 1 s TTL
-  expect(await cached.lookupPassphrase("expiring passphrase")).toBeUndefined();
+  expect(await cached.lookupPassphrase("p", "expiring passphrase")).toBeUndefined();
 });

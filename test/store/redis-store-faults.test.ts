@@ -80,7 +80,7 @@ function requestLoad(store: AdminStore, passphrase: string, n: number): Array<()
   return Array.from({ length: n }, (_, i) => {
     switch (i % 4) {
       case 0:
-        return () => store.lookupPassphrase(passphrase);
+        return () => store.lookupPassphrase("p", passphrase);
       case 1:
         return () => store.setMute({ project: "p", channel: "c", uid: `u${i}`, mute: true, by: "s", at: Date.now() });
       case 2:
@@ -118,7 +118,7 @@ describe("RedisStore under Redis faults", () => {
     expect(await msUntilServing(store, 5000)).toBeLessThan(RECOVER_WITHIN_MS);
 
     // Empty again (no persistence), and the mute script loads itself anew.
-    expect(await store.lookupPassphrase(passphrase)).toBeUndefined();
+    expect(await store.lookupPassphrase("p", passphrase)).toBeUndefined();
     await store.setMute({ project: "p", channel: "c", uid: "u", mute: true, by: "s", at: 1 });
     expect(await store.getMuteState("p", "c")).toEqual({ u: true });
 
@@ -153,7 +153,7 @@ describe("RedisStore under Redis faults", () => {
     cleanups.push(() => late.close());
     await new Promise((resolve) => setTimeout(resolve, 1500)); // let the back-off reach its cap
 
-    expectUnavailable(await timed(() => late.lookupPassphrase("x")));
+    expectUnavailable(await timed(() => late.lookupPassphrase("p", "x")));
     await expect(late.waitUntilReady(200)).rejects.toMatchObject({ kind: "unavailable" });
 
     await server.restart();
@@ -178,7 +178,7 @@ describe("RedisStore under Redis faults", () => {
     ];
     try {
       for (const store of stores) {
-        expectUnavailable(await timed(() => store.lookupPassphrase("x")));
+        expectUnavailable(await timed(() => store.lookupPassphrase("p", "x")));
         expectUnavailable(
           await timed(() => store.setMute({ project: "p", channel: "c", uid: "u", mute: true, by: "s", at: 1 })),
         );

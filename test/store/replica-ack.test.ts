@@ -68,10 +68,11 @@ describe("replicated acknowledgement on a primary with one replica", () => {
       await store.setMute(mute("u1"));
       expect(await replica.hget(keys.pstnMute("p", "c"), "u1")).toBe("1");
       await store.createChannel({ project: "p", channel: "c", hostPassphrase: "host words" });
-      expect(await replica.hgetall(keys.passphrase("host words"))).toEqual({
+      expect(await replica.hgetall(keys.passphrase("p", "host words"))).toEqual({
         project: "p",
         channel: "c",
         role: "host",
+        key: keys.passphraseKeys.current.id,
       });
       await store.setWhiteboard("p", { region: "sg", credentials: { sdkToken: "NETLESSSDK_x" } });
       expect(await replica.hget(keys.whiteboard("p"), "region")).toBe("sg");
@@ -82,7 +83,7 @@ describe("replicated acknowledgement on a primary with one replica", () => {
       await store.conversions.recordWebhook("hook-1", uuid);
       expect(await replica.get(keys.conversionWebhook("hook-1"))).toBe(uuid);
       await store.deleteChannel("p", "c");
-      expect(await replica.exists(keys.pstnMute("p", "c"), keys.passphrase("host words"))).toBe(0);
+      expect(await replica.exists(keys.pstnMute("p", "c"), keys.passphrase("p", "host words"))).toBe(0);
     } finally {
       await store.close();
     }

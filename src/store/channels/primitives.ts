@@ -37,9 +37,15 @@ export interface ChannelPrimitives {
   indexPage(project: string, after: string | undefined, limit: number): Promise<string[]>;
   /**
    * In one step: writes `pass:{sha}` unless it opens another channel, with
-   * PEXPIREAT `expireAt` when given.
+   * PEXPIREAT `expireAt` when given, and the id of the key `sha` was made
+   * under (field `key`) when given.
    */
-  claimPassphrase(sha: string, record: PassphraseRecord, expireAt: number | undefined): Promise<ClaimResult>;
+  claimPassphrase(
+    sha: string,
+    record: PassphraseRecord,
+    expireAt: number | undefined,
+    keyId?: string,
+  ): Promise<ClaimResult>;
   /** In one step: deletes `pass:{sha}` only when it opens this channel. True when deleted. */
   releasePassphrase(sha: string, project: string, channel: string): Promise<boolean>;
   /** The passphrase record's fields; {} when missing. */

@@ -33,7 +33,7 @@ import type {
 import type { ChannelPrimitives } from "./primitives.js";
 import { passphraseRecords, SCAN_BATCH, scanKeys } from "./scan.js";
 import type { ChannelSteps } from "./steps.js";
-import { type Fields, parsePassphrase } from "../schema/channel-records.js";
+import { type Fields, parsePassphrase, passphraseKeyId } from "../schema/channel-records.js";
 import { listedPassphrases, PENDING_FIELD, parsePending, passField } from "../schema/channel-index-records.js";
 import { type KeySchema, passphraseDigest } from "../schema/keys.js";
 
@@ -93,7 +93,8 @@ export class ChannelRepair {
       const page = await this.p.scan(this.keys.passphrasePattern(), cursor, batch);
       for (const key of page.keys) {
         const sha = this.keys.passphraseHashOf(key);
-        const record = sha === undefined ? undefined : parsePassphrase(await this.p.readPassphrase(sha));
+        const stored = sha === undefined ? {} : await this.p.readPassphrase(sha);
+        const record = parsePassphrase(stored);
         if (sha === undefined || record === undefined) continue;
         scanned++;
         const fields = await this.p.readRecord(record.project, record.channel);
@@ -101,10 +102,11 @@ export class ChannelRepair {
           await this.indexOrphan(sha, record, fields);
           indexed++;
         }
-        if (record.key === undefined) {
+        const keyId = passphraseKeyId(stored);
+        if (keyId === undefined) {
           // Written before keys: its key carries the passphrase's sha256, all the digest needs.
           if (await this.steps.rekey(record, sha, passphraseDigest(current, record.project, sha))) rekeyed++;
-        } else if (record.key !== current.id) {
+        } else if (keyId !== current.id) {
           olderKey++;
         }
       }

@@ -50,7 +50,7 @@ export async function replaceChannelPassphrases(
   const expireAt = parseMillis(before.expire_at);
   const created: string[] = [];
   for (const { sha, role } of want) {
-    const claim = await p.claimPassphrase(sha, { project, channel, role, key: steps.keyId }, expireAt);
+    const claim = await p.claimPassphrase(sha, { project, channel, role }, expireAt, steps.keyId);
     if (!claim.claimed) {
       await Promise.all(created.map((s) => p.releasePassphrase(s, project, channel)));
       const listedBefore = new Set(listedPassphrases(before).map((l) => l.sha));

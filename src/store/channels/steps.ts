@@ -93,7 +93,7 @@ export class ChannelSteps implements ChannelDirectory {
     if (!(await this.primitives.writeRecord(project, channel, "create", fields, expireAt))) return { kind: "exists" };
     await this.primitives.index(project, channel);
     for (const { role, sha } of passphrases) {
-      const claim = await this.primitives.claimPassphrase(sha, { project, channel, role, key: this.keyId }, expireAt);
+      const claim = await this.primitives.claimPassphrase(sha, { project, channel, role }, expireAt, this.keyId);
       if (!claim.claimed) {
         await this.removeSteps(project, channel, passphrases);
         return { kind: "passphrase_taken", role };
@@ -144,7 +144,7 @@ export class ChannelSteps implements ChannelDirectory {
     const expireAt = parseMillis(fields.expire_at);
     const marked = { [passField(sha)]: role, [PENDING_FIELD]: pendingValue("rotate", this.now(), sha) };
     if (!(await this.primitives.writeRecord(project, channel, "update", marked, undefined))) return { kind: "unknown" };
-    const claim = await this.primitives.claimPassphrase(sha, { project, channel, role, key: this.keyId }, expireAt);
+    const claim = await this.primitives.claimPassphrase(sha, { project, channel, role }, expireAt, this.keyId);
     if (!claim.claimed) {
       await this.primitives.dropRecordFields(project, channel, [passField(sha), PENDING_FIELD]);
       return { kind: "passphrase_taken" };
@@ -185,7 +185,7 @@ export class ChannelSteps implements ChannelDirectory {
     const listedFrom = async () => (await p.readRecord(project, channel))[passField(from)] === role;
     if (from === to || !(await listedFrom())) return false;
     if (!(await p.writeRecord(project, channel, "update", { [passField(to)]: role }, undefined))) return false;
-    const claim = await p.claimPassphrase(to, { project, channel, role, key: this.keyId }, record.expireAt);
+    const claim = await p.claimPassphrase(to, { project, channel, role }, record.expireAt, this.keyId);
     if (!claim.claimed || !(await listedFrom())) {
       if (claim.claimed) await p.releasePassphrase(to, project, channel);
       await p.dropRecordFields(project, channel, [passField(to)]);

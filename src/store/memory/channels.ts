@@ -73,7 +73,12 @@ export class MemoryChannels implements ChannelPrimitives {
     return start < 0 ? [] : members.slice(start, start + limit);
   }
 
-  async claimPassphrase(sha: string, record: PassphraseRecord, expireAt: number | undefined): Promise<ClaimResult> {
+  async claimPassphrase(
+    sha: string,
+    record: PassphraseRecord,
+    expireAt: number | undefined,
+    keyId?: string,
+  ): Promise<ClaimResult> {
     this.guard();
     const key = this.keys.passphraseByHash(sha);
     this.data.checkType(key, "hash");
@@ -83,7 +88,7 @@ export class MemoryChannels implements ChannelPrimitives {
     }
     const created = this.data.get(key) === undefined;
     const hash = this.data.writableHash(key);
-    const fields = passphraseFields(expireAt === undefined ? record : { ...record, expireAt });
+    const fields = passphraseFields(expireAt === undefined ? record : { ...record, expireAt }, keyId);
     for (const [field, value] of Object.entries(fields)) hash.set(field, value);
     if (expireAt !== undefined) this.data.expireIn(key, expireAt - this.data.now());
     return { claimed: true, created };

@@ -71,12 +71,17 @@ export class RedisChannels implements ChannelPrimitives {
     );
   }
 
-  async claimPassphrase(sha: string, record: PassphraseRecord, expireAt: number | undefined): Promise<ClaimResult> {
-    const key = this.keys.passphraseByHash(sha);
+  async claimPassphrase(
+    sha: string,
+    record: PassphraseRecord,
+    expireAt: number | undefined,
+    keyId?: string,
+  ): Promise<ClaimResult> {
+    const recordKey = this.keys.passphraseByHash(sha);
     const expiry = expireAt === undefined ? "" : String(expireAt);
-    const keyId = record.key === undefined ? [] : [record.key];
-    const reply = await this.calls.write("claimPassphrase", key, (c) =>
-      this.scriptsOn(c).blClaimPassphrase(key, record.project, record.channel, record.role, expiry, ...keyId),
+    const key = keyId === undefined ? [] : [keyId];
+    const reply = await this.calls.write("claimPassphrase", recordKey, (c) =>
+      this.scriptsOn(c).blClaimPassphrase(recordKey, record.project, record.channel, record.role, expiry, ...key),
     );
     if (reply[0] === 0) return { claimed: false, owner: { project: reply[1], channel: reply[2] } };
     return { claimed: true, created: reply[0] === 1 };

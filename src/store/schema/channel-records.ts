@@ -23,18 +23,25 @@ export function parsePassphrase(fields: Fields): PassphraseRecord | undefined {
   if (!project || !channel) return undefined;
   if (role !== "host" && role !== "attendee") return undefined;
   const expireAt = parseMillis(fields.expire_at);
-  const record: PassphraseRecord =
-    expireAt === undefined ? { project, channel, role } : { project, channel, role, expireAt };
-  return fields.key ? { ...record, key: fields.key } : record;
+  return expireAt === undefined ? { project, channel, role } : { project, channel, role, expireAt };
 }
 
-export function passphraseFields(record: PassphraseRecord): Fields {
+/**
+ * The id of the PASSPHRASE_KEYS key a passphrase record's digest was made
+ * under (field `key`); undefined for a record written before there were keys,
+ * whose key carries the passphrase's bare sha256.
+ */
+export function passphraseKeyId(fields: Fields): string | undefined {
+  return fields.key || undefined;
+}
+
+export function passphraseFields(record: PassphraseRecord, keyId?: string): Fields {
   return {
     project: record.project,
     channel: record.channel,
     role: record.role,
     ...(record.expireAt === undefined ? {} : { expire_at: String(record.expireAt) }),
-    ...(record.key === undefined ? {} : { key: record.key }),
+    ...(keyId === undefined ? {} : { key: keyId }),
   };
 }
 

@@ -57,12 +57,12 @@ describe("creating a channel", () => {
       attendeePassphrase: expect.stringMatching(GENERATED),
     });
     expect(answer.attendeePassphrase).not.toBe(answer.hostPassphrase);
-    expect(await store.lookupPassphrase(String(answer.hostPassphrase))).toMatchObject({
+    expect(await store.lookupPassphrase("p", String(answer.hostPassphrase))).toMatchObject({
       project: "p",
       channel: "weekly",
       role: "host",
     });
-    expect(await store.lookupPassphrase(String(answer.attendeePassphrase))).toMatchObject({ role: "attendee" });
+    expect(await store.lookupPassphrase("p", String(answer.attendeePassphrase))).toMatchObject({ role: "attendee" });
     expect(adminEvents(store, "p")).toEqual([
       { at: String(NOW), by: "meetings", action: "channel.create", channel: "weekly", detail: "host,attendee" },
     ]);
@@ -103,9 +103,9 @@ describe("creating a channel", () => {
     ["an expire_time that has passed", "invalid", { expireTime: timestampFromMs(NOW) }, [CHANNELS_ADMIN_SCOPE]],
     ["an id the project has", "already_exists", { channelId: "taken" }, [CHANNELS_ADMIN_SCOPE]],
     [
-      "a passphrase another project's channel has",
+      "a passphrase another channel of the project has",
       "failed_precondition",
-      { hostPassphrase: CHOSEN_HOST },
+      { hostPassphrase: CHOSEN_ATTENDEE },
       [CHANNELS_ADMIN_SCOPE],
     ],
   ];
@@ -122,6 +122,19 @@ describe("creating a channel", () => {
       kind,
     });
     expect(storeContents(store)).toEqual(before);
+  });
+
+  it("a passphrase another project's channel has is taken as a fresh one: nothing tells it is in use", async () => {
+    const { store, createChannel } = world();
+    await createChannel(
+      { channelId: "theirs", hostPassphrase: CHOSEN_HOST },
+      undefined,
+      callerOf("q", [CHANNELS_ADMIN_SCOPE]),
+    );
+    const answer = await createChannel({ channelId: "ours", hostPassphrase: CHOSEN_HOST });
+    expect(answer.hostPassphrase).toBe(CHOSEN_HOST);
+    expect(await store.lookupPassphrase("p", CHOSEN_HOST)).toMatchObject({ channel: "ours" });
+    expect(await store.lookupPassphrase("q", CHOSEN_HOST)).toMatchObject({ channel: "theirs" });
   });
 
   it("with an Idempotency-Key, answers a retry with the first passphrases and creates once", async () => {
@@ -192,8 +205,11 @@ describe("rotating and deleting", () => {
       role: PassphraseRole.HOST,
       passphrase: expect.stringMatching(GENERATED),
     });
-    expect(await store.lookupPassphrase(String(hostPassphrase))).toBeUndefined();
-    expect(await store.lookupPassphrase(String(answer.passphrase))).toMatchObject({ channel: "weekly", role: "host" });
+    expect(await store.lookupPassphrase("p", String(hostPassphrase))).toBeUndefined();
+    expect(await store.lookupPassphrase("p", String(answer.passphrase))).toMatchObject({
+      channel: "weekly",
+      role: "host",
+    });
     expect(adminEvents(store, "p").at(-1)).toMatchObject({
       action: "channel.rotate",
       channel: "weekly",
@@ -217,7 +233,7 @@ describe("rotating and deleting", () => {
     const { store, createChannel, remove } = world();
     const { hostPassphrase } = await createChannel({ channelId: "weekly" });
     expect(await remove("weekly")).toEqual({});
-    expect(await store.lookupPassphrase(String(hostPassphrase))).toBeUndefined();
+    expect(await store.lookupPassphrase("p", String(hostPassphrase))).toBeUndefined();
     expect(adminEvents(store, "p").at(-1)).toMatchObject({ action: "channel.delete", channel: "weekly" });
     const before = storeContents(store);
     await expect(remove("weekly")).rejects.toMatchObject({ kind: "not_found" });
