@@ -3,8 +3,9 @@
  * hold `/`: project `pa` with channel `x/y` and project `pa/x` with channel `y`
  * would be the same keys. So a token whose project holds `/` (or a brace, or a
  * control character, or nothing) is refused before any key is named, on every
- * route that reads or writes by project and channel: from outside, against a
- * real server on the test Redis.
+ * route that reads or writes by project and channel; and a channel id with a
+ * brace or a control character is refused on every route that takes one. From
+ * outside, against a real server on the test Redis.
  */
 import { ConnectError, Code, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -122,4 +123,46 @@ describe("project pa's channel x/y, and tokens of project pa/x", () => {
       expect(answer).toMatchObject({ ok: false, code: 401 });
     });
   }
+});
+
+describe("channel ids the key schema cannot hold are refused on every route that takes one", () => {
+  const BAD = ["a{b", "}a", "a\u0001b", "a\u007f"];
+
+  for (const protocol of ADMIN_PROTOCOLS) {
+    test(`ChannelAdminService over ${protocol}: 611`, async () => {
+      const admin = await adminToken(bl, PROJECT);
+      for (const channel_id of BAD) {
+        for (const [method, extra] of [
+          ["createChannel", {}],
+          ["getChannel", {}],
+          ["rotatePassphrase", { role: "PASSPHRASE_ROLE_HOST" }],
+          ["deleteChannel", {}],
+        ] as const) {
+          const answer = await callAdmin(bl, protocol, method, { channel_id, ...extra }, admin);
+          expect(answer, `${method} ${JSON.stringify(channel_id)}`).toMatchObject({ ok: false, code: 611 });
+        }
+      }
+    });
+  }
+
+  test("GetPstnState and WatchPstnEvents (JSON and gRPC): 611", async () => {
+    const token = await gateway(PROJECT);
+    const pstn = createClient(PstnService, transport(bl, "grpc h2"));
+    for (const channel_id of BAD) {
+      for (const protocol of ["json", "grpc h2"] as const) {
+        const answer = await readState(bl, protocol, { channel_id }, token);
+        expect(answer, `${protocol} ${JSON.stringify(channel_id)}`).toMatchObject({ ok: false, code: 611 });
+      }
+      const sse = await openSse(`${bl.url}${WATCH_ROUTE}`, { token, body: { channel_ids: [channel_id] } });
+      sse.close();
+      expect(sse.status, JSON.stringify(channel_id)).toBe(400);
+      const error = await (async () => {
+        const request = { channelIds: [channel_id] };
+        for await (const _ of pstn.watchPstnEvents(request, { headers: { authorization: `Bearer ${token}` } })) {
+          // a refused watch has no events
+        }
+      })().catch((e: unknown) => e);
+      expect((error as ConnectError).code, JSON.stringify(channel_id)).toBe(Code.InvalidArgument);
+    }
+  });
 });
