@@ -75,9 +75,12 @@ task's end reaches them by separate commands.
 
 An id that starts with \`}\` gives an empty tag \`{}\`: Cluster then hashes the whole key and a
 channel's keys land in different slots (the mute script fails with CROSSSLOT). A \`/\` in a project id
-makes \`a/b\` + \`c\` and \`a\` + \`b/c\` the same channel key. So boardline refuses ids with braces,
-and project ids with \`/\`, where it creates records (the admin API and the CLI); it still builds keys
-verbatim for records other services wrote.
+makes \`a/b\` + \`c\` and \`a\` + \`b/c\` the same channel key. So a project id never holds \`/\`,
+and a channel's tag splits at its first \`/\`: boardline refuses project ids with braces, \`/\` or
+control characters wherever one names a key — a token's project claim (401), the admin API and the
+CLI — and channel ids with braces or control characters where a caller or operator names one. A
+passphrase record whose project is such an id is treated as absent; channel ids of records other
+services wrote are used verbatim (braces there cost only the slot, never another channel's keys).
 
 ## Record layouts
 

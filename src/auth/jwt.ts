@@ -1,7 +1,8 @@
 /**
  * Bearer JWT verification with jose: an explicit algorithm allow-list, `exp`
  * required, optional issuer and audience, a small clock tolerance, and the
- * caller's project and scopes taken from configurable claims. jose never follows `jku`
+ * caller's project and scopes taken from configurable claims (a project the
+ * Redis key schema cannot hold is refused). jose never follows `jku`
  * or `x5u` headers, and a key is only ever used with the algorithms allowed.
  */
 import { readFileSync } from "node:fs";
@@ -15,6 +16,7 @@ import {
 } from "jose";
 import { Failure } from "../services/failure.js";
 import type { Authenticator, Caller } from "../services/ports.js";
+import { checkProjectId } from "../store/schema/keys.js";
 import { TtlCache } from "../ttl-cache.js";
 
 export type JwtKeySource =
@@ -105,6 +107,14 @@ export class JwtAuthenticator implements Authenticator {
     if (typeof project !== "string" || project === "" || typeof subject !== "string" || subject === "") {
       throw new Failure("unauthenticated", {
         detail: `token lacks the "${this.options.projectClaim}" or "sub" claim`,
+      });
+    }
+    // The project names Redis keys (`{<project>/<channel>}`, `{<project>}`): one the key schema
+    // cannot hold would read and write another project's keys, so it is no project at all.
+    const problem = checkProjectId(project);
+    if (problem !== undefined) {
+      throw new Failure("unauthenticated", {
+        detail: `the token's "${this.options.projectClaim}" claim is not a usable project id: ${problem}`,
       });
     }
     const scopes = readScopes(payload[this.options.scopeClaim ?? "scope"]);

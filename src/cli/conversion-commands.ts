@@ -5,6 +5,8 @@
  * watch`: one line per change of that record until the task ends.
  */
 import type { Command } from "commander";
+import { isUuid } from "../netless/json-values.js";
+import { usage } from "./arguments.js";
 import { CliFailure } from "./cli-failure.js";
 import { formatTime, jsonOption, print, table } from "./terminal.js";
 import { withStore } from "./redis-session.js";
@@ -29,7 +31,8 @@ export function addConversionCommands(program: Command): void {
 const WATCH_INTERVAL_MS = 250;
 const TERMINAL = new Set(["Finished", "Fail", "Abort"]);
 
-async function watchConversion(uuid: string, o: { json?: boolean }): Promise<void> {
+async function watchConversion(uuid: string, o: { json?: boolean }, cmd: Command): Promise<void> {
+  checkUuid(cmd, uuid);
   await withStore(async (store) => {
     let seen: number | undefined;
     for (;;) {
@@ -55,7 +58,8 @@ async function watchConversion(uuid: string, o: { json?: boolean }): Promise<voi
   });
 }
 
-async function showConversion(uuid: string, o: { json?: boolean }): Promise<void> {
+async function showConversion(uuid: string, o: { json?: boolean }, cmd: Command): Promise<void> {
+  checkUuid(cmd, uuid);
   const task = await withStore((store) => store.conversions.getConversion(uuid));
   if (task === undefined) {
     throw new CliFailure(`no record of conversion task ${uuid} (unknown, or expired)`);
@@ -103,4 +107,9 @@ async function showConversion(uuid: string, o: { json?: boolean }): Promise<void
       ),
     ].join("\n"),
   );
+}
+
+/** A task uuid is what the API accepts (`task_uuid`): anything else could only name some other key. */
+function checkUuid(cmd: Command, uuid: string): void {
+  if (!isUuid(uuid)) usage(cmd, "uuid must be 1 to 128 letters, digits, '-' or '_'");
 }

@@ -7,12 +7,13 @@
  * then reads of the channel: docs/architecture.md, "Watching mute events").
  */
 import type { Command } from "commander";
+import { checkChannelId, checkProjectId } from "../store/schema/keys.js";
 import type { MuteEvent } from "../services/ports.js";
 import { participantsByUid } from "../services/pstn/snapshot.js";
 import { PstnWatches } from "../services/pstn/watch-events.js";
 import { PstnWatchHub } from "../services/pstn/watch-hub.js";
 import { WatchSlots } from "../services/watch-slots.js";
-import { MAX_EVENTS, parseEvents } from "./arguments.js";
+import { checkId, MAX_EVENTS, parseEvents } from "./arguments.js";
 import { formatTime, jsonOption, print, table } from "./terminal.js";
 import { withStore } from "./redis-session.js";
 
@@ -45,7 +46,8 @@ export function addMuteCommands(program: Command): void {
     .action(watchMute);
 }
 
-async function showState(project: string, channelId: string, o: { json?: boolean }): Promise<void> {
+async function showState(project: string, channelId: string, o: { json?: boolean }, cmd: Command): Promise<void> {
+  checkId(cmd, checkProjectId(project) ?? checkChannelId(channelId));
   const snapshot = await withStore((store) => store.getPstnSnapshot(project, channelId));
   const rows = participantsByUid(snapshot).map((p) => ({
     uid: p.uid,
@@ -69,7 +71,13 @@ async function showState(project: string, channelId: string, o: { json?: boolean
   );
 }
 
-async function watchMute(project: string, channelId: string, o: { after: string; json?: boolean }): Promise<void> {
+async function watchMute(
+  project: string,
+  channelId: string,
+  o: { after: string; json?: boolean },
+  cmd: Command,
+): Promise<void> {
+  checkId(cmd, checkProjectId(project) ?? checkChannelId(channelId));
   await withStore(async (store) => {
     const hub = new PstnWatchHub(store.pstnEvents, new WatchSlots(1));
     const stop = new AbortController();
@@ -95,7 +103,13 @@ async function watchMute(project: string, channelId: string, o: { after: string;
   });
 }
 
-async function showMute(project: string, channelId: string, o: { events: number; json?: boolean }): Promise<void> {
+async function showMute(
+  project: string,
+  channelId: string,
+  o: { events: number; json?: boolean },
+  cmd: Command,
+): Promise<void> {
+  checkId(cmd, checkProjectId(project) ?? checkChannelId(channelId));
   const [state, events] = await withStore((store) =>
     Promise.all([store.getMuteState(project, channelId), store.getMuteEvents(project, channelId, o.events)]),
   );

@@ -5,7 +5,8 @@
 import type { Command } from "commander";
 import { mintToken } from "../auth/jwt.js";
 import { loadTokenSettings } from "../config/index.js";
-import { parseDuration, usage } from "./arguments.js";
+import { checkProjectId } from "../store/schema/keys.js";
+import { checkId, parseDuration, usage } from "./arguments.js";
 import { CliFailure, configOrFail } from "./cli-failure.js";
 import { jsonOption, print } from "./terminal.js";
 
@@ -51,6 +52,8 @@ export function addTokenCommands(program: Command): void {
 
 async function mint(o: MintOptions, cmd: Command): Promise<void> {
   if (o.project.trim() === "") usage(cmd, "--project must not be empty");
+  // The server refuses a token whose project the key schema cannot hold: do not mint one.
+  checkId(cmd, checkProjectId(o.project));
   if (o.subject.trim() === "") usage(cmd, "--subject must not be empty");
   const settings = configOrFail(() => loadTokenSettings());
   if (settings.secret === undefined) {

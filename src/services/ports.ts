@@ -196,7 +196,10 @@ export interface ChangedBy {
   readonly at: number;
 }
 
-/** Operator and test functions over the same documented records (the CLI's maintenance commands use these). */
+/**
+ * Operator and test functions over the same documented records (the CLI's maintenance commands use these).
+ * Each refuses (`invalid`) a project or channel id the key schema cannot hold (checkProjectId, checkChannelId).
+ */
 export interface AdminStore extends Store {
   createChannel(input: {
     project: string;

@@ -23,6 +23,7 @@ import type { KeySchema } from "./schema/keys.js";
 import {
   type CreateChannelInput,
   channelPassphrases,
+  checkChannel,
   checkProject,
   checkSettings,
   eventCount,
@@ -69,6 +70,7 @@ export abstract class CheckedAdmin implements AdminOperations {
 
   /** An indexed channel goes through the directory (no SCAN); one no index knows yet, by SCAN. */
   async deleteChannel(project: string, channel: string): Promise<number> {
+    checkChannel(project, channel);
     const removed = await this.channels.removeCounting(project, channel);
     if (removed !== undefined) return removed;
     const shas = await unindexedPassphrases(this.channels.primitives, this.keys, project, channel);
@@ -85,7 +87,7 @@ export abstract class CheckedAdmin implements AdminOperations {
     await this.primitives.writeWhiteboard(project, settings, changed);
   }
 
-  channelDoctor(project?: string, options: { graceMs?: number } = {}): Promise<ChannelDoctorReport> {
+  async channelDoctor(project?: string, options: { graceMs?: number } = {}): Promise<ChannelDoctorReport> {
     if (project !== undefined) checkProject(project);
     return new ChannelRepair(this.channels, this.keys).doctor(project, options.graceMs);
   }
@@ -94,20 +96,24 @@ export abstract class CheckedAdmin implements AdminOperations {
     return new ChannelRepair(this.channels, this.keys).reindex(options);
   }
 
-  clearWhiteboard(project: string): Promise<void> {
+  async clearWhiteboard(project: string): Promise<void> {
+    checkProject(project);
     return this.primitives.clearWhiteboard(project);
   }
 
-  getMuteState(project: string, channel: string): Promise<Record<string, boolean>> {
+  async getMuteState(project: string, channel: string): Promise<Record<string, boolean>> {
+    checkChannel(project, channel);
     return this.primitives.getMuteState(project, channel);
   }
 
   async getMuteEvents(project: string, channel: string, count?: number): Promise<MuteEvent[]> {
+    checkChannel(project, channel);
     const n = eventCount(count);
     return this.primitives.readMuteEvents(project, channel, n);
   }
 
   async getWhiteboardEvents(project: string, channel: string, count?: number): Promise<WhiteboardEvent[]> {
+    checkChannel(project, channel);
     const n = eventCount(count);
     return this.primitives.readWhiteboardEvents(project, channel, n);
   }

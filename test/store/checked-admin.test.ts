@@ -61,6 +61,21 @@ describe("admin front", () => {
     expect(await front.channels.get("p", "c")).toBeUndefined();
   });
 
+  it("refuses a project or channel id the key schema cannot hold on reads and deletes too", async () => {
+    const front = new RecordingFront();
+    const slash = { kind: "invalid", detail: "project must not contain '{', '}' or '/'" };
+    const brace = { kind: "invalid", detail: "channel must not contain '{' or '}'" };
+    await expect(front.deleteChannel("a/b", "c")).rejects.toMatchObject(slash);
+    await expect(front.deleteChannel("a", "}c")).rejects.toMatchObject(brace);
+    await expect(front.clearWhiteboard("a/b")).rejects.toMatchObject(slash);
+    await expect(front.getMuteState("a/b", "c")).rejects.toMatchObject(slash);
+    await expect(front.getMuteState("a", "c{")).rejects.toMatchObject(brace);
+    await expect(front.getMuteEvents("a/b", "c")).rejects.toMatchObject(slash);
+    await expect(front.getWhiteboardEvents("a", "")).rejects.toMatchObject({ detail: "channel must not be empty" });
+    await expect(front.channelDoctor("a}")).rejects.toMatchObject(slash);
+    expect(front.calls).toEqual([]);
+  });
+
   it("passes checked input on to the raw operations", async () => {
     const front = new RecordingFront();
     const scan = vi.spyOn(front.channels.primitives, "scan");

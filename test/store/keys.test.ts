@@ -11,6 +11,7 @@ import {
   keySchema,
   MUTE_EVENTS_MAXLEN,
 } from "../../src/store/schema/keys.js";
+import { parsePassphrase } from "../../src/store/schema/channel-records.js";
 
 describe("key schema (docs/architecture.md, Redis schema)", () => {
   it("builds the documented keys under the default prefix bl:", () => {
@@ -111,5 +112,20 @@ describe("key schema (docs/architecture.md, Redis schema)", () => {
     expect(checkChannelId("room/7 ünïcode")).toBeUndefined();
     for (const bad of ["", "a{b", "a}b", "}a", "a/b", "a\nb"]) expect(checkProjectId(bad), bad).toBeDefined();
     for (const bad of ["", "a{b", "}a", "a\u0000b"]) expect(checkChannelId(bad), bad).toBeDefined();
+  });
+
+  it("gives no two channels one tag: project ids hold no '/', so the tag splits at its first '/'", () => {
+    const keys = keySchema();
+    expect(checkProjectId("a/b")).toBeDefined();
+    expect(keys.channelRecord("a/b", "c")).toBe(keys.channelRecord("a", "b/c"));
+    expect(keys.channelRecordOf(keys.channelRecord("a", "b/c"))).toEqual({ project: "a", channel: "b/c" });
+  });
+
+  it("treats a passphrase record of a project the key schema cannot hold as absent", () => {
+    const record = { channel: "c", role: "host" };
+    expect(parsePassphrase({ ...record, project: "a" })).toEqual({ ...record, project: "a" });
+    for (const project of ["a/b", "a{", "}a", "a\nb"]) {
+      expect(parsePassphrase({ ...record, project }), project).toBeUndefined();
+    }
   });
 });

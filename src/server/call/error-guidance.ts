@@ -28,7 +28,10 @@ export const guidance: Readonly<Record<FailureKind | TransportFailure["kind"], E
   unauthenticated: {
     callerAction:
       "Get a fresh token: this one is missing, malformed, expired or signed with a key boardline does not know. Retrying the same token never helps.",
-    cases: ["a conversion webhook whose `sig` is missing or wrong (a plain endpoint: no gRPC code)"],
+    cases: [
+      "a token whose project claim (`JWT_PROJECT_CLAIM`) is empty or holds `/`, `{`, `}` or a control character: its issuer must mint project ids without them",
+      "a conversion webhook whose `sig` is missing or wrong (a plain endpoint: no gRPC code)",
+    ],
   },
   permission_denied: {
     callerAction: "Do not retry: the passphrase or the token's scope does not allow it. Tell the user or the operator.",

@@ -55,6 +55,11 @@ export function checkProject(project: string): void {
   invalidIf(checkProjectId(project));
 }
 
+/** Reads and deletes are checked too: an id the key schema cannot hold would name another channel's keys. */
+export function checkChannel(project: string, channel: string): void {
+  invalidIf(checkProjectId(project) ?? checkChannelId(channel));
+}
+
 export function checkSettings(settings: WhiteboardSettings): void {
   invalidIf(checkWhiteboard(settings));
 }

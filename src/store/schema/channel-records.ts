@@ -15,12 +15,16 @@ import {
   type WhiteboardSettings,
 } from "../../services/ports.js";
 import type { PstnParticipantState, PstnSnapshot } from "../../services/pstn/snapshot.js";
+import { checkProjectId } from "./keys.js";
 
 export type Fields = Readonly<Record<string, string>>;
 
 export function parsePassphrase(fields: Fields): PassphraseRecord | undefined {
   const { project, channel, role } = fields;
   if (!project || !channel) return undefined;
+  // No token names such a project, and its channel's keys would be another project's
+  // (`a/b` + `c` is `a` + `b/c`): repairs must not index it there.
+  if (checkProjectId(project) !== undefined) return undefined;
   if (role !== "host" && role !== "attendee") return undefined;
   const expireAt = parseMillis(fields.expire_at);
   return expireAt === undefined ? { project, channel, role } : { project, channel, role, expireAt };

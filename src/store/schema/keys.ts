@@ -139,6 +139,9 @@ export function keySchema(
   prefix: string = DEFAULT_KEY_PREFIX,
   passphraseKeys: KeyRing = developmentKeyRing("PASSPHRASE_KEYS"),
 ): KeySchema {
+  // Channel ids may hold `/`, project ids never do (checkProjectId, applied to every project a key is
+  // named for: tokens, the admin functions, the CLI), so `<project>/<channel>` splits at its first `/`
+  // and no two channels share a tag (channelRecordOf splits there).
   const channelTag = (project: string, channel: string) => `${prefix}chan:{${project}/${channel}}`;
   const current = (project: string, passphrase: string) =>
     passphraseDigest(passphraseKeys.current, project, hashPassphrase(passphrase));
@@ -199,7 +202,11 @@ export function keySchema(
   };
 }
 
-/** Why `project` cannot name a new record, or undefined when it can. */
+/**
+ * Why `project` cannot name keys, or undefined when it can: a `/` would make
+ * two channels share their keys (`a/b` + `c` is `a` + `b/c`), a brace would
+ * break out of the hash tag. A token's project is checked so too (src/auth/jwt.ts).
+ */
 export function checkProjectId(project: string): string | undefined {
   if (project.length === 0) return "project must not be empty";
   if (/[{}/]/.test(project)) return "project must not contain '{', '}' or '/'";
@@ -207,7 +214,10 @@ export function checkProjectId(project: string): string | undefined {
   return undefined;
 }
 
-/** Why `channel` cannot name a new record, or undefined when it can. */
+/**
+ * Why `channel` cannot name keys, or undefined when it can (the API's
+ * `channel_id` fields say the same in their protovalidate patterns).
+ */
 export function checkChannelId(channel: string): string | undefined {
   if (channel.length === 0) return "channel must not be empty";
   if (/[{}]/.test(channel)) return "channel must not contain '{' or '}'";
