@@ -66,11 +66,15 @@ spawn "$WORK/simulator.log" "${LOAD_PIN[@]}" env SIM_PORT="$SIM_PORT" SIM_HOST=1
 spawn "$WORK/sink.log" "${LOAD_PIN[@]}" env PORT="$SINK_PORT" node bench/lib/otlp-sink.mjs
 SINK_PID=${PIDS[-1]}
 read -ra NODE_FLAGS <<<"$(node -p 'require("./package.json").config.nodeFlags')"
+# Production requires PASSPHRASE_KEYS and SECRETS_KEYS: the development keys, which the seeding above
+# (bench/lib/setup.mjs, this checkout's store) wrote with. A build that predates them ignores them.
+mapfile -t DEV_KEYS < <(node bench/lib/development-keys.mjs)
+[[ ${#DEV_KEYS[@]} -eq 2 ]] || { echo "bench/lib/development-keys.mjs printed no keys" >&2; exit 1; }
 server() { # name port dir extra-env…
   local name=$1 port=$2 dir=$3 flags=("${NODE_FLAGS[@]}")
   shift 3
   [[ $name != flags ]] || read -ra flags <<<"$BENCH_AB_FLAGS"
-  spawn "$WORK/$name.log" "${SERVER_PIN[@]}" env NODE_ENV=production PORT="$port" HOST=127.0.0.1 LOG_LEVEL=warn \
+  spawn "$WORK/$name.log" "${SERVER_PIN[@]}" env NODE_ENV=production "${DEV_KEYS[@]}" PORT="$port" HOST=127.0.0.1 LOG_LEVEL=warn \
     GUESS_LIMIT=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" "$@" node "${flags[@]}" "$dir/dist/src/main.js"
   wait_http "http://127.0.0.1:$port/readyz"
   SERVER_PID=${PIDS[-1]}

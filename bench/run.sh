@@ -22,7 +22,7 @@
 #
 # What the request cells run, all on loopback, against one dedicated redis-server (no persistence) and
 # with one HS256 JWT:
-#   boardline          node dist/src/main.js (NODE_ENV=production, LOG_LEVEL=warn, GUESS_LIMIT=0,
+#   boardline          node dist/src/main.js (NODE_ENV=production with the development keys, LOG_LEVEL=warn, GUESS_LIMIT=0,
 #                      CONVERSION_API_BASE = the simulator), and a second one without the passphrase
 #                      read cache (boardline-nocache: the same Redis work per request as the bare servers)
 #   baseline-http      bench/baselines/baseline-http.mjs (node:http + ioredis + jose, the same work)
@@ -271,12 +271,16 @@ SIM_PID=${PIDS[-1]}
 # docs/deploy.md). The bare servers and the floors run with the same flags, so the ratios compare code,
 # not flags.
 read -ra NODE_FLAGS <<<"${npm_package_config_nodeFlags:-$(node -p 'require("./package.json").config.nodeFlags')}"
-spawn "$WORK/boardline.log" "${SERVER_PIN[@]}" env NODE_ENV=production PORT="$BL_PORT" HOST=127.0.0.1 \
+# Production requires PASSPHRASE_KEYS and SECRETS_KEYS: the development keys, which the seeding
+# above (bench/lib/setup.mjs, boardline's own store) wrote with.
+mapfile -t DEV_KEYS < <(node bench/lib/development-keys.mjs)
+[[ ${#DEV_KEYS[@]} -eq 2 ]] || die "bench/lib/development-keys.mjs printed no keys"
+spawn "$WORK/boardline.log" "${SERVER_PIN[@]}" env NODE_ENV=production "${DEV_KEYS[@]}" PORT="$BL_PORT" HOST=127.0.0.1 \
   LOG_LEVEL=warn GUESS_LIMIT=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" node "${NODE_FLAGS[@]}" dist/src/main.js
 BL_PID=${PIDS[-1]}
 # The same, without the passphrase read cache: the same Redis work per request as the baselines.
-spawn "$WORK/boardline-nocache.log" "${SERVER_PIN[@]}" env NODE_ENV=production PORT="$BN_PORT" HOST=127.0.0.1 \
-  LOG_LEVEL=warn GUESS_LIMIT=0 PASSPHRASE_CACHE_MS=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" \
+spawn "$WORK/boardline-nocache.log" "${SERVER_PIN[@]}" env NODE_ENV=production "${DEV_KEYS[@]}" PORT="$BN_PORT" \
+  HOST=127.0.0.1 LOG_LEVEL=warn GUESS_LIMIT=0 PASSPHRASE_CACHE_MS=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" \
   node "${NODE_FLAGS[@]}" dist/src/main.js
 BN_PID=${PIDS[-1]}
 spawn "$WORK/baseline-http.log" "${SERVER_PIN[@]}" env PORT="$BH_PORT" node "${NODE_FLAGS[@]}" bench/baselines/baseline-http.mjs

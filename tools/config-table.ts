@@ -33,11 +33,17 @@ function allowedColumn(row: Variable): string {
   }
 }
 
+/** The meaning, and for a secret row that it may come from a file (read-variable.ts). */
+function meaningColumn(name: string, row: Variable): string {
+  if (row.secret !== true) return row.meaning;
+  return `${row.meaning}. Or ${code(`${name}_FILE`)}: the path of a file holding it ([secrets in files](#secrets-in-files))`;
+}
+
 /** The Markdown table, one row per variable, in the order of the rows. */
 export function renderConfigTable(rows: Readonly<Record<string, Variable>> = VARIABLES): string {
   const lines = ["| variable | default | allowed values | meaning |", "|---|---|---|---|"];
   for (const [name, row] of Object.entries(rows)) {
-    const cells = [code(name), defaultColumn(row), allowedColumn(row), row.meaning].map(cell);
+    const cells = [code(name), defaultColumn(row), allowedColumn(row), meaningColumn(name, row)].map(cell);
     lines.push(`| ${cells.join(" | ")} |`);
   }
   return lines.join("\n");

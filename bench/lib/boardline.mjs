@@ -32,3 +32,6 @@ export const { passField } = /** @type {typeof import("../../src/store/schema/ch
 export const { startConversionSimulator } = /** @type {typeof import("../../src/demo/simulator/index.js")} */ (
   await fromBuild("src/demo/simulator/index.js")
 );
+export const { developmentKeyRing } = /** @type {typeof import("../../src/secrets/key-ring.js")} */ (
+  await fromBuild("src/secrets/key-ring.js")
+);

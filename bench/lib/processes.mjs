@@ -170,8 +170,11 @@ export class Servers {
    */
   async startBoardline(name, env, nodeArgs = [], root = ".") {
     const port = await freePort();
+    // Loaded here, not at the top: it reads dist/, which the bench builds after loading this module.
+    const { DEVELOPMENT_KEYS } = await import("./development-keys.mjs");
     const server = this.spawn(name, [process.execPath, ...nodeFlags(), ...nodeArgs, join(root, "dist/src/main.js")], {
       NODE_ENV: "production",
+      ...DEVELOPMENT_KEYS,
       PORT: String(port),
       HOST: "127.0.0.1",
       LOG_LEVEL: "warn",

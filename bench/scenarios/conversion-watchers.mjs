@@ -49,6 +49,7 @@ import { Redis } from "ioredis";
 import { freePort } from "../lib/processes.mjs";
 import { sseEvents, within } from "../lib/watch-clients.mjs";
 import { createLogger, createRedisStore, createSdkToken } from "../lib/boardline.mjs";
+import { DEVELOPMENT_KEYS } from "../lib/development-keys.mjs";
 import { WhiteboardService } from "../lib/protos.mjs";
 
 const env = process.env;
@@ -182,6 +183,8 @@ async function startBoardline(name, prefix, simulatorUrl, pollEnv) {
         ...env,
         ...pollEnv,
         NODE_ENV: "production",
+        // Production requires the keys; the development ones are those the bench's own store writes with.
+        ...DEVELOPMENT_KEYS,
         PORT: String(port),
         HOST: "127.0.0.1",
         LOG_LEVEL: "warn",

@@ -53,11 +53,19 @@ for image in redis haproxy; do
     -f "deploy/compose/$image.Containerfile" deploy/compose >/dev/null
 done
 
-JWT_SECRET=$(node -e 'process.stdout.write(require("node:crypto").randomBytes(48).toString("base64"))')
+# The secret files compose binds into the replicas, as docs/deploy.md makes them: in $work (mode
+# 0700), each readable by the replicas' user. The CLI mints with the same JWT_SECRET_FILE.
+BOARDLINE_SECRETS=$work/secrets
+mkdir "$BOARDLINE_SECRETS"
+random() { node -e 'console.log(require("node:crypto").randomBytes(Number(process.argv[1])).toString("base64"))' "$1"; }
+random 48 >"$BOARDLINE_SECRETS/JWT_SECRET"
+random 32 >"$BOARDLINE_SECRETS/PASSPHRASE_KEYS"
+random 32 >"$BOARDLINE_SECRETS/SECRETS_KEYS"
+chmod 644 "$BOARDLINE_SECRETS"/*
 BOARDLINE_PORT=$(node -e 'const s=require("node:net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
-export JWT_SECRET BOARDLINE_PORT
+export BOARDLINE_SECRETS BOARDLINE_PORT
 url=http://127.0.0.1:$BOARDLINE_PORT
-mint() { node dist/src/cli/main.js token mint --project acme "$@"; }
+mint() { JWT_SECRET_FILE=$BOARDLINE_SECRETS/JWT_SECRET node dist/src/cli/main.js token mint --project acme "$@"; }
 
 trap cleanup EXIT
 step "up (8 containers)"

@@ -9,6 +9,8 @@ import type { Variable } from "./variable-kinds.js";
 export const REDIS_VARIABLES = {
   REDIS_URL: {
     kind: "text",
+    // A password rides in it.
+    secret: true,
     defaultNote: "— (in-memory store)",
     allowed: "`redis://[user:pass@]host:port[/db]` or `rediss://…` (TLS)",
     check: (v) => (/^rediss?:\/\//.test(v) ? undefined : "must start with redis:// or rediss://"),

@@ -7,6 +7,11 @@ export interface Documented {
   readonly meaning: string;
   /** The configuration table's "default" column when the default depends on the mode (otherwise the default itself, or —). */
   readonly defaultNote?: string;
+  /**
+   * The value is a secret: it may be given as `NAME_FILE` instead, the path of a file holding it
+   * (read-variable.ts), and no error message shows it.
+   */
+  readonly secret?: true;
 }
 
 /** A whole number in [min, max]. */

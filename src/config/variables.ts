@@ -53,6 +53,7 @@ export const VARIABLES = {
   ...REDIS_VARIABLES,
   JWT_SECRET: {
     kind: "text",
+    secret: true,
     defaultNote: "— (random in demo mode)",
     allowed: "at least 32 bytes",
     untrimmed: true,
@@ -168,6 +169,7 @@ export const VARIABLES = {
   },
   CONVERSION_WEBHOOK_SECRET: {
     kind: "text",
+    secret: true,
     defaultNote: "— (random in demo mode)",
     allowed: "at least 32 bytes; not the `JWT_SECRET`",
     untrimmed: true,
@@ -283,6 +285,7 @@ export const VARIABLES = {
   },
   PASSPHRASE_KEYS: {
     kind: "list",
+    secret: true,
     defaultNote: "— (required when `NODE_ENV=production`; a fixed development key otherwise)",
     allowed:
       "comma-separated base64 keys of at least 32 random bytes (`openssl rand -base64 32`), the current one first",
@@ -292,6 +295,7 @@ export const VARIABLES = {
   },
   SECRETS_KEYS: {
     kind: "list",
+    secret: true,
     defaultNote: "— (required when `NODE_ENV=production`; a fixed development key otherwise)",
     allowed:
       "comma-separated base64 keys of at least 32 random bytes (`openssl rand -base64 32`), the current one first",
@@ -302,3 +306,18 @@ export const VARIABLES = {
 } as const satisfies Record<string, Variable>;
 
 export type VariableName = keyof typeof VARIABLES;
+
+/** The `NAME_FILE` form of a secret row: the path of a file whose content is the value. */
+export function fileVariable(name: VariableName): string {
+  return `${name}_FILE`;
+}
+
+/** The rows marked `secret`, each of which may be given as `NAME_FILE` instead. */
+export const SECRET_VARIABLES: readonly VariableName[] = (Object.keys(VARIABLES) as VariableName[]).filter(
+  (name) => (VARIABLES[name] as Variable).secret === true,
+);
+
+/** Whether boardline reads `name` from the environment: a row, or the `NAME_FILE` form of a secret row. */
+export function readsVariable(name: string): boolean {
+  return name in VARIABLES || SECRET_VARIABLES.some((secret) => fileVariable(secret) === name);
+}

@@ -27,12 +27,14 @@ describe("docs/configuration.md's table comes from src/config/variables.ts", () 
       A_WORD: { kind: "choice", default: "x", values: ["x", "y"], meaning: "pick" },
       NODES: { kind: "hosts", defaultPort: 7, meaning: "nodes" },
       BASE: { kind: "http-url", defaultNote: "depends", meaning: "base" },
+      TOKEN: { kind: "text", secret: true, allowed: "32 bytes", meaning: "a token" },
     });
     expect(table.split("\n").slice(2)).toEqual([
       "| `A_NUMBER` | `5` | `1`–`9` | a \\| b |",
       "| `A_WORD` | `x` | `x`, `y` | pick |",
       "| `NODES` | — | `host[:port]`, comma-separated; IPv6 in brackets (`[::1]:7000`); port `7` when left out | nodes |",
       "| `BASE` | depends | an `http://` or `https://` URL | base |",
+      "| `TOKEN` | — | 32 bytes | a token. Or `TOKEN_FILE`: the path of a file holding it ([secrets in files](#secrets-in-files)) |",
     ]);
   });
 

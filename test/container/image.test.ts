@@ -19,6 +19,7 @@ import { PstnService } from "../../gen/channel/v1/pstn_pb.js";
 import { WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import { type ConversionSimulator, startConversionSimulator } from "../../src/demo/simulator/index.js";
 import { ROOT } from "../harness/build-dist.js";
+import { DEVELOPMENT_KEYS } from "../harness/development-keys.js";
 import {
   type BuiltImage,
   buildBase,
@@ -96,6 +97,8 @@ beforeAll(async () => {
       PORT: String(port),
       REDIS_URL: redis.url,
       JWT_SECRET: SECRET,
+      // The image runs with NODE_ENV=production, which requires both key lists.
+      ...DEVELOPMENT_KEYS,
       CONVERSION_API_BASE: simulator.url,
       CONVERSION_POLL_FIRST_MS: "200",
       CONVERSION_POLL_MAX_MS: "300",

@@ -5,7 +5,7 @@
  * the non-root rule. compose.test.ts runs it on the files and on broken copies.
  */
 import type { Config } from "../../src/config/index.js";
-import { VARIABLES } from "../../src/config/variables.js";
+import { readsVariable, SECRET_VARIABLES, type VariableName } from "../../src/config/variables.js";
 import type { KubeObject } from "./kustomize.js";
 import { configOf } from "./manifest-checks.js";
 
@@ -37,10 +37,36 @@ export function interpolate(text: string, env: Record<string, string>): string {
   });
 }
 
-/** A boardline replica's environment, interpolated from `env`. */
+/**
+ * Where a service's secrets are inside it (`/run/secrets/<target>`, the target being the
+ * secret's name unless it says otherwise) and the host files they come from, interpolated from `env`.
+ */
+export function serviceSecrets(stack: Stack, service: string, env: Record<string, string>): Map<string, string> {
+  const found = new Map<string, string>();
+  for (const entry of stack.compose.services[service]?.secrets ?? []) {
+    const source = typeof entry === "string" ? entry : entry.source;
+    const target = typeof entry === "string" ? entry : (entry.target ?? entry.source);
+    const file = stack.compose.secrets?.[source]?.file;
+    if (typeof file !== "string") throw new Error(`${service}: secret ${source} has no file`);
+    found.set(target.startsWith("/") ? target : `/run/secrets/${target}`, interpolate(file, env));
+  }
+  return found;
+}
+
+/**
+ * A boardline replica's environment, interpolated from `env`, with each `NAME_FILE` that names
+ * one of its secrets pointing at the host file compose binds there (an absolute path in `env`), so
+ * boardline reads what the replica would.
+ */
 export function replicaEnv(stack: Stack, service: string, env: Record<string, string>): Record<string, string> {
   const raw = stack.compose.services[service]?.environment ?? {};
-  return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, interpolate(String(v), env)]));
+  const secrets = serviceSecrets(stack, service, env);
+  return Object.fromEntries(
+    Object.entries(raw).map(([k, v]) => {
+      const value = interpolate(String(v), env);
+      return [k, (k.endsWith("_FILE") && secrets.get(value)) || value];
+    }),
+  );
 }
 
 const seconds = (d: string | undefined) => {
@@ -66,8 +92,17 @@ export function composeProblems(stack: Stack, env: Record<string, string>): stri
   if (typeof config === "string") return [...found, `boardline refuses the replicas' configuration: ${config}`];
   for (const name of replicas) {
     const s = services[name];
-    const unknown = Object.keys(s.environment ?? {}).filter((v) => !(v in VARIABLES));
+    const unknown = Object.keys(s.environment ?? {}).filter((v) => !readsVariable(v));
     check(unknown.length === 0, `${name}: variables boardline does not read: ${unknown}`);
+    const secrets = serviceSecrets(stack, name, env);
+    const unmounted = Object.entries<string>(s.environment ?? {}).filter(
+      ([k, v]) => k.endsWith("_FILE") && v.startsWith("/run/secrets/") && !secrets.has(v),
+    );
+    check(unmounted.length === 0, `${name}: no secret mounted at ${unmounted.map(([, v]) => v)}`);
+    check(
+      Object.keys(s.environment ?? {}).every((k) => !SECRET_VARIABLES.includes(k as VariableName)),
+      `${name}: secrets belong in files (NAME_FILE), not in the environment`,
+    );
     check(s.user === "10001" && s.read_only === true, `${name}: must run as user 10001 on a read-only root`);
     check(JSON.stringify(s.cap_drop) === '["ALL"]', `${name}: must drop ALL capabilities`);
     const needS = (config.shutdownDelayMs + config.shutdownGraceMs + config.redisCommandTimeoutMs + 2000) / 1000;

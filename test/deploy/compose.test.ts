@@ -6,7 +6,9 @@
  * broken copy.
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
@@ -21,8 +23,12 @@ const stack = (): Stack => ({
   haproxyCfg: read("compose/haproxy.cfg"),
   sentinelConf: read("compose/sentinel.conf"),
 });
-/** What an operator exports before `up`. */
-const ENV = { JWT_SECRET: "y".repeat(48) };
+/** What an operator makes before `up`: the directory of the secret files (docs/deploy.md, "Compose"). */
+const SECRETS = mkdtempSync(join(tmpdir(), "boardline-compose-secrets-"));
+writeFileSync(join(SECRETS, "JWT_SECRET"), `${"y".repeat(48)}\n`);
+writeFileSync(join(SECRETS, "PASSPHRASE_KEYS"), `${Buffer.alloc(32, 1).toString("base64")}\n`);
+writeFileSync(join(SECRETS, "SECRETS_KEYS"), `${Buffer.alloc(32, 2).toString("base64")}\n`);
+const ENV = { BOARDLINE_SECRETS: SECRETS };
 
 describe("deploy/compose.yaml", () => {
   it("agrees with itself, with haproxy.cfg and sentinel.conf, and with boardline's configuration table", () => {
@@ -31,8 +37,11 @@ describe("deploy/compose.yaml", () => {
     expect(typeof config === "string" ? config : config.redis?.mode).toBe("sentinel");
   });
 
-  it("needs a JWT_SECRET from the environment, runs the image deploy/image/build.sh tags, and the images it is given", () => {
-    expect(() => replicaEnv(stack(), "boardline-1", {})).toThrow(/^JWT_SECRET: set JWT_SECRET/);
+  it("needs the secret files' directory, runs the image deploy/image/build.sh tags, and the images it is given", () => {
+    expect(() => replicaEnv(stack(), "boardline-1", {})).toThrow(/^BOARDLINE_SECRETS: set BOARDLINE_SECRETS/);
+    // Each secret from its file: with one missing, boardline refuses to start, naming it.
+    const { PASSPHRASE_KEYS_FILE: _, ...withoutKeys } = replicaEnv(stack(), "boardline-1", ENV);
+    expect(configOf(withoutKeys)).toMatch(/^PASSPHRASE_KEYS is required when NODE_ENV=production/);
     // By default the image deploy/image/build.sh tags: localhost/boardline:<package.json version>.
     const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
     expect(interpolate(stack().compose.services["boardline-1"].image, {})).toBe(`localhost/boardline:${version}`);
@@ -85,6 +94,12 @@ describe("deploy/compose.yaml", () => {
     expect(
       broken(edit((c) => (c.services["boardline-1"].environment.REDIS_SENTINELS = "sentinel-1,sentinel-2"))),
     ).toEqual(["REDIS_SENTINELS must be sentinel-1:26379,sentinel-2:26379,sentinel-3:26379"]);
+    expect(broken(edit((c) => (c.services["boardline-2"].secrets = ["jwt_secret", "passphrase_keys"])))).toEqual([
+      "boardline-2: no secret mounted at /run/secrets/secrets_keys",
+    ]);
+    expect(broken(edit((c) => (c.services["boardline-1"].environment.JWT_SECRET = "${JWT_SECRET}")))).toEqual([
+      "boardline-1: secrets belong in files (NAME_FILE), not in the environment",
+    ]);
     expect(broken(edit((c) => delete c.services.haproxy.stop_signal))).toEqual([
       "haproxy (PID 1 ignores SIGTERM) must stop on SIGUSR1 with hard-stop-after",
     ]);

@@ -11,13 +11,19 @@ import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
 import { type KubeObject, readKustomization, readYamlDocuments, renderKustomization } from "./kustomize.js";
-import { configOf, only, podEnvironment, problems, unknownVariables } from "./manifest-checks.js";
+import { SECRET_VARIABLES } from "../../src/config/variables.js";
+import { configOf, only, podEnvironment, problems, secretMounts, unknownVariables } from "./manifest-checks.js";
 
 const ROOT = fileURLToPath(new URL("../../deploy/kubernetes/", import.meta.url));
 const KUSTOMIZATIONS = ["base", "overlays/sentinel", "overlays/cluster"];
 const [EXAMPLE_SECRET] = readYamlDocuments(`${ROOT}base/secret.example.yaml`) as [KubeObject];
-/** The example Secret with the one change an operator must make: a JWT_SECRET of 32 bytes or more. */
-const SECRET = { ...EXAMPLE_SECRET.stringData, JWT_SECRET: "x".repeat(48) } as Record<string, string>;
+/** Keys as `openssl rand -base64 32` makes them. */
+const KEYS = {
+  PASSPHRASE_KEYS: Buffer.alloc(32, 1).toString("base64"),
+  SECRETS_KEYS: Buffer.alloc(32, 2).toString("base64"),
+};
+/** The example Secret with the changes an operator must make: a JWT_SECRET of 32 bytes or more, and real keys. */
+const SECRET = { ...EXAMPLE_SECRET.stringData, JWT_SECRET: "x".repeat(48), ...KEYS } as Record<string, string>;
 
 /** kubernetes-models' class for each apiVersion and kind the manifests use. */
 const MODELS: Record<string, () => Promise<unknown>> = {
@@ -80,11 +86,22 @@ describe.each(KUSTOMIZATIONS)("deploy/kubernetes/%s", (dir) => {
     expect(problems(objects, configFor(objects))).toEqual([]);
   });
 
-  it("reads its Secret by the name of secret.example.yaml, which it does not apply itself", () => {
+  it("mounts its Secret, by the name of secret.example.yaml, as files, which it does not apply itself", () => {
     const container = only(objects, "Deployment").spec.template.spec.containers[0];
-    const refs = container.envFrom.filter((f: KubeObject) => f.secretRef !== undefined);
-    expect(refs.map((f: KubeObject) => f.secretRef.name)).toEqual([EXAMPLE_SECRET.metadata.name]);
+    expect(container.envFrom.filter((f: KubeObject) => f.secretRef !== undefined)).toEqual([]);
+    expect(secretMounts(objects).map((m) => m.secretName)).toEqual([EXAMPLE_SECRET.metadata.name]);
     expect(objects.some((o) => o.kind === "Secret")).toBe(false);
+  });
+
+  it("reads each key of the example Secret, a secret variable, from its file, and no file the Secret lacks", () => {
+    const [mount] = secretMounts(objects);
+    const env = only(objects, "ConfigMap").data as Record<string, string>;
+    const keys = Object.keys(EXAMPLE_SECRET.stringData).sort();
+    const files = Object.entries(env).filter(([name]) => name.endsWith("_FILE") && name !== "JWT_JWKS_FILE");
+    expect(keys.every((key) => (SECRET_VARIABLES as readonly string[]).includes(key))).toBe(true);
+    expect(Object.fromEntries(files)).toEqual(
+      Object.fromEntries(keys.map((k) => [`${k}_FILE`, `${mount?.path}/${k}`])),
+    );
   });
 });
 
@@ -101,7 +118,15 @@ describe("deploy/kubernetes, the parts around the renderings", () => {
     await validate(EXAMPLE_SECRET);
     expect(readKustomization(`${ROOT}base`).resources).not.toContain("secret.example.yaml");
     expect(unknownVariables(base, EXAMPLE_SECRET.stringData)).toEqual([]);
-    expect(configOf(podEnvironment(base, EXAMPLE_SECRET.stringData))).toMatch(/^JWT_SECRET .*32 bytes/);
+    const example = EXAMPLE_SECRET.stringData as Record<string, string>;
+    expect(configOf(podEnvironment(base, example))).toMatch(/^JWT_SECRET .*32 bytes/);
+    const jwt = { JWT_SECRET: SECRET.JWT_SECRET as string };
+    expect(configOf(podEnvironment(base, { ...example, ...jwt }))).toMatch(/^PASSPHRASE_KEYS .*32 bytes/);
+    const passphraseKeys = { PASSPHRASE_KEYS: KEYS.PASSPHRASE_KEYS };
+    expect(configOf(podEnvironment(base, { ...example, ...jwt, ...passphraseKeys }))).toMatch(
+      /^SECRETS_KEYS .*32 bytes/,
+    );
+    expect(typeof configOf(podEnvironment(base, SECRET))).toBe("object");
   });
 
   it("the schemas refuse a broken object", async () => {
@@ -157,6 +182,14 @@ describe("deploy/kubernetes, the parts around the renderings", () => {
     expect(unknownVariables(objects, SECRET)).toEqual(["SHUTDOWN_DELAY"]);
     only(objects, "ConfigMap").data.SHUTDOWN_GRACE_MS = "ten seconds";
     expect(configOf(podEnvironment(objects, SECRET))).toMatch(/^SHUTDOWN_GRACE_MS/);
+  });
+
+  it("a Secret not mounted where the NAME_FILE variables point, or lacking a key, is caught", () => {
+    const unmounted = copy(base);
+    delete only(unmounted, "Deployment").spec.template.spec.containers[0].volumeMounts;
+    expect(configOf(podEnvironment(unmounted, SECRET))).toMatch(/^REDIS_URL_FILE cannot be read \(ENOENT/);
+    const { SECRETS_KEYS: _, ...lacking } = SECRET;
+    expect(configOf(podEnvironment(base, lacking))).toMatch(/^SECRETS_KEYS_FILE cannot be read \(ENOENT/);
   });
 
   // kubectl is no dependency of the suite (Debian's kubernetes-client is 1.20, older than these

@@ -4,8 +4,11 @@
  * arithmetic, the non-root rule, the Service's h2c port, resources sized from the bench, and
  * environment variables that boardline reads and accepts together (its own loadConfig decides).
  */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { type Config, ConfigError, loadConfig } from "../../src/config/index.js";
-import { VARIABLES } from "../../src/config/variables.js";
+import { readsVariable } from "../../src/config/variables.js";
 import type { KubeObject } from "./kustomize.js";
 
 /** At least the highest peak RSS under load and the RSS of one open gRPC watch that docs/performance.md reports. */
@@ -20,7 +23,21 @@ export function only(objects: KubeObject[], kind: string): KubeObject {
   return found[0] as KubeObject;
 }
 
-/** The environment a pod gets from the rendered ConfigMap and the given Secret data (envFrom). */
+/** Where the pod mounts a Secret as files: the mount path, and the Secret's name. */
+export function secretMounts(objects: KubeObject[]): { path: string; secretName: string }[] {
+  const pod = only(objects, "Deployment").spec.template.spec;
+  return (pod.containers[0].volumeMounts ?? []).flatMap((m: KubeObject) => {
+    const volume = (pod.volumes ?? []).find((v: KubeObject) => v.name === m.name);
+    return volume?.secret === undefined ? [] : [{ path: m.mountPath, secretName: volume.secret.secretName }];
+  });
+}
+
+/**
+ * The environment a pod gets from the rendered ConfigMap and the given Secret data: through
+ * envFrom, or as files where the Secret is mounted. Those files are written to a directory of
+ * this machine, and a `NAME_FILE` variable pointing into the mount points there instead, so
+ * boardline reads what the pod would (a key the Secret lacks is a file that is not there).
+ */
 export function podEnvironment(objects: KubeObject[], secret: Record<string, string>): Record<string, string> {
   const container = only(objects, "Deployment").spec.template.spec.containers[0];
   const env: Record<string, string> = {};
@@ -33,6 +50,13 @@ export function podEnvironment(objects: KubeObject[], secret: Record<string, str
     if (from.secretRef !== undefined) Object.assign(env, secret);
   }
   for (const e of container.env ?? []) if (typeof e.value === "string") env[e.name] = e.value;
+  for (const { path } of secretMounts(objects)) {
+    const dir = mkdtempSync(join(tmpdir(), "boardline-pod-secret-"));
+    for (const [key, value] of Object.entries(secret)) writeFileSync(join(dir, key), value);
+    for (const [name, value] of Object.entries(env)) {
+      if (name.endsWith("_FILE") && value.startsWith(`${path}/`)) env[name] = join(dir, value.slice(path.length + 1));
+    }
+  }
   return env;
 }
 
@@ -43,7 +67,7 @@ export function unknownVariables(objects: KubeObject[], secret: Record<string, s
     ...Object.keys(podEnvironment(objects, secret)),
     ...(container.env ?? []).map((e: KubeObject) => e.name),
   ];
-  return names.filter((n) => !(n in VARIABLES));
+  return names.filter((n) => !readsVariable(n));
 }
 
 /** boardline's own reading of the pod's environment: a ConfigError is a problem. */
