@@ -22,6 +22,8 @@ type NotAKey =
   | "channelRecordOf"
   | "channelIndexPattern"
   | "channelIndexOf"
+  | "whiteboardPattern"
+  | "whiteboardOf"
   | "channelKeys";
 
 export type KeyName = Exclude<keyof KeySchema, NotAKey>;
