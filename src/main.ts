@@ -88,6 +88,7 @@ function openStore(config: Config, logger: Logger): AdminStore {
       retentionSeconds: config.conversionRetentionDays * 86_400,
       replicaAck: config.redisReplicaAck,
       idempotencyTtlSeconds: config.idempotencyTtlHours * 3600,
+      secretsKeys: config.secretsKeys,
     });
   }
   if (!config.demo) logger.warn("REDIS_URL is not set: using the in-memory store; nothing survives a restart");
@@ -95,6 +96,7 @@ function openStore(config: Config, logger: Logger): AdminStore {
     keyPrefix: config.redisKeyPrefix,
     retentionSeconds: config.conversionRetentionDays * 86_400,
     idempotencyTtlSeconds: config.idempotencyTtlHours * 3600,
+    secretsKeys: config.secretsKeys,
   });
 }
 
