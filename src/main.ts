@@ -89,6 +89,7 @@ function openStore(config: Config, logger: Logger): AdminStore {
       retentionSeconds: config.conversionRetentionDays * 86_400,
       replicaAck: config.redisReplicaAck,
       idempotencyTtlSeconds: config.idempotencyTtlHours * 3600,
+      secretsKeys: config.secretsKeys,
     });
   }
   if (!config.demo) logger.warn("REDIS_URL is not set: using the in-memory store; nothing survives a restart");
@@ -97,6 +98,7 @@ function openStore(config: Config, logger: Logger): AdminStore {
     passphraseKeys: config.passphraseKeys,
     retentionSeconds: config.conversionRetentionDays * 86_400,
     idempotencyTtlSeconds: config.idempotencyTtlHours * 3600,
+    secretsKeys: config.secretsKeys,
   });
 }
 

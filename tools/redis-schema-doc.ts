@@ -98,6 +98,11 @@ ${renderLayouts()}
   \`updated_at\`/\`updated_by\` absent; a state set without an event shows in snapshots
   (GetPstnState), never to watches.
 - When a whiteboard record has both an SDK token and a key pair, the SDK token is used.
+- boardline writes a whiteboard record's \`sdk_token\` and \`secret_key\` sealed:
+  \`v1.<key id>.<iv>.<ciphertext and tag>\`, AES-256-GCM under the \`SECRETS_KEYS\` key the id names,
+  bound to the project and the field (docs/security.md, "Netless credentials at rest"). It reads a
+  value without that shape as clear text, so another writer may still write them in clear;
+  \`boardline whiteboard reseal\` seals those too.
 - DeleteChannel removes the channel's passphrase records, its record, its mute state and meta, and
   both event streams, then takes it out of the index.
 - Only boardline writes the idempotency records; one it cannot read counts as none and is replaced.

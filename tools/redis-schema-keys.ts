@@ -25,6 +25,8 @@ type NotAKey =
   | "channelRecordOf"
   | "channelIndexPattern"
   | "channelIndexOf"
+  | "whiteboardPattern"
+  | "whiteboardOf"
   | "channelKeys";
 
 export type KeyName = Exclude<keyof KeySchema, NotAKey>;

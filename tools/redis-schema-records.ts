@@ -79,10 +79,10 @@ export const LAYOUTS: Partial<Readonly<Record<KeyName, RecordLayout>>> = {
     meanings: {
       enabled: "`1`; any other value means no whiteboard",
       region: `one of ${REGIONS.map(code).join(", ")}`,
-      sdk_token: "a Netless SDK token; used when present",
+      sdk_token: "a Netless SDK token, sealed under `SECRETS_KEYS` (see below); used when present",
       access_key:
-        "with `secret_key`: a Netless key pair, from which boardline signs short-lived `writer` SDK tokens itself",
-      secret_key: "see `access_key`",
+        "with `secret_key`: a Netless key pair, from which boardline signs short-lived `writer` SDK tokens itself; in clear (it signs nothing)",
+      secret_key: "see `access_key`; sealed under `SECRETS_KEYS` (see below)",
       updated_at: "when it was set through the API (ms)",
       updated_by: "who set it through the API (the token's `sub`)",
     },

@@ -1,6 +1,7 @@
 /**
  * The parts of boardline's own code the bench calls directly, from the build (dist/): minting a JWT and
- * a Netless SDK token, the Redis store (to seed channels and projects as the server would), the key
+ * a Netless SDK token, the Redis store (to seed channels and projects as the server would, its whiteboard
+ * secrets sealed under the SECRETS_KEYS the servers get from the same environment), the key
  * schema and the mute script (which the bare peers run to do the same work as boardline), and the
  * conversion simulator. Everything else the bench does through boardline's routes, as a client would.
  *
@@ -14,6 +15,9 @@ export const { mintToken } = /** @type {typeof import("../../src/auth/jwt.js")} 
 export const { createLogger } = /** @type {typeof import("../../src/log.js")} */ (await fromBuild("src/log.js"));
 export const { createSdkToken } = /** @type {typeof import("../../src/netless/sdk-token.js")} */ (
   await fromBuild("src/netless/sdk-token.js")
+);
+export const { loadSecretsKeys } = /** @type {typeof import("../../src/config/index.js")} */ (
+  await fromBuild("src/config/index.js")
 );
 export const { createRedisStore } = /** @type {typeof import("../../src/store/redis/store.js")} */ (
   await fromBuild("src/store/redis/store.js")

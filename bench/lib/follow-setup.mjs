@@ -6,7 +6,7 @@
  */
 import { fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createLogger, createRedisStore, createSdkToken, mintToken } from "./boardline.mjs";
+import { createLogger, createRedisStore, createSdkToken, loadSecretsKeys, mintToken } from "./boardline.mjs";
 
 const PROJECT = "bench-proj";
 
@@ -24,7 +24,10 @@ export async function seedFollowProject(redisUrl) {
     secretKey: randomBytes(24).toString("base64url"),
     role: "writer",
   });
-  const store = createRedisStore({ mode: "single", url: redisUrl }, { keyPrefix: "bl:", logger: createLogger("warn") });
+  const store = createRedisStore(
+    { mode: "single", url: redisUrl },
+    { keyPrefix: "bl:", logger: createLogger("warn"), secretsKeys: loadSecretsKeys(process.env) },
+  );
   await store.waitUntilReady();
   await store.createChannel({ project: PROJECT, channel: "bench-chan", hostPassphrase: passphrase });
   await store.setWhiteboard(PROJECT, { region: "us-sv", credentials: { sdkToken } });

@@ -17,7 +17,7 @@ import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { createLogger, createRedisStore, createSdkToken, mintToken } from "./boardline.mjs";
+import { createLogger, createRedisStore, createSdkToken, loadSecretsKeys, mintToken } from "./boardline.mjs";
 import { ConvertFileRequestSchema, MuteRequestSchema } from "./protos.mjs";
 
 const { REDIS_URL, REDIS_KEY_PREFIX = "bl:", JWT_SECRET, OUT_DIR } = process.env;
@@ -34,7 +34,7 @@ const sdkToken = createSdkToken({
 
 const store = createRedisStore(
   { mode: "single", url: REDIS_URL },
-  { keyPrefix: REDIS_KEY_PREFIX, logger: createLogger("warn") },
+  { keyPrefix: REDIS_KEY_PREFIX, logger: createLogger("warn"), secretsKeys: loadSecretsKeys(process.env) },
 );
 await store.waitUntilReady();
 await store.createChannel({ project, channel, hostPassphrase: passphrase });

@@ -48,7 +48,7 @@ import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-no
 import { Redis } from "ioredis";
 import { freePort } from "../lib/processes.mjs";
 import { sseEvents, within } from "../lib/watch-clients.mjs";
-import { createLogger, createRedisStore, createSdkToken } from "../lib/boardline.mjs";
+import { createLogger, createRedisStore, createSdkToken, loadSecretsKeys } from "../lib/boardline.mjs";
 import { DEVELOPMENT_KEYS } from "../lib/development-keys.mjs";
 import { WhiteboardService } from "../lib/protos.mjs";
 
@@ -159,7 +159,7 @@ async function seed(prefix) {
   const passphrase = `watch-host-${randomBytes(8).toString("hex")}`;
   const store = createRedisStore(
     { mode: "single", url: REDIS_URL },
-    { keyPrefix: prefix, logger: createLogger("warn") },
+    { keyPrefix: prefix, logger: createLogger("warn"), secretsKeys: loadSecretsKeys(env) },
   );
   await store.waitUntilReady();
   await store.createChannel({ project: "bench-proj", channel: "watch-chan", hostPassphrase: passphrase });

@@ -105,7 +105,7 @@ async function reindex(o: { batch: number; pauseMs: number; from?: string; json?
   );
 }
 
-function wholeNumber(min: number, max: number): (raw: string) => number {
+export function wholeNumber(min: number, max: number): (raw: string) => number {
   return (raw) => {
     if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
       throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);

@@ -1,7 +1,8 @@
 /**
  * The CLI's Redis session: opens the store from the server's variables
  * (REDIS_URL, or REDIS_CLUSTER_NODES / REDIS_SENTINELS + REDIS_SENTINEL_NAME,
- * REDIS_KEY_PREFIX, REDIS_MIN_REPLICAS), waits until it is connected, runs one command's work and
+ * REDIS_KEY_PREFIX, REDIS_MIN_REPLICAS, and SECRETS_KEYS, which seal the whiteboard records' secrets as
+ * the server seals them), waits until it is connected, runs one command's work and
  * always closes it. There is no in-memory mode. Redis trouble becomes a
  * CliFailure naming where Redis is (never its credentials) and why.
  */
@@ -18,7 +19,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 /** Opens the store from the environment, runs `work`, and always closes it. */
 export async function withStore<T>(work: (store: RedisStore) => Promise<T>, env: Env = process.env): Promise<T> {
   const settings = configOrFail(() => loadRedisSettings(env));
-  const { passphraseKeys } = configOrFail(() => loadKeyRings(env));
+  const { passphraseKeys, secretsKeys } = configOrFail(() => loadKeyRings(env));
   if (settings.redis === undefined) {
     throw new CliFailure(
       "no Redis configured: set REDIS_URL (or REDIS_CLUSTER_NODES, or REDIS_SENTINELS with REDIS_SENTINEL_NAME); the CLI has no in-memory mode",
@@ -31,6 +32,7 @@ export async function withStore<T>(work: (store: RedisStore) => Promise<T>, env:
     logger: silentLogger(),
     commandTimeoutMs: settings.commandTimeoutMs,
     replicaAck: settings.replicaAck,
+    secretsKeys,
   });
   try {
     await waitForRedis(store, where);

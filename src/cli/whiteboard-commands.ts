@@ -4,6 +4,8 @@
  * ChannelAdminService's domain (admin-session.ts): the same functions as
  * SetWhiteboardSettings, GetWhiteboardSettings and ClearWhiteboardSettings,
  * so each change is stamped and audited (by `cli`). Secrets are never printed.
+ * `boardline whiteboard reseal` seals every record's secrets again under the
+ * current SECRETS_KEYS key (after a rotation), over the store's own function.
  */
 import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
@@ -17,7 +19,9 @@ import { REGIONS, type Region, type WhiteboardCredentials } from "../services/po
 import { checkProjectId } from "../store/schema/keys.js";
 import { request, unlessNotFound, withAdmin } from "./admin-session.js";
 import { checkId, usage } from "./arguments.js";
+import { wholeNumber } from "./channel-maintenance.js";
 import { CliFailure } from "./cli-failure.js";
+import { withStore } from "./redis-session.js";
 import { formatTime, jsonOption, print, readStdin } from "./terminal.js";
 
 interface SetOptions {
@@ -37,6 +41,7 @@ export function addWhiteboardCommands(program: Command): void {
   addSet(whiteboard);
   addShow(whiteboard);
   addClear(whiteboard);
+  addReseal(whiteboard);
 }
 
 function addSet(whiteboard: Command): void {
@@ -159,4 +164,74 @@ async function clearWhiteboard(project: string, o: { json?: boolean }, cmd: Comm
   checkId(cmd, checkProjectId(project));
   await withAdmin(cmd, project, (a) => a.whiteboard.clearSettings(a.caller));
   print(o.json === true, { project, cleared: true }, `whiteboard settings of project ${project} removed`);
+}
+
+/** SCAN steps per call of `resealWhiteboards`: after each call the cursor to resume from is printed. */
+const STEPS_PER_REPORT = 50;
+
+function addReseal(whiteboard: Command): void {
+  whiteboard
+    .command("reseal")
+    .description("seal every project's Netless secrets again under the current SECRETS_KEYS key (resumable)")
+    .option("--batch <n>", "keys per SCAN step", wholeNumber(1, 100_000), 500)
+    .option("--pause-ms <n>", "pause between steps, so a serving Redis is not hogged", wholeNumber(0, 60_000), 10)
+    .option("--from <cursor>", "resume from the cursor a stopped pass printed")
+    .addOption(jsonOption())
+    .addHelpText(
+      "after",
+      "\nRun it with the same SECRETS_KEYS as the servers, after putting a new key first: it rewrites\n" +
+        "the records still in clear (written before secrets were sealed) or under an older key, so\n" +
+        "the older key can then be dropped. Records already under the current key are left alone, so\n" +
+        "running it again is harmless; a record changed while the pass is at it is left to its writer.\n" +
+        "Safe while serving. It prints the cursor to resume from on stderr as it goes; stopped (Ctrl-C),\n" +
+        "run it again with --from <that cursor>. Exits 1 when a record's key is missing from SECRETS_KEYS.",
+    )
+    .action(reseal);
+}
+
+async function reseal(o: { batch: number; pauseMs: number; from?: string; json?: boolean }): Promise<void> {
+  const total = await withStore(async (store) => {
+    let scanned = 0;
+    let resealed = 0;
+    let changed = 0;
+    const unreadable: string[] = [];
+    let cursor = o.from ?? "0";
+    do {
+      const step = await store.resealWhiteboards({
+        batch: o.batch,
+        pauseMs: o.pauseMs,
+        from: cursor,
+        maxSteps: STEPS_PER_REPORT,
+      });
+      scanned += step.scanned;
+      resealed += step.resealed;
+      changed += step.changed;
+      unreadable.push(...step.unreadable);
+      cursor = step.cursor;
+      if (cursor !== "0")
+        process.stderr.write(
+          `boardline: ${scanned} whiteboard records read, ${resealed} resealed; resume with --from ${cursor}\n`,
+        );
+    } while (cursor !== "0");
+    return { scanned, resealed, changed, unreadable };
+  });
+  print(
+    o.json === true,
+    {
+      scanned: total.scanned,
+      resealed: total.resealed,
+      changed: total.changed,
+      unreadable: total.unreadable,
+      complete: true,
+    },
+    `reseal complete: ${total.scanned} whiteboard records read, ${total.resealed} resealed under the current key` +
+      (total.changed === 0 ? "" : `, ${total.changed} changed meanwhile (sealed by their writer)`) +
+      (total.unreadable.length === 0 ? "" : `, ${total.unreadable.length} unreadable`),
+  );
+  if (total.unreadable.length > 0) {
+    throw new CliFailure(
+      `the secrets of project${total.unreadable.length === 1 ? "" : "s"} ${total.unreadable.join(", ")} do not open: ` +
+        "their key is missing from SECRETS_KEYS (or they were altered); they were left as they are",
+    );
+  }
 }

@@ -6,6 +6,6 @@
 export { ConfigError } from "./read-variable.js";
 export type { JwtKeyConfig, JwtSettings, TokenSettings } from "./jwt-settings.js";
 export { loadTokenSettings } from "./jwt-settings.js";
-export { type Config, loadChannelDefaultTtlMs, loadConfig, loadKeyRings } from "./load-config.js";
+export { type Config, loadChannelDefaultTtlMs, loadConfig, loadKeyRings, loadSecretsKeys } from "./load-config.js";
 export { loadRedisSettings, type RedisConfig, type RedisSettings } from "./redis-settings.js";
 export type { WebhookConfig } from "./webhook-settings.js";

@@ -159,14 +159,31 @@ export function loadKeyRings(
 ): Pick<Config, "passphraseKeys" | "secretsKeys" | "developmentKeys"> {
   const production = isProduction(env);
   const developmentKeys: string[] = [];
-  const read = (name: "PASSPHRASE_KEYS" | "SECRETS_KEYS"): KeyRing => {
-    const items = readList(env, name);
-    if (items !== undefined) return keyRing(items);
-    if (production) throw new ConfigError(name, "is required when NODE_ENV=production (openssl rand -base64 32)");
+  const read = (name: KeyRingName): KeyRing => {
+    const ring = readKeyRing(env, name, production);
+    if (ring !== undefined) return ring;
     developmentKeys.push(name);
     return developmentKeyRing(name);
   };
   return { passphraseKeys: read("PASSPHRASE_KEYS"), secretsKeys: read("SECRETS_KEYS"), developmentKeys };
+}
+
+type KeyRingName = "PASSPHRASE_KEYS" | "SECRETS_KEYS";
+
+/** The ring a variable lists; undefined when it is unset outside production (the development key stands in). */
+function readKeyRing(env: Env, name: KeyRingName, production: boolean): KeyRing | undefined {
+  const items = readList(env, name);
+  if (items !== undefined) return keyRing(items);
+  if (production) throw new ConfigError(name, "is required when NODE_ENV=production (openssl rand -base64 32)");
+  return undefined;
+}
+
+/**
+ * SECRETS_KEYS alone, as the server reads it, for the CLI: it reads and writes
+ * the same sealed records as the server it stands next to.
+ */
+export function loadSecretsKeys(env: Env = process.env): KeyRing {
+  return readKeyRing(env, "SECRETS_KEYS", isProduction(env)) ?? developmentKeyRing("SECRETS_KEYS");
 }
 
 function readTracing(env: Env): Config["tracing"] {

@@ -301,7 +301,7 @@ export const VARIABLES = {
       "comma-separated base64 keys of at least 32 random bytes (`openssl rand -base64 32`), the current one first",
     check: checkKeyText,
     meaning:
-      "the keys that encrypt each project's Netless credentials in Redis (AES-256-GCM): new writes use the first, reads try each. Rotation as for `PASSPHRASE_KEYS`",
+      "the keys that encrypt each project's Netless credentials in Redis (AES-256-GCM): new writes use the first, a read uses the key its value names. Put a new key first and keep the old ones after it until `boardline whiteboard reseal` has run with them; the CLI needs the servers' list (docs/security.md, \"Netless credentials at rest\")",
   },
 } as const satisfies Record<string, Variable>;
 

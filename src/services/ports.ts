@@ -190,6 +190,22 @@ export interface ReindexReport {
   readonly cursor: string;
 }
 
+export interface ResealReport {
+  /** Whiteboard records read. */
+  readonly scanned: number;
+  /** Records whose secrets were in clear or under an older key, and now are under the current one. */
+  readonly resealed: number;
+  /** Records left alone because they changed while the pass was at them (their writer sealed them). */
+  readonly changed: number;
+  /**
+   * Projects whose secrets do not open (their key is missing from
+   * SECRETS_KEYS, or they were altered): left as they are.
+   */
+  readonly unreadable: readonly string[];
+  /** Where to resume (`from`); "0" once the pass is complete. */
+  readonly cursor: string;
+}
+
 /** Who changed a record when (the admin API's caller); absent for the CLI's writes. */
 export interface ChangedBy {
   readonly by: string;
@@ -234,4 +250,11 @@ export interface AdminStore extends Store {
    * Safe while serving.
    */
   reindexChannels(options?: ReindexOptions): Promise<ReindexReport>;
+  /**
+   * One throttled, resumable SCAN pass over the whiteboard records that seals
+   * again, under the current SECRETS_KEYS key, every secret field in clear or
+   * under an older key; a record that changes meanwhile is left to its
+   * writer. Idempotent, safe while serving.
+   */
+  resealWhiteboards(options?: ReindexOptions): Promise<ResealReport>;
 }

@@ -11,15 +11,19 @@ import type {
   MuteEvent,
   ReindexOptions,
   ReindexReport,
+  ResealReport,
   Store,
   WhiteboardEvent,
   WhiteboardSettings,
 } from "../services/ports.js";
+import type { KeyRing } from "../secrets/key-ring.js";
 import { replaceChannelPassphrases } from "./channels/replace-passphrases.js";
 import { ChannelRepair } from "./channels/repair.js";
 import { unindexedPassphrases } from "./channels/scan.js";
 import type { ChannelSteps } from "./channels/steps.js";
 import type { KeySchema } from "./schema/keys.js";
+import type { Fields } from "./schema/channel-records.js";
+import { resealWhiteboards } from "./whiteboard-reseal.js";
 import {
   type CreateChannelInput,
   channelPassphrases,
@@ -37,7 +41,13 @@ export interface AdminPrimitives {
    * mute and meta hashes, its streams. Returns how many keys went.
    */
   deleteChannel(project: string, channel: string, passphraseKeys: readonly string[]): Promise<number>;
+  /** Writes the settings, their secrets sealed under the current SECRETS_KEYS key. */
   writeWhiteboard(project: string, settings: WhiteboardSettings, changed: ChangedBy | undefined): Promise<void>;
+  /**
+   * In one step: sets each field of `replacement` only when every one of them
+   * still holds its value in `expected`. True when written.
+   */
+  replaceWhiteboardFields(project: string, expected: Fields, replacement: Fields): Promise<boolean>;
   clearWhiteboard(project: string): Promise<void>;
   getMuteState(project: string, channel: string): Promise<Record<string, boolean>>;
   /** The newest `count` events, newest first; malformed entries skipped. */
@@ -54,6 +64,8 @@ export abstract class CheckedAdmin implements AdminOperations {
   protected abstract readonly primitives: AdminPrimitives;
   abstract readonly channels: ChannelSteps;
   abstract readonly keys: KeySchema;
+  /** SECRETS_KEYS: what the whiteboard record's secrets are sealed under. */
+  protected abstract readonly secretsKeys: KeyRing;
 
   /**
    * Creates the channel or changes its passphrases: afterwards exactly the given
@@ -94,6 +106,13 @@ export abstract class CheckedAdmin implements AdminOperations {
 
   reindexChannels(options?: ReindexOptions): Promise<ReindexReport> {
     return new ChannelRepair(this.channels, this.keys).reindex(options);
+  }
+
+  resealWhiteboards(options?: ReindexOptions): Promise<ResealReport> {
+    return resealWhiteboards(
+      { channels: this.channels.primitives, admin: this.primitives, keys: this.keys, ring: this.secretsKeys },
+      options,
+    );
   }
 
   async clearWhiteboard(project: string): Promise<void> {

@@ -4,6 +4,7 @@
  * admin operations; valid input reaches them as given.
  */
 import { describe, expect, it, vi } from "vitest";
+import { developmentKeyRing } from "../../src/secrets/key-ring.js";
 import type { WhiteboardSettings } from "../../src/services/ports.js";
 import { DEFAULT_EVENT_COUNT } from "../../src/store/schema/admin-checks.js";
 import { CheckedAdmin, type AdminPrimitives } from "../../src/store/checked-admin.js";
@@ -18,10 +19,12 @@ class RecordingFront extends CheckedAdmin {
   readonly memory = new MemoryStore();
   readonly channels = this.memory.channels;
   readonly keys = this.memory.keys;
+  protected readonly secretsKeys = developmentKeyRing("SECRETS_KEYS");
   protected readonly primitives: AdminPrimitives = {
     deleteChannel: async (...args) => this.record("deleteChannel", args, 0),
     writeWhiteboard: async (...args) => this.record("writeWhiteboard", args, undefined),
     clearWhiteboard: async (...args) => this.record("clearWhiteboard", args, undefined),
+    replaceWhiteboardFields: async (...args) => this.record("replaceWhiteboardFields", args, true),
     getMuteState: async (...args) => this.record("getMuteState", args, {}),
     readMuteEvents: async (...args) => this.record("readMuteEvents", args, []),
     readWhiteboardEvents: async (...args) => this.record("readWhiteboardEvents", args, []),

@@ -10,6 +10,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Failure } from "../../src/services/failure.js";
 import type { AdminStore, ConversionTaskRecord, MuteChange } from "../../src/services/ports.js";
 import { silentLogger } from "../../src/log.js";
+import { keyRing } from "../../src/secrets/key-ring.js";
+import { open, seal } from "../../src/secrets/sealed-fields.js";
+import type { AdminPrimitives } from "../../src/store/checked-admin.js";
 import { hashPassphrase, type KeySchema } from "../../src/store/schema/keys.js";
 import { createRedisStore, type RedisConnectionOptions } from "../../src/store/redis/store.js";
 import type { ReplicaAck } from "../../src/store/redis/replica-ack.js";
@@ -65,6 +68,17 @@ export interface ContractSubject {
 
 const IDEM_SCOPE = { project: "p", subject: "s", key: "k" };
 
+/** The key a contract store's whiteboard secrets were sealed under before the rotation to CURRENT_SECRETS_KEY. */
+const OLDER_SECRETS_KEY = Buffer.alloc(32, 0x51).toString("base64");
+const CURRENT_SECRETS_KEY = Buffer.alloc(32, 0x52).toString("base64");
+/** SECRETS_KEYS of every contract store: a new key, and the older one it replaced. */
+export const CONTRACT_SECRETS_KEYS = keyRing([CURRENT_SECRETS_KEY, OLDER_SECRETS_KEY]);
+const OLDER_RING = keyRing([OLDER_SECRETS_KEY]);
+/** A key no contract store knows. */
+const FOREIGN_RING = keyRing([Buffer.alloc(32, 0x53).toString("base64")]);
+const SEALED_UNDER = (ring: { current: { id: string } }) =>
+  new RegExp(`^v1\\.${ring.current.id}\\.[A-Za-z0-9_-]{16}\\.[A-Za-z0-9_-]+$`);
+
 /** One call of every store method, for the availability checks. */
 export const EVERY_METHOD: ReadonlyArray<[string, (store: AdminStore) => Promise<unknown>]> = [
   ["lookupPassphrase", (s) => s.lookupPassphrase("p", "some passphrase")],
@@ -117,6 +131,7 @@ export const EVERY_METHOD: ReadonlyArray<[string, (store: AdminStore) => Promise
   ["getMuteEvents", (s) => s.getMuteEvents("p", "c")],
   ["getConversion", (s) => s.conversions.getConversion("00000000-0000-4000-8000-000000000000")],
   ["getWhiteboardEvents", (s) => s.getWhiteboardEvents("p", "c")],
+  ["resealWhiteboards", (s) => s.resealWhiteboards({ pauseMs: 0 })],
   [
     "channels.create",
     (s) =>
@@ -389,31 +404,224 @@ export function storeContract(name: string, options: ContractOptions): void {
     });
 
     describe("whiteboard settings", () => {
+      /** A secret as the store writes it: sealed under the current SECRETS_KEYS key. */
+      const SEALED = SEALED_UNDER(CONTRACT_SECRETS_KEYS);
+
       it("writes the documented fields and switches credential kinds cleanly", async () => {
         const { project } = ids();
         const key = keys.whiteboard(project);
         expect(key).toBe(`${keys.prefix}proj:{${project}}:whiteboard`);
 
         await store.setWhiteboard(project, { region: "sg", credentials: { sdkToken: "NETLESSSDK_abc" } });
-        expect(await raw.hgetall(key)).toEqual({ enabled: "1", region: "sg", sdk_token: "NETLESSSDK_abc" });
+        expect(await raw.hgetall(key)).toEqual({
+          enabled: "1",
+          region: "sg",
+          sdk_token: expect.stringMatching(SEALED),
+        });
         expect(await store.getWhiteboard(project)).toEqual({
           region: "sg",
           credentials: { sdkToken: "NETLESSSDK_abc" },
         });
 
         await store.setWhiteboard(project, { region: "eu", credentials: { accessKey: "ak", secretKey: "sk" } });
-        expect(await raw.hgetall(key)).toEqual({ enabled: "1", region: "eu", access_key: "ak", secret_key: "sk" });
+        expect(await raw.hgetall(key)).toEqual({
+          enabled: "1",
+          region: "eu",
+          access_key: "ak",
+          secret_key: expect.stringMatching(SEALED),
+        });
         expect(await store.getWhiteboard(project)).toEqual({
           region: "eu",
           credentials: { accessKey: "ak", secretKey: "sk" },
         });
 
         await store.setWhiteboard(project, { region: "cn-hz", credentials: { sdkToken: "t2" } });
-        expect(await raw.hgetall(key)).toEqual({ enabled: "1", region: "cn-hz", sdk_token: "t2" });
+        expect(await raw.hgetall(key)).toEqual({
+          enabled: "1",
+          region: "cn-hz",
+          sdk_token: expect.stringMatching(SEALED),
+        });
 
         await store.clearWhiteboard(project);
         expect(await raw.exists(key)).toBe(false);
         expect(await store.getWhiteboard(project)).toBeUndefined();
+      });
+
+      it("seals the SDK token and the secret key: the store answers them in clear, the record holds neither", async () => {
+        const { project } = ids();
+        const key = keys.whiteboard(project);
+        const token = `NETLESSSDK_${unique()}${unique()}`;
+        const secretKey = `sk-${unique()}${unique()}`;
+        await store.setWhiteboard(project, { region: "sg", credentials: { sdkToken: token } });
+        const sealedToken = await raw.hgetall(key);
+        expect(JSON.stringify(sealedToken)).not.toContain(token);
+        expect(sealedToken.sdk_token).toMatch(SEALED);
+        expect(open(CONTRACT_SECRETS_KEYS, project, "sdk_token", sealedToken.sdk_token ?? "")).toBe(token);
+        expect(await store.getWhiteboard(project)).toEqual({ region: "sg", credentials: { sdkToken: token } });
+
+        await store.setWhiteboard(project, { region: "eu", credentials: { accessKey: "ak-1", secretKey } });
+        const sealedPair = await raw.hgetall(key);
+        expect(JSON.stringify(sealedPair)).not.toContain(secretKey);
+        expect(JSON.stringify(sealedPair)).not.toContain(token);
+        expect(sealedPair.access_key).toBe("ak-1"); // names the key pair, signs nothing
+        expect(open(CONTRACT_SECRETS_KEYS, project, "secret_key", sealedPair.secret_key ?? "")).toBe(secretKey);
+        expect(await store.getWhiteboard(project)).toEqual({
+          region: "eu",
+          credentials: { accessKey: "ak-1", secretKey },
+        });
+        // What the admin API shows of it: no secret, sealed or not.
+        const info = await store.channels.whiteboardInfo(project);
+        expect(info).toMatchObject({ region: "eu", credential: "access_key" });
+        expect(JSON.stringify(info)).not.toContain(sealedPair.secret_key);
+      });
+
+      it("reads secrets in clear (written before sealing, or by another writer) and under an older key", async () => {
+        const clear = ids().project;
+        await raw.hset(keys.whiteboard(clear), {
+          enabled: "1",
+          region: "sg",
+          access_key: "ak",
+          secret_key: "sk-clear",
+        });
+        expect(await store.getWhiteboard(clear)).toEqual({
+          region: "sg",
+          credentials: { accessKey: "ak", secretKey: "sk-clear" },
+        });
+        const older = ids().project;
+        await raw.hset(keys.whiteboard(older), {
+          enabled: "1",
+          region: "eu",
+          sdk_token: seal(OLDER_RING, older, "sdk_token", "NETLESSSDK_older"),
+        });
+        expect(await store.getWhiteboard(older)).toEqual({
+          region: "eu",
+          credentials: { sdkToken: "NETLESSSDK_older" },
+        });
+      });
+
+      it("fails internal, never answering the value, for a secret it cannot open", async () => {
+        const foreign = ids().project;
+        const sealedForeign = seal(FOREIGN_RING, foreign, "sdk_token", "NETLESSSDK_foreign");
+        await raw.hset(keys.whiteboard(foreign), { enabled: "1", region: "sg", sdk_token: sealedForeign });
+        const missing = await store.getWhiteboard(foreign).catch((e: unknown) => e);
+        expect(missing).toBeInstanceOf(Failure);
+        expect(missing).toMatchObject({ kind: "internal", detail: undefined });
+        const why = String((missing as Failure).cause);
+        expect(why).toContain(`key ${FOREIGN_RING.current.id}, which is missing from SECRETS_KEYS`);
+        expect(why).not.toContain("NETLESSSDK_foreign");
+
+        // A sealed value copied into another project's record does not open there.
+        const { project } = ids();
+        await store.setWhiteboard(project, { region: "sg", credentials: { sdkToken: "NETLESSSDK_mine" } });
+        const moved = (await raw.hgetall(keys.whiteboard(project))).sdk_token ?? "";
+        const thief = ids().project;
+        await raw.hset(keys.whiteboard(thief), { enabled: "1", region: "sg", sdk_token: moved });
+        await expect(store.getWhiteboard(thief)).rejects.toMatchObject({ kind: "internal" });
+        await raw.hset(keys.whiteboard(thief), { sdk_token: "", access_key: "ak", secret_key: moved });
+        await expect(store.getWhiteboard(thief)).rejects.toMatchObject({ kind: "internal" });
+        await raw.del(keys.whiteboard(foreign));
+        await raw.del(keys.whiteboard(thief));
+      });
+
+      it("reseals records in clear or under an older key under the current key, once, in resumable steps", async () => {
+        const clear = ids().project;
+        await raw.hset(keys.whiteboard(clear), {
+          enabled: "1",
+          region: "sg",
+          access_key: "ak",
+          secret_key: "sk-clear",
+        });
+        const older = ids().project;
+        await raw.hset(keys.whiteboard(older), {
+          enabled: "1",
+          region: "eu",
+          sdk_token: seal(OLDER_RING, older, "sdk_token", "NETLESSSDK_older"),
+          updated_by: "someone",
+        });
+        const current = ids().project;
+        await store.setWhiteboard(current, { region: "sg", credentials: { sdkToken: "NETLESSSDK_current" } });
+        const currentBefore = await raw.hgetall(keys.whiteboard(current));
+        const foreign = ids().project;
+        const sealedForeign = seal(FOREIGN_RING, foreign, "sdk_token", "NETLESSSDK_foreign");
+        await raw.hset(keys.whiteboard(foreign), { enabled: "1", region: "sg", sdk_token: sealedForeign });
+
+        // One key per step, one step per call: a pass resumed from each cursor it reported.
+        let cursor = "0";
+        let calls = 0;
+        const total = { scanned: 0, resealed: 0, unreadable: [] as string[] };
+        do {
+          const step = await store.resealWhiteboards({ batch: 1, pauseMs: 0, from: cursor, maxSteps: 1 });
+          total.scanned += step.scanned;
+          total.resealed += step.resealed;
+          total.unreadable.push(...step.unreadable);
+          cursor = step.cursor;
+          calls++;
+        } while (cursor !== "0" && calls < 100_000);
+        expect(cursor).toBe("0");
+        expect(total.scanned).toBeGreaterThanOrEqual(4);
+        expect(total.resealed).toBeGreaterThanOrEqual(2);
+        expect(total.unreadable).toContain(foreign);
+
+        const clearAfter = await raw.hgetall(keys.whiteboard(clear));
+        expect(clearAfter).toEqual({
+          enabled: "1",
+          region: "sg",
+          access_key: "ak",
+          secret_key: expect.stringMatching(SEALED),
+        });
+        expect(JSON.stringify(clearAfter)).not.toContain("sk-clear");
+        const olderAfter = await raw.hgetall(keys.whiteboard(older));
+        expect(olderAfter).toEqual({
+          enabled: "1",
+          region: "eu",
+          sdk_token: expect.stringMatching(SEALED),
+          updated_by: "someone",
+        });
+        expect(await store.getWhiteboard(clear)).toEqual({
+          region: "sg",
+          credentials: { accessKey: "ak", secretKey: "sk-clear" },
+        });
+        expect(await store.getWhiteboard(older)).toEqual({
+          region: "eu",
+          credentials: { sdkToken: "NETLESSSDK_older" },
+        });
+        // Already under the current key: not written at all. Unreadable: left as it was.
+        expect(await raw.hgetall(keys.whiteboard(current))).toEqual(currentBefore);
+        expect((await raw.hgetall(keys.whiteboard(foreign))).sdk_token).toBe(sealedForeign);
+
+        // Idempotent: a second pass finds nothing more to do.
+        const again = await store.resealWhiteboards({ pauseMs: 0 });
+        expect(again).toMatchObject({ resealed: 0, changed: 0, cursor: "0", unreadable: [foreign] });
+        expect(await raw.hgetall(keys.whiteboard(clear))).toEqual(clearAfter);
+        await raw.del(keys.whiteboard(foreign));
+      });
+
+      it("reseals only a record that is unchanged since it was read (compare-and-set)", async () => {
+        // The store's own step, as the pass calls it: a write in between must win.
+        const admin = (store as unknown as { primitives: AdminPrimitives }).primitives;
+        const { project } = ids();
+        const key = keys.whiteboard(project);
+        await raw.hset(key, { enabled: "1", region: "sg", sdk_token: "clear-token" });
+        const resealed = seal(CONTRACT_SECRETS_KEYS, project, "sdk_token", "clear-token");
+        await store.setWhiteboard(project, { region: "sg", credentials: { sdkToken: "NETLESSSDK_newer" } });
+        const written = await raw.hgetall(key);
+        expect(
+          await admin.replaceWhiteboardFields(project, { sdk_token: "clear-token" }, { sdk_token: resealed }),
+        ).toBe(false);
+        expect(await raw.hgetall(key)).toEqual(written);
+        expect(await store.getWhiteboard(project)).toEqual({
+          region: "sg",
+          credentials: { sdkToken: "NETLESSSDK_newer" },
+        });
+        expect(
+          await admin.replaceWhiteboardFields(ids().project, { sdk_token: "clear-token" }, { sdk_token: resealed }),
+        ).toBe(false);
+        await raw.hset(key, { sdk_token: "clear-token" });
+        expect(
+          await admin.replaceWhiteboardFields(project, { sdk_token: "clear-token" }, { sdk_token: resealed }),
+        ).toBe(true);
+        expect((await raw.hgetall(key)).sdk_token).toBe(resealed);
+        expect(await store.getWhiteboard(project)).toEqual({ region: "sg", credentials: { sdkToken: "clear-token" } });
       });
 
       it("accepts every documented region", async () => {
@@ -757,7 +965,12 @@ export interface RedisSubjectOptions {
 export async function redisSubject(o: RedisSubjectOptions): Promise<ContractSubject> {
   const keyPrefix = uniquePrefix();
   const replicaAck = o.replicaAck === undefined ? {} : { replicaAck: o.replicaAck };
-  const store = createRedisStore(o.connection, { keyPrefix, logger: silentLogger(), ...replicaAck });
+  const store = createRedisStore(o.connection, {
+    keyPrefix,
+    logger: silentLogger(),
+    secretsKeys: CONTRACT_SECRETS_KEYS,
+    ...replicaAck,
+  });
   await store.waitUntilReady();
   return {
     store,

@@ -53,6 +53,9 @@ describe("key schema (docs/architecture.md, Redis schema)", () => {
     expect(keys.channelRecordOf("bl:chan:{proj-1/room 7}:pstn-mute")).toBeUndefined();
     expect(keys.channelIndexOf("bl:proj:{proj-1}:channels")).toBe("proj-1");
     expect(keys.channelIndexOf("bl:proj:{proj-1}:whiteboard")).toBeUndefined();
+    expect(keys.whiteboardOf("bl:proj:{proj-1}:whiteboard")).toBe("proj-1");
+    expect(keys.whiteboardOf("bl:proj:{proj-1}:channels")).toBeUndefined();
+    expect(keys.whiteboardPattern()).toBe("bl:proj:{*}:whiteboard");
     expect(keys.channelRecordPattern()).toBe("bl:chan:{*}:channel");
     expect(keys.channelRecordPattern("p*1")).toBe("bl:chan:{p\\*1/*}:channel");
     expect(keys.channelIndexPattern()).toBe("bl:proj:{*}:channels");

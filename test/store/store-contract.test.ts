@@ -5,7 +5,7 @@
 import { Redis } from "ioredis";
 import { MemoryStore } from "../../src/store/memory/store.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "../harness/redis-url.js";
-import { type ContractSubject, redisSubject, storeContract } from "./contract.js";
+import { CONTRACT_SECRETS_KEYS, type ContractSubject, redisSubject, storeContract } from "./contract.js";
 import { memoryRaw } from "./memory-raw.js";
 
 storeContract("RedisStore", {
@@ -25,7 +25,11 @@ storeContract("MemoryStore", {
   hasClock: true,
   async factory(): Promise<ContractSubject> {
     let offset = 0;
-    const store = new MemoryStore({ keyPrefix: uniquePrefix(), now: () => Date.now() + offset });
+    const store = new MemoryStore({
+      keyPrefix: uniquePrefix(),
+      now: () => Date.now() + offset,
+      secretsKeys: CONTRACT_SECRETS_KEYS,
+    });
     return {
       store,
       keys: store.keys,

@@ -2,12 +2,19 @@
  * The in-memory store's raw admin writes and reads, over its key space. The
  * admin front (src/store/checked-admin.ts) checks the input before calling these.
  */
+import type { KeyRing } from "../../secrets/key-ring.js";
 import type { ChangedBy, MuteEvent, WhiteboardEvent, WhiteboardSettings } from "../../services/ports.js";
 import type { AdminPrimitives } from "../checked-admin.js";
 import type { KeySchema } from "../schema/keys.js";
 import type { MemoryKeyspace, StreamEntry } from "./keyspace.js";
 import { parseWhiteboardEvent } from "../schema/conversion-records.js";
-import { parseMuteEvent, parseMuteState, whiteboardFields } from "../schema/channel-records.js";
+import {
+  type Fields,
+  parseMuteEvent,
+  parseMuteState,
+  sealWhiteboardFields,
+  whiteboardFields,
+} from "../schema/channel-records.js";
 
 export class MemoryAdmin implements AdminPrimitives {
   /** `guard` throws `Failure("unavailable")` while the store is unavailable or closed. */
@@ -15,6 +22,7 @@ export class MemoryAdmin implements AdminPrimitives {
     private readonly data: MemoryKeyspace,
     private readonly keys: KeySchema,
     private readonly guard: () => void,
+    private readonly secretsKeys: KeyRing,
   ) {}
 
   async deleteChannel(project: string, channel: string, passphraseKeys: readonly string[]): Promise<number> {
@@ -37,8 +45,19 @@ export class MemoryAdmin implements AdminPrimitives {
     this.guard();
     const hash = this.data.writableHash(this.keys.whiteboard(project));
     const { set, remove } = whiteboardFields(settings, changed);
+    const sealed = sealWhiteboardFields(this.secretsKeys, project, set);
     for (const field of remove) hash.delete(field);
-    for (const [field, value] of Object.entries(set)) hash.set(field, value);
+    for (const [field, value] of Object.entries(sealed)) hash.set(field, value);
+  }
+
+  async replaceWhiteboardFields(project: string, expected: Fields, replacement: Fields): Promise<boolean> {
+    this.guard();
+    const entry = this.data.get(this.keys.whiteboard(project));
+    if (entry?.type !== "hash") return false;
+    const fields = Object.keys(replacement);
+    if (fields.some((field) => entry.fields.get(field) !== expected[field])) return false;
+    for (const field of fields) entry.fields.set(field, replacement[field] as string);
+    return true;
   }
 
   async clearWhiteboard(project: string): Promise<void> {

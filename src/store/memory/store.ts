@@ -11,7 +11,7 @@
  * `setUnavailable(true)` makes every call fail with `Failure("unavailable")`,
  * which lets service tests exercise the 503 path without a Redis.
  */
-import type { KeyRing } from "../../secrets/key-ring.js";
+import { developmentKeyRing, type KeyRing } from "../../secrets/key-ring.js";
 import { Failure } from "../../services/failure.js";
 import type { AdminStore, GuessTaken, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
 import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
@@ -37,8 +37,8 @@ import {
   muteEventFields,
   muteFlag,
   muteMetaValue,
+  openWhiteboard,
   parsePstnSnapshot,
-  parseWhiteboard,
 } from "../schema/channel-records.js";
 
 export interface MemoryStoreOptions {
@@ -51,6 +51,8 @@ export interface MemoryStoreOptions {
   retentionSeconds?: number;
   /** How long the answer of a call sent with an Idempotency-Key is kept; default 24 hours. */
   idempotencyTtlSeconds?: number;
+  /** SECRETS_KEYS, which seal the whiteboard record's secrets; default the development key. */
+  secretsKeys?: KeyRing;
 }
 
 export class MemoryStore extends CheckedAdmin implements AdminStore {
@@ -62,6 +64,7 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
   readonly pstnEvents: MemoryPstnEvents;
   readonly idempotency: MemoryIdempotency;
   readonly channels: ChannelSteps;
+  protected readonly secretsKeys: KeyRing;
   private unavailable = false;
   private closed = false;
 
@@ -69,7 +72,8 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
     super();
     this.keys = keySchema(options.keyPrefix, options.passphraseKeys);
     this.data = new MemoryKeyspace(options.now);
-    this.primitives = new MemoryAdmin(this.data, this.keys, () => this.guard());
+    this.secretsKeys = options.secretsKeys ?? developmentKeyRing("SECRETS_KEYS");
+    this.primitives = new MemoryAdmin(this.data, this.keys, () => this.guard(), this.secretsKeys);
     const retentionSeconds = options.retentionSeconds ?? CONVERSION_TTL_SECONDS;
     this.conversions = new ConversionSteps(
       new MemoryConversions(this.data, this.keys, () => this.guard(), retentionSeconds),
@@ -102,7 +106,7 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
 
   async getWhiteboard(project: string): Promise<WhiteboardSettings | undefined> {
     this.guard();
-    return parseWhiteboard(this.data.hashFields(this.keys.whiteboard(project)));
+    return openWhiteboard(this.secretsKeys, project, this.data.hashFields(this.keys.whiteboard(project)));
   }
 
   async setMute(change: MuteChange): Promise<void> {

@@ -6,6 +6,7 @@
  * works on a Cluster too. The writes the CLI reports as done are acknowledged
  * writes (`calls.write`: with REDIS_MIN_REPLICAS, on that many replicas too).
  */
+import type { KeyRing } from "../../secrets/key-ring.js";
 import type { ChangedBy, MuteEvent, WhiteboardEvent, WhiteboardSettings } from "../../services/ports.js";
 import type { AdminPrimitives } from "../checked-admin.js";
 import type { KeySchema } from "../schema/keys.js";
@@ -15,14 +16,20 @@ import {
   pairsToFields,
   parseMuteEvent,
   parseMuteState,
+  sealWhiteboardFields,
   whiteboardFields,
 } from "../schema/channel-records.js";
 import { execAll, orIfWrongType, type RedisCalls } from "./calls.js";
+import { defineWhiteboardScripts } from "./whiteboard-scripts.js";
+import { perConnection } from "./cluster-connections.js";
+
+const whiteboardScriptsOn = perConnection(defineWhiteboardScripts);
 
 export class RedisAdmin implements AdminPrimitives {
   constructor(
     private readonly calls: RedisCalls,
     private readonly keys: KeySchema,
+    private readonly secretsKeys: KeyRing,
   ) {}
 
   async deleteChannel(project: string, channel: string, passKeys: readonly string[]): Promise<number> {
@@ -46,14 +53,24 @@ export class RedisAdmin implements AdminPrimitives {
   async writeWhiteboard(project: string, settings: WhiteboardSettings, changed: ChangedBy | undefined): Promise<void> {
     const key = this.keys.whiteboard(project);
     const { set, remove } = whiteboardFields(settings, changed);
+    const sealed = sealWhiteboardFields(this.secretsKeys, project, set);
     await this.calls.write("setWhiteboard", key, (c) =>
       execAll(
         c
           .multi()
           .hdel(key, ...remove)
-          .hset(key, set),
+          .hset(key, sealed),
       ),
     );
+  }
+
+  async replaceWhiteboardFields(project: string, expected: Fields, replacement: Fields): Promise<boolean> {
+    const key = this.keys.whiteboard(project);
+    const triples = Object.entries(replacement).flatMap(([field, value]) => [field, expected[field] ?? "", value]);
+    const reply = await this.calls.write("resealWhiteboard", key, (c) =>
+      whiteboardScriptsOn(c).blReplaceHashFields(key, ...triples),
+    );
+    return reply === 1;
   }
 
   async clearWhiteboard(project: string): Promise<void> {

@@ -16,7 +16,7 @@
  * keys of passphrase records are not logged either.
  */
 import type { Logger } from "../../log.js";
-import type { KeyRing } from "../../secrets/key-ring.js";
+import { developmentKeyRing, type KeyRing } from "../../secrets/key-ring.js";
 import { Failure } from "../../services/failure.js";
 import type { AdminStore, GuessTaken, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
 import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
@@ -32,7 +32,13 @@ import {
   keySchema,
   MUTE_EVENTS_MAXLEN,
 } from "../schema/keys.js";
-import { muteFlag, muteMetaHead, pairsToMap, parsePstnSnapshot, parseWhiteboard } from "../schema/channel-records.js";
+import {
+  muteFlag,
+  muteMetaHead,
+  openWhiteboard,
+  pairsToMap,
+  parsePstnSnapshot,
+} from "../schema/channel-records.js";
 import { RedisAdmin } from "./admin.js";
 import { RedisChannels } from "./channels.js";
 import { pingMasters, perConnection } from "./cluster-connections.js";
@@ -72,6 +78,8 @@ export interface RedisStoreSettings {
   replicaAck?: ReplicaAck;
   /** How long the answer of a call sent with an Idempotency-Key is kept; default 24 hours. */
   idempotencyTtlSeconds?: number;
+  /** SECRETS_KEYS, which seal the whiteboard record's secrets; default the development key. */
+  secretsKeys?: KeyRing;
 }
 
 /** The store's scripts on a connection: the client's, or (writes with WAIT on a Cluster) a node's own. */
@@ -98,6 +106,7 @@ export function createRedisStore(options: RedisConnectionOptions, settings: Redi
     replicaAck: settings.replicaAck,
     ackClient: replicated ? createRedisClient(options, tuning, "boardline-acked-writes") : undefined,
     idempotencyTtlSeconds: settings.idempotencyTtlSeconds,
+    secretsKeys: settings.secretsKeys,
   });
 }
 
@@ -136,6 +145,7 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
   readonly pstnEvents: RedisPstnEvents;
   readonly idempotency: RedisIdempotency;
   readonly channels: ChannelSteps;
+  protected readonly secretsKeys: KeyRing;
 
   constructor(
     client: RedisClient,
@@ -149,14 +159,17 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
       /** The acknowledged writes' own connection (see RedisCalls); default `client`. */
       ackClient?: RedisClient | undefined;
       idempotencyTtlSeconds?: number | undefined;
+      /** Default the development key. */
+      secretsKeys?: KeyRing | undefined;
     },
   ) {
     super();
     this.keys = keySchema(settings.keyPrefix, settings.passphraseKeys);
+    this.secretsKeys = settings.secretsKeys ?? developmentKeyRing("SECRETS_KEYS");
     const timeoutMs = settings.commandTimeoutMs ?? DEFAULT_TUNING.commandTimeoutMs;
     this.calls = new RedisCalls(client, settings.logger, timeoutMs, settings.replicaAck, settings.ackClient ?? client);
     this.scripts = scriptsOn(client);
-    this.primitives = new RedisAdmin(this.calls, this.keys);
+    this.primitives = new RedisAdmin(this.calls, this.keys, this.secretsKeys);
     const retentionSeconds = settings.retentionSeconds ?? CONVERSION_TTL_SECONDS;
     this.conversions = new ConversionSteps(new RedisConversions(this.calls, this.keys, retentionSeconds));
     this.pstnEvents = new RedisPstnEvents(
@@ -190,7 +203,8 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
   }
 
   async getWhiteboard(project: string): Promise<WhiteboardSettings | undefined> {
-    return parseWhiteboard(await this.calls.readHash("getWhiteboard", this.keys.whiteboard(project)));
+    const fields = await this.calls.readHash("getWhiteboard", this.keys.whiteboard(project));
+    return openWhiteboard(this.secretsKeys, project, fields);
   }
 
   async setMute(change: MuteChange): Promise<void> {

@@ -15,6 +15,9 @@ import {
   type WhiteboardSettings,
 } from "../../services/ports.js";
 import type { PstnParticipantState, PstnSnapshot } from "../../services/pstn/snapshot.js";
+import { Failure } from "../../services/failure.js";
+import type { KeyRing } from "../../secrets/key-ring.js";
+import { open, SealedFieldError, seal } from "../../secrets/sealed-fields.js";
 import { checkProjectId } from "./keys.js";
 
 export type Fields = Readonly<Record<string, string>>;
@@ -85,6 +88,47 @@ export function whiteboardFields(settings: WhiteboardSettings, changed?: Changed
     set: { ...base, access_key: c.accessKey, secret_key: c.secretKey, ...stamp },
     remove: ["sdk_token", ...unstamp],
   };
+}
+
+/**
+ * The whiteboard record's fields that hold secrets. Both stores write them
+ * sealed (src/secrets/sealed-fields.ts) under SECRETS_KEYS, and read them
+ * sealed or, as written before sealing or by another writer, in clear.
+ */
+export const WHITEBOARD_SECRET_FIELDS: readonly string[] = ["sdk_token", "secret_key"];
+
+/** `fields` with each secret field sealed under the ring's current key, for `project`'s record. */
+export function sealWhiteboardFields(ring: KeyRing, project: string, fields: Fields): Fields {
+  const sealed: Record<string, string> = { ...fields };
+  for (const field of WHITEBOARD_SECRET_FIELDS) {
+    const value = fields[field];
+    if (value !== undefined) sealed[field] = seal(ring, project, field, value);
+  }
+  return sealed;
+}
+
+/**
+ * Usable settings with their secrets opened, or undefined (parseWhiteboard).
+ * Only the credential in use is opened. A secret that does not open (its key
+ * is missing from SECRETS_KEYS, or it was altered) is `Failure("internal")`:
+ * a configuration or data fault to fix, not a project without settings. The
+ * cause says which key or field; nothing carries the value.
+ */
+export function openWhiteboard(ring: KeyRing, project: string, fields: Fields): WhiteboardSettings | undefined {
+  const settings = parseWhiteboard(fields);
+  if (settings === undefined) return undefined;
+  const c = settings.credentials;
+  try {
+    if ("sdkToken" in c)
+      return { ...settings, credentials: { sdkToken: open(ring, project, "sdk_token", c.sdkToken) } };
+    return {
+      ...settings,
+      credentials: { accessKey: c.accessKey, secretKey: open(ring, project, "secret_key", c.secretKey) },
+    };
+  } catch (e) {
+    if (e instanceof SealedFieldError) throw new Failure("internal", { cause: e });
+    throw e;
+  }
 }
 
 /** Why these settings cannot be stored, or undefined. */

@@ -78,6 +78,10 @@ export interface KeySchema {
   /** The sha256 hex a passphrase record's key carries, or undefined for a key of another shape. */
   passphraseHashOf(key: string): string | undefined;
   whiteboard(project: string): string;
+  /** SCAN pattern of every project's whiteboard record; maintenance only (re-sealing its secrets). */
+  whiteboardPattern(): string;
+  /** The project a whiteboard record's key names, or undefined for a key of another shape. */
+  whiteboardOf(key: string): string | undefined;
   /** The project's index of channels: a sorted set of channel ids, all scored 0 (lexicographic paging). */
   channelIndex(project: string): string;
   /** The project's audit trail of admin changes. */
@@ -163,6 +167,8 @@ export function keySchema(
       return /^[0-9a-f]{64}$/.test(sha) ? sha : undefined;
     },
     whiteboard: (project) => `${prefix}proj:{${project}}:whiteboard`,
+    whiteboardPattern: () => `${escapeGlob(prefix)}proj:{*}:whiteboard`,
+    whiteboardOf: (key) => between(key, `${prefix}proj:{`, "}:whiteboard"),
     channelIndex: (project) => `${prefix}proj:{${project}}:channels`,
     adminEvents: (project) => `${prefix}proj:{${project}}:admin-events`,
     channelRecord: (project, channel) => channelTag(project, channel) + CHANNEL_RECORD,
