@@ -193,7 +193,10 @@ describe("proven holders", () => {
       open = resolve;
     });
     const held = Array.from({ length: LIMIT }, () =>
-      other.lookUp(alice, HOST, async (project, p) => (await gate, store.lookupPassphrase(project, p))),
+      other.lookUp(alice, HOST, async (project, p) => {
+        await gate;
+        return store.lookupPassphrase(project, p);
+      }),
     );
     const waiting = guard.lookUp(alice, HOST, (project, p) => store.lookupPassphrase(project, p));
     await new Promise((r) => setTimeout(r, 100));
