@@ -8,9 +8,9 @@
  * channel stops opening at its expire_time and, on Redis, every key of it
  * (its record, passphrases, mute hash, meta and event stream) is gone.
  */
-import { createHash } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { keySchema } from "../../src/store/schema/keys.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { postJson } from "../harness/http.js";
 import { type RedisClusterHandle, startRedisCluster } from "../harness/redis-topologies.js";
@@ -247,16 +247,38 @@ describe.each(["memory", "redis", "cluster"] as const)("%s store", (storeKind) =
     }
   });
 
-  test("a chosen passphrase that opens another channel: FAILED_PRECONDITION naming no channel", async () => {
+  test("a chosen passphrase that opens another channel of the project: FAILED_PRECONDITION naming no channel", async () => {
     const answer = await callAdmin(
       bl,
       "json",
       "createChannel",
-      { channel_id: id("taken"), host_passphrase: bl.world.otherHostPassphrase },
+      { channel_id: id("taken"), host_passphrase: bl.world.hostPassphrase },
       admin,
     );
     expect(answer).toMatchObject({ ok: false, code: 409 });
-    if (!answer.ok) expect(answer.message).not.toMatch(new RegExp(`${bl.world.otherChannel}|${bl.world.otherProject}`));
+    if (!answer.ok) expect(answer.message).not.toMatch(new RegExp(bl.world.channel));
+  });
+
+  test("a chosen passphrase another project uses is taken as a fresh one: nothing tells it is in use", async () => {
+    const shared = `shared passphrase ${id("p")} Aa1`;
+    const theirs = await adminToken(bl, bl.world.otherProject);
+    const first = await callAdmin(
+      bl,
+      "json",
+      "createChannel",
+      { channel_id: id("theirs"), host_passphrase: shared },
+      theirs,
+    );
+    expect(first).toMatchObject({ ok: true });
+    const ours = await callAdmin(
+      bl,
+      "json",
+      "createChannel",
+      { channel_id: id("ours"), host_passphrase: shared },
+      admin,
+    );
+    expect(ours).toMatchObject({ ok: true });
+    expect(await mute(shared)).toBe(200);
   });
 
   test("Idempotency-Key: a retry gets the same answer, passphrases included; another request → 422", async () => {
@@ -289,7 +311,7 @@ describe.each(["memory", "redis", "cluster"] as const)("%s store", (storeKind) =
       keys.filter(
         (k) =>
           k.includes(`{${bl.world.project}/${channel}}`) ||
-          [host, attendee].some((p) => k === `${bl.prefix}pass:{${createHash("sha256").update(p).digest("hex")}}`),
+          [host, attendee].some((p) => k === keySchema(bl.prefix).passphrase(bl.world.project, p)),
       );
     if (storeKind !== "memory") expect(mine(await keysOfServer()).length).toBeGreaterThanOrEqual(6);
 

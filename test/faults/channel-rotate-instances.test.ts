@@ -15,13 +15,14 @@
  * The figures (last accepted after the rotation's answer or the expiry, per
  * instance) are printed.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { mintToken } from "../../src/auth/jwt.js";
 import { silentLogger } from "../../src/log.js";
 import { CHANNELS_ADMIN_SCOPE } from "../../src/services/ports.js";
 import { createRedisStore, type RedisStore } from "../../src/store/redis/store.js";
+import { keySchema } from "../../src/store/schema/keys.js";
 import { eventually } from "../harness/eventually.js";
 import { type Instance, startInstances } from "../harness/instances.js";
 import { type RedisClusterHandle, startRedisCluster } from "../harness/redis-topologies.js";
@@ -123,7 +124,7 @@ async function muteUntil(clients: number, passphrase: string, until: () => boole
 
 /** Every key under the prefix that belongs to `channel` or is one of `passphrases`' records, on every master. */
 async function keysOf(channel: string, passphrases: readonly string[]): Promise<string[]> {
-  const pass = new Set(passphrases.map((p) => `${prefix}pass:{${createHash("sha256").update(p).digest("hex")}}`));
+  const pass = new Set(passphrases.map((p) => keySchema(prefix).passphrase(PROJECT, p)));
   const found: string[] = [];
   for (const n of cluster.nodes) {
     const node = new Redis(n.url, { maxRetriesPerRequest: 1 });
