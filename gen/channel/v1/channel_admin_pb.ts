@@ -33,8 +33,10 @@ export type CreateChannelRequest = Message<"channel.v1.CreateChannelRequest"> & 
 
   /**
    * A chosen host passphrase: 16 to 256 characters, at least two kinds of
-   * character (lower case, upper case, digits, others) and at least 8
-   * different characters. Left out: generated.
+   * character (lower case, upper case, digits, others), at least 8 different
+   * characters, and hard to guess (zxcvbn's estimate: at least 10^12
+   * guesses; common words, names, keyboard runs and dates are refused).
+   * Unique within the project only. Left out: generated.
    *
    * @generated from field: optional string host_passphrase = 2;
    */
@@ -683,8 +685,9 @@ export const ChannelAdminService: GenService<{
    * Passphrases left out are generated (at least 128 random bits, readable in
    * a link); chosen ones must meet the minimum strength (README, "Channels
    * through the API"). A channel id that exists in the project is
-   * ALREADY_EXISTS; a chosen passphrase that already opens a channel is
-   * FAILED_PRECONDITION (naming no channel). Sent with an `Idempotency-Key`, a
+   * ALREADY_EXISTS; a chosen passphrase that already opens a channel of the
+   * project is FAILED_PRECONDITION (naming no channel); one another project
+   * uses is taken like any other (passphrases are unique within a project). Sent with an `Idempotency-Key`, a
    * retry of the same request gets the same answer, passphrases included.
    * Needs a token with the scope `channels.admin`.
    *
@@ -731,7 +734,7 @@ export const ChannelAdminService: GenService<{
    * The old one stops opening the channel on every instance within
    * `PASSPHRASE_CACHE_MS`. NOT_FOUND for an unknown channel;
    * FAILED_PRECONDITION when the role has no passphrase, or a chosen one
-   * already opens a channel.
+   * already opens a channel of the project.
    * Needs a token with the scope `channels.admin`.
    *
    * @generated from rpc channel.v1.ChannelAdminService.RotatePassphrase

@@ -59,7 +59,7 @@ export const guidance: Readonly<Record<FailureKind | TransportFailure["kind"], E
     callerAction: `Change the request, or the resource's state first: ${FIX_THE_REQUEST}.`,
     cases: [
       "CancelConversion: a task of the legacy conversion API",
-      "CreateChannel or RotatePassphrase: a chosen passphrase already opens a channel",
+      "CreateChannel or RotatePassphrase: a chosen passphrase already opens a channel of the project",
       "RotatePassphrase: a role the channel has no passphrase for",
     ],
   },

@@ -1,11 +1,15 @@
 /**
  * Passphrases of channels managed through the API (ChannelAdminService):
- * generated ones, and the minimum strength of chosen ones. A passphrase is
- * stored as its unsalted sha256 (the `pass:` key names), so a weak one falls
- * to anyone holding a Redis dump: hence the rule, documented in docs/security.md
- * ("Passphrases and the guessing limit").
+ * generated ones, and the minimum strength of chosen ones. The guessing limit
+ * slows guesses through the API and the keyed digest stops guesses against a
+ * copy of Redis, but one who has both Redis and PASSPHRASE_KEYS can guess at
+ * hashing speed: a chosen passphrase must hold out there too, so its strength
+ * is estimated by zxcvbn (dictionaries, keyboard patterns, dates, repeats),
+ * not counted by kinds of character (docs/security.md, "Passphrases").
  */
 import { randomBytes } from "node:crypto";
+import { ZxcvbnFactory } from "@zxcvbn-ts/core";
+import { adjacencyGraphs, dictionary } from "@zxcvbn-ts/language-common";
 import { Failure } from "../failure.js";
 
 /** 32 characters, lower case, without the look-alikes l, o, 0 and 1: readable aloud and in a link, URL-safe. */
@@ -16,6 +20,19 @@ const GENERATED_CHARACTERS = 28;
 export const MIN_PASSPHRASE_LENGTH = 16;
 export const MAX_PASSPHRASE_LENGTH = 256;
 const MIN_DISTINCT_CHARACTERS = 8;
+/**
+ * Guesses (log10) zxcvbn must estimate a chosen passphrase takes at least:
+ * 10^12, days of a GPU at an HMAC's speed for one passphrase, where the
+ * generated ones take 2^140.
+ */
+export const MIN_GUESSES_LOG10 = 12;
+
+/** Built on first use: loading the dictionaries takes a moment the server's start need not wait for. */
+let estimator: ZxcvbnFactory | undefined;
+function guessesLog10(passphrase: string): number {
+  estimator ??= new ZxcvbnFactory({ dictionary, graphs: adjacencyGraphs });
+  return estimator.check(passphrase).guessesLog10;
+}
 
 /**
  * A new random passphrase: 28 characters in groups of four joined by `-`
@@ -31,8 +48,9 @@ export function generatePassphrase(): string {
 /**
  * Why a chosen passphrase is too weak, or undefined: 16 to 256 characters (code
  * points, as protovalidate counts), no control characters, at least two kinds
- * of character (lower case, upper case, digits, anything else) and at least 8
- * different characters. Generated passphrases always pass.
+ * of character (lower case, upper case, digits, anything else), at least 8
+ * different characters, and at least 10^MIN_GUESSES_LOG10 guesses by zxcvbn's
+ * estimate. Generated passphrases always pass.
  */
 export function passphraseWeakness(passphrase: string): string | undefined {
   const chars = [...passphrase];
@@ -44,6 +62,8 @@ export function passphraseWeakness(passphrase: string): string | undefined {
   if (kinds < 2) return "must mix at least two kinds of character (lower case, upper case, digits, others)";
   if (new Set(chars).size < MIN_DISTINCT_CHARACTERS)
     return `must contain at least ${MIN_DISTINCT_CHARACTERS} different characters`;
+  if (guessesLog10(passphrase) < MIN_GUESSES_LOG10)
+    return "is too easy to guess (common words, names, keyboard runs, dates or repeats): add unrelated words, or leave it out for a generated one";
   return undefined;
 }
 
