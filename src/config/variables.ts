@@ -291,7 +291,7 @@ export const VARIABLES = {
       "comma-separated base64 keys of at least 32 random bytes (`openssl rand -base64 32`), the current one first",
     check: checkKeyText,
     meaning:
-      'the keys of the passphrase index: a passphrase is found by HMAC-SHA256 under the current key of its project and its hash, so a copy of Redis cannot test guesses. Put a new key first and keep the old ones after it until `boardline channel reindex` reports none left under them (docs/security.md, "Rotating the keys")',
+      'the keys of the passphrase index: a passphrase is found by HMAC-SHA256 under the current key of its project and its hash, so a copy of Redis cannot test guesses. Put a new key first and keep the old ones after it until `boardline channel reindex` reports none left under them (docs/security.md, "Rotating `PASSPHRASE_KEYS`")',
   },
   SECRETS_KEYS: {
     kind: "list",
