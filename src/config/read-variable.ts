@@ -9,7 +9,8 @@
  */
 import { readFileSync } from "node:fs";
 import type { RedisNodeAddress } from "../store/redis/connection.js";
-import { fileVariable, VARIABLES, type Variable, type VariableName } from "./variables.js";
+import { fileVariable } from "./secret-variables.js";
+import { VARIABLES, type Variable, type VariableName } from "./variables.js";
 
 export type Env = Readonly<Record<string, string | undefined>>;
 

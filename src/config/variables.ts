@@ -3,14 +3,15 @@
  * values it accepts and what it means. The parser reads values through these
  * rows (see read-variable.ts), and the configuration table of
  * docs/configuration.md is generated from them (`npm run generate`), so neither can drift from this file.
- * The Redis rows are written in redis-variables.ts and the guessing limit's in
- * guess-variables.ts, and take their place here.
+ * The Redis rows are written in redis-variables.ts, the guessing limit's in
+ * guess-variables.ts and the key rings' in key-variables.ts, and take their
+ * place here.
  * Rules that tie several variables together live in load-config.ts,
  * redis-settings.ts and jwt-settings.ts.
  */
 import { JWT_ALGORITHMS, isOrigin, checkWebhookBase } from "./accepted-values.js";
-import { checkKeyText } from "../secrets/key-ring.js";
 import { GUESS_VARIABLES } from "./guess-variables.js";
+import { KEY_VARIABLES } from "./key-variables.js";
 import { REDIS_VARIABLES } from "./redis-variables.js";
 import type { Variable } from "./variable-kinds.js";
 
@@ -283,41 +284,7 @@ export const VARIABLES = {
     meaning:
       "how long a passphrase or whiteboard record (or its absence) may be served from memory: a record another writer creates, changes or deletes takes effect within this bound; `0` = read Redis every time",
   },
-  PASSPHRASE_KEYS: {
-    kind: "list",
-    secret: true,
-    defaultNote: "— (required when `NODE_ENV=production`; a fixed development key otherwise)",
-    allowed:
-      "comma-separated base64 keys of at least 32 random bytes (`openssl rand -base64 32`), the current one first",
-    check: checkKeyText,
-    meaning:
-      'the keys of the passphrase index: a passphrase is found by HMAC-SHA256 under the current key of its project and its hash, so a copy of Redis cannot test guesses. Put a new key first and keep the old ones after it until `boardline channel reindex` reports none left under them (docs/security.md, "Rotating `PASSPHRASE_KEYS`")',
-  },
-  SECRETS_KEYS: {
-    kind: "list",
-    secret: true,
-    defaultNote: "— (required when `NODE_ENV=production`; a fixed development key otherwise)",
-    allowed:
-      "comma-separated base64 keys of at least 32 random bytes (`openssl rand -base64 32`), the current one first",
-    check: checkKeyText,
-    meaning:
-      "the keys that encrypt each project's Netless credentials in Redis (AES-256-GCM): new writes use the first, a read uses the key its value names. Put a new key first and keep the old ones after it until `boardline whiteboard reseal` has run with them; the CLI needs the servers' list (docs/security.md, \"Netless credentials at rest\")",
-  },
+  ...KEY_VARIABLES,
 } as const satisfies Record<string, Variable>;
 
 export type VariableName = keyof typeof VARIABLES;
-
-/** The `NAME_FILE` form of a secret row: the path of a file whose content is the value. */
-export function fileVariable(name: VariableName): string {
-  return `${name}_FILE`;
-}
-
-/** The rows marked `secret`, each of which may be given as `NAME_FILE` instead. */
-export const SECRET_VARIABLES: readonly VariableName[] = (Object.keys(VARIABLES) as VariableName[]).filter(
-  (name) => (VARIABLES[name] as Variable).secret === true,
-);
-
-/** Whether boardline reads `name` from the environment: a row, or the `NAME_FILE` form of a secret row. */
-export function readsVariable(name: string): boolean {
-  return name in VARIABLES || SECRET_VARIABLES.some((secret) => fileVariable(secret) === name);
-}

@@ -13,13 +13,18 @@ import type { KeyRing } from "../secrets/key-ring.js";
 import { needsReseal, open, SealedFieldError, seal } from "../secrets/sealed-fields.js";
 import type { ChannelPrimitives } from "./channels/primitives.js";
 import { SCAN_BATCH } from "./channels/scan.js";
-import type { AdminPrimitives } from "./checked-admin.js";
 import { type Fields, WHITEBOARD_SECRET_FIELDS } from "./schema/channel-records.js";
 import type { KeySchema } from "./schema/keys.js";
 
+/** The one write the pass needs (each store's AdminPrimitives has it). */
+export interface WhiteboardRewriter {
+  /** Writes `replacement` over the project's whiteboard record only while it still holds `expected`. */
+  replaceWhiteboardFields(project: string, expected: Fields, replacement: Fields): Promise<boolean>;
+}
+
 export interface ResealParts {
   readonly channels: ChannelPrimitives;
-  readonly admin: AdminPrimitives;
+  readonly admin: WhiteboardRewriter;
   readonly keys: KeySchema;
   readonly ring: KeyRing;
 }

@@ -5,7 +5,8 @@
  * the non-root rule. compose.test.ts runs it on the files and on broken copies.
  */
 import type { Config } from "../../src/config/index.js";
-import { readsVariable, SECRET_VARIABLES, type VariableName } from "../../src/config/variables.js";
+import { readsVariable, SECRET_VARIABLES } from "../../src/config/secret-variables.js";
+import type { VariableName } from "../../src/config/variables.js";
 import type { KubeObject } from "./kustomize.js";
 import { configOf } from "./manifest-checks.js";
 

@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
 import { type KubeObject, readKustomization, readYamlDocuments, renderKustomization } from "./kustomize.js";
-import { SECRET_VARIABLES } from "../../src/config/variables.js";
+import { SECRET_VARIABLES } from "../../src/config/secret-variables.js";
 import { configOf, only, podEnvironment, problems, secretMounts, unknownVariables } from "./manifest-checks.js";
 
 const ROOT = fileURLToPath(new URL("../../deploy/kubernetes/", import.meta.url));

@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Config, ConfigError, loadConfig } from "../../src/config/index.js";
-import { readsVariable } from "../../src/config/variables.js";
+import { readsVariable } from "../../src/config/secret-variables.js";
 import type { KubeObject } from "./kustomize.js";
 
 /** At least the highest peak RSS under load and the RSS of one open gRPC watch that docs/performance.md reports. */

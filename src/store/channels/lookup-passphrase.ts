@@ -5,7 +5,7 @@
  * opens its channel as before and is moved to the current key's digest in
  * the background (ChannelSteps.rekey), so rotating PASSPHRASE_KEYS and
  * upgrading from unkeyed records lock nobody out. A passphrase nobody holds
- * costs a second round trip; one under the current key costs one read.
+ * costs a second read, after the first; one under the current key, one read.
  */
 import type { PassphraseRecord } from "../../services/ports.js";
 import { type Fields, parsePassphrase } from "../schema/channel-records.js";

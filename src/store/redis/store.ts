@@ -32,13 +32,7 @@ import {
   keySchema,
   MUTE_EVENTS_MAXLEN,
 } from "../schema/keys.js";
-import {
-  muteFlag,
-  muteMetaHead,
-  openWhiteboard,
-  pairsToMap,
-  parsePstnSnapshot,
-} from "../schema/channel-records.js";
+import { muteFlag, muteMetaHead, openWhiteboard, pairsToMap, parsePstnSnapshot } from "../schema/channel-records.js";
 import { RedisAdmin } from "./admin.js";
 import { RedisChannels } from "./channels.js";
 import { pingMasters, perConnection } from "./cluster-connections.js";
