@@ -10,9 +10,7 @@ import { checkProjectId } from "../store/schema/keys.js";
 import { checkId } from "./arguments.js";
 import { jsonOption, print, table } from "./terminal.js";
 import { withStore } from "./redis-session.js";
-
-/** SCAN steps per call of `reindexChannels`: after each call the cursor to resume from is printed. */
-const STEPS_PER_REPORT = 50;
+import { resumablePass } from "./resumable-pass.js";
 
 export function addChannelMaintenance(channel: Command): void {
   channel
@@ -72,24 +70,17 @@ async function reindex(o: { batch: number; pauseMs: number; from?: string; json?
     let indexed = 0;
     let rekeyed = 0;
     let olderKey = 0;
-    let cursor = o.from ?? "0";
-    do {
-      const step = await store.reindexChannels({
-        batch: o.batch,
-        pauseMs: o.pauseMs,
-        from: cursor,
-        maxSteps: STEPS_PER_REPORT,
-      });
-      scanned += step.scanned;
-      indexed += step.indexed;
-      rekeyed += step.rekeyed;
-      olderKey += step.olderKey;
-      cursor = step.cursor;
-      if (cursor !== "0")
-        process.stderr.write(
-          `boardline: ${scanned} passphrases read, ${indexed} indexed; resume with --from ${cursor}\n`,
-        );
-    } while (cursor !== "0");
+    await resumablePass(
+      o,
+      (options) => store.reindexChannels(options),
+      (step) => {
+        scanned += step.scanned;
+        indexed += step.indexed;
+        rekeyed += step.rekeyed;
+        olderKey += step.olderKey;
+        return `${scanned} passphrases read, ${indexed} indexed, ${rekeyed} moved to the current key`;
+      },
+    );
     return { scanned, indexed, rekeyed, olderKey };
   });
   print(

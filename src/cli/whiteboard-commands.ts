@@ -23,6 +23,7 @@ import { wholeNumber } from "./channel-maintenance.js";
 import { CliFailure } from "./cli-failure.js";
 import { withStore } from "./redis-session.js";
 import { formatTime, jsonOption, print, readStdin } from "./terminal.js";
+import { resumablePass } from "./resumable-pass.js";
 
 interface SetOptions {
   region: Region;
@@ -166,9 +167,6 @@ async function clearWhiteboard(project: string, o: { json?: boolean }, cmd: Comm
   print(o.json === true, { project, cleared: true }, `whiteboard settings of project ${project} removed`);
 }
 
-/** SCAN steps per call of `resealWhiteboards`: after each call the cursor to resume from is printed. */
-const STEPS_PER_REPORT = 50;
-
 function addReseal(whiteboard: Command): void {
   whiteboard
     .command("reseal")
@@ -195,24 +193,17 @@ async function reseal(o: { batch: number; pauseMs: number; from?: string; json?:
     let resealed = 0;
     let changed = 0;
     const unreadable: string[] = [];
-    let cursor = o.from ?? "0";
-    do {
-      const step = await store.resealWhiteboards({
-        batch: o.batch,
-        pauseMs: o.pauseMs,
-        from: cursor,
-        maxSteps: STEPS_PER_REPORT,
-      });
-      scanned += step.scanned;
-      resealed += step.resealed;
-      changed += step.changed;
-      unreadable.push(...step.unreadable);
-      cursor = step.cursor;
-      if (cursor !== "0")
-        process.stderr.write(
-          `boardline: ${scanned} whiteboard records read, ${resealed} resealed; resume with --from ${cursor}\n`,
-        );
-    } while (cursor !== "0");
+    await resumablePass(
+      o,
+      (options) => store.resealWhiteboards(options),
+      (step) => {
+        scanned += step.scanned;
+        resealed += step.resealed;
+        changed += step.changed;
+        unreadable.push(...step.unreadable);
+        return `${scanned} whiteboard records read, ${resealed} resealed`;
+      },
+    );
     return { scanned, resealed, changed, unreadable };
   });
   print(
