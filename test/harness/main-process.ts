@@ -6,6 +6,7 @@
 import type { ChildProcess } from "node:child_process";
 import { ROOT } from "./build-dist.js";
 import { DEVELOPMENT_KEYS } from "./development-keys.js";
+import { eventually } from "./eventually.js";
 import { spawnTied } from "./tied-spawn.js";
 
 export interface MainProcess {
@@ -64,4 +65,23 @@ export async function startMainProcess(
     proc.once("exit", () => reject(new Error(`exited early: ${out}`)));
   });
   return { url: `http://127.0.0.1:${port}`, port, proc, output: () => out };
+}
+
+/**
+ * Stops `running` (SIGTERM, and waits for its exit), starts the process again
+ * with `env` and resolves once its `/readyz` answers 200: a restart with other
+ * settings, as an operator's rolling change makes.
+ */
+export async function restartMainProcess(
+  running: MainProcess | undefined,
+  env: Record<string, string>,
+): Promise<MainProcess> {
+  if (running !== undefined && running.proc.exitCode === null) {
+    const stopped = new Promise((resolve) => running.proc.once("exit", resolve));
+    running.proc.kill("SIGTERM");
+    await stopped;
+  }
+  const started = await startMainProcess(env);
+  await eventually(async () => (await fetch(`${started.url}/readyz`)).status === 200, 5_000, "the server to be ready");
+  return started;
 }

@@ -19,7 +19,7 @@ import { keyRing } from "../../src/secrets/key-ring.js";
 import { createRedisStore, type RedisStore } from "../../src/store/redis/store.js";
 import { ensureBuilt } from "../harness/build-dist.js";
 import { eventually } from "../harness/eventually.js";
-import { type MainProcess, startMainProcess } from "../harness/main-process.js";
+import { type MainProcess, restartMainProcess } from "../harness/main-process.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "../harness/redis-url.js";
 import { ROUTES } from "../harness/routes.js";
 import { cliRunner } from "../cli/run-cli.js";
@@ -72,12 +72,7 @@ afterAll(async () => {
 
 /** The server on this test's Redis and simulator, with `secretsKeys` as SECRETS_KEYS. */
 async function restart(secretsKeys: string): Promise<MainProcess> {
-  if (server !== undefined) {
-    const stopped = new Promise((resolve) => server?.proc.once("exit", resolve));
-    server.proc.kill("SIGTERM");
-    await stopped;
-  }
-  server = await startMainProcess({
+  server = await restartMainProcess(server, {
     NODE_ENV: "production",
     LOG_LEVEL: "info", // the harness learns the port from the "listening" line
     REDIS_URL: redisUrl(),
@@ -87,8 +82,6 @@ async function restart(secretsKeys: string): Promise<MainProcess> {
     CONVERSION_API: "legacy",
     SECRETS_KEYS: secretsKeys,
   });
-  const url = server.url;
-  await eventually(async () => (await fetch(`${url}/readyz`)).status === 200, 5_000, "the server to be ready");
   return server;
 }
 
