@@ -16,10 +16,10 @@
  * flight at once), and for those other instances hold, a moment at a time. So
  * a caller using many right passphrases at once is slowed, never refused.
  */
-import { createHash, randomBytes } from "node:crypto";
-import { LRUCache } from "lru-cache";
+import { randomBytes } from "node:crypto";
 import { Failure } from "./failure.js";
 import type { Caller, PassphraseRecord, Store } from "./ports.js";
+import { PROVEN_HOLDERS_MAX, ProvenHolders, provenHolderKey } from "./proven-holders.js";
 
 /** The guess a call took: kept when the passphrase was refused, given back when it was right. */
 export interface Guess {
@@ -71,9 +71,6 @@ export const noGuard: PassphraseGuard = {
     record: await lookup(caller.project, passphrase),
   }),
 };
-
-/** Proven holders each instance remembers, least recently used going first. */
-export const PROVEN_HOLDERS_MAX = 10_000;
 
 /** A call whose guess others still hold tries again after this, doubling (with jitter)… */
 const HELD_FIRST_WAIT_MS = 20;
@@ -169,7 +166,19 @@ export class MissLimitGuard implements PassphraseGuard {
       return Promise.resolve(line);
     }
     const waiting = line;
-    return new Promise((resolve) => waiting.waiting.push(() => resolve(waiting)));
+    return new Promise((resolve, reject) => {
+      // Bounded like a wait on other instances: a line that does not move is answered, never waited out.
+      const timer = setTimeout(() => {
+        const at = waiting.waiting.indexOf(admitted);
+        if (at >= 0) waiting.waiting.splice(at, 1);
+        reject(heldRefusal());
+      }, HELD_MAX_WAIT_MS);
+      const admitted = () => {
+        clearTimeout(timer);
+        resolve(waiting);
+      };
+      waiting.waiting.push(admitted);
+    });
   }
 
   private release(key: string, line: Line): void {
@@ -190,15 +199,21 @@ export class MissLimitGuard implements PassphraseGuard {
       const got = await this.store.takeGuess(key, slot, this.limit.attempts, this.limit.windowSeconds);
       if (got.granted) return slot;
       const waited = Date.now() - started;
-      if (!got.held || waited >= HELD_MAX_WAIT_MS) {
+      if (got.held && waited >= HELD_MAX_WAIT_MS) throw heldRefusal();
+      if (!got.held) {
         throw new Failure("rate_limited", {
           detail: "too many wrong passphrases; retry later",
-          retryAfterSeconds: got.held ? 1 : got.retryAfterSeconds,
+          retryAfterSeconds: got.retryAfterSeconds,
         });
       }
       await this.sleep(Math.min(wait * (0.5 + Math.random()), HELD_MAX_WAIT_MS - waited));
     }
   }
+}
+
+/** Refused after waiting HELD_MAX_WAIT_MS for guesses calls in flight hold: one may be back within a second. */
+function heldRefusal(): Failure {
+  return new Failure("rate_limited", { detail: "too many wrong passphrases; retry later", retryAfterSeconds: 1 });
 }
 
 /** A caller's guesses in flight on this instance, and the calls waiting for one. */
@@ -251,49 +266,7 @@ class HolderGuess implements Guess {
   }
 }
 
-/**
- * The callers that proved they hold a passphrase, each until its time is up.
- * Keys are the caller and the passphrase's sha256, never the passphrase.
- */
-export class ProvenHolders {
-  private readonly until: LRUCache<string, number>;
-
-  constructor(
-    private readonly ttlMs: number,
-    max: number,
-    private readonly now: () => number,
-  ) {
-    this.until = new LRUCache({ max });
-  }
-
-  has(key: string): boolean {
-    const until = this.until.get(key);
-    if (until === undefined) return false;
-    if (this.now() < until) return true;
-    this.until.delete(key);
-    return false;
-  }
-
-  remember(key: string): void {
-    this.until.set(key, this.now() + this.ttlMs);
-  }
-
-  forget(key: string): void {
-    this.until.delete(key);
-  }
-
-  /** The keys held, for tests that check their shape. */
-  keys(): string[] {
-    return [...this.until.keys()];
-  }
-}
-
 /** JSON keeps the two parts apart whatever characters they hold. */
 function callerKey(caller: Caller): string {
   return JSON.stringify([caller.project, caller.subject]);
-}
-
-/** The caller and the passphrase's sha256 (hex): the passphrase itself is never kept. */
-export function provenHolderKey(caller: Caller, passphrase: string): string {
-  return JSON.stringify([caller.project, caller.subject, createHash("sha256").update(passphrase).digest("hex")]);
 }

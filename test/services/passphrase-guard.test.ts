@@ -9,7 +9,8 @@ import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { MuteRequestSchema } from "../../gen/channel/v1/pstn_pb.js";
 import type { Failure } from "../../src/services/failure.js";
-import { MissLimitGuard, provenHolderKey } from "../../src/services/passphrase-guard.js";
+import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
+import { provenHolderKey } from "../../src/services/proven-holders.js";
 import { PstnControl } from "../../src/services/pstn/mute.js";
 import { MemoryStore } from "../../src/store/memory/store.js";
 import { ReadCachedStore } from "../../src/store/read-cache.js";
@@ -173,6 +174,19 @@ describe("proven holders", () => {
     );
     expect(refusals.map((e) => (e as Failure).retryAfterSeconds)).toEqual(Array(2 * LIMIT).fill(WINDOW_MS / 1000));
     expect(lookups).toBe(LIMIT);
+  });
+
+  it("a line that does not move is answered within seconds (429, retry in 1 s), never waited out", async () => {
+    const { guard } = await holders();
+    const alice = callerOf("p", [], "alice");
+    const never = new Promise<undefined>(() => {});
+    // LIMIT calls whose lookups never end hold every place in the line.
+    for (let i = 0; i < LIMIT; i++) void guard.lookUp(alice, `stuck-${i}`, () => never);
+    const started = Date.now();
+    const refused = await guard.lookUp(alice, "next", async () => undefined).catch((e: Failure) => e);
+    expect((refused as Failure).kind).toBe("rate_limited");
+    expect((refused as Failure).retryAfterSeconds).toBe(1);
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it("a caller using many right passphrases at once, each for the first time, is slowed, never refused", async () => {
