@@ -5,12 +5,12 @@
  * channels written before the index or by other writers, in throttled,
  * resumable steps, safe while serving.
  */
-import { type Command, InvalidArgumentError } from "commander";
+import type { Command } from "commander";
 import { checkProjectId } from "../store/schema/keys.js";
 import { checkId } from "./arguments.js";
 import { jsonOption, print, table } from "./terminal.js";
 import { withStore } from "./redis-session.js";
-import { resumablePass } from "./resumable-pass.js";
+import { passOptions, resumablePass } from "./resumable-pass.js";
 
 export function addChannelMaintenance(channel: Command): void {
   channel
@@ -24,13 +24,11 @@ export function addChannelMaintenance(channel: Command): void {
         "Exits 0 whether or not it found anything: every finding is printed with its repair.",
     )
     .action(doctor);
-  channel
-    .command("reindex")
-    .description("index the channels written before the channel index or by other writers (resumable)")
-    .option("--batch <n>", "keys per SCAN step", wholeNumber(1, 100_000), 500)
-    .option("--pause-ms <n>", "pause between steps, so a serving Redis is not hogged", wholeNumber(0, 60_000), 10)
-    .option("--from <cursor>", "resume from the cursor a stopped pass printed")
-    .addOption(jsonOption())
+  passOptions(
+    channel
+      .command("reindex")
+      .description("index the channels written before the channel index or by other writers (resumable)"),
+  )
     .addHelpText(
       "after",
       "\nRun it once after upgrading: channels written before the index then appear in Get, List, Rotate and\n" +
@@ -94,13 +92,4 @@ async function reindex(o: { batch: number; pauseMs: number; from?: string; json?
     },
     `reindex complete: ${total.scanned} passphrase records read, ${total.indexed} indexed, ${total.rekeyed} moved to the current passphrase key, ${total.olderKey} still under an older one`,
   );
-}
-
-export function wholeNumber(min: number, max: number): (raw: string) => number {
-  return (raw) => {
-    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-      throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);
-    }
-    return Number(raw);
-  };
 }

@@ -4,7 +4,9 @@
  * how far it got and the cursor to resume from with `--from`, so a pass
  * stopped half-way over a large keyspace is never started over.
  */
+import { type Command, InvalidArgumentError } from "commander";
 import type { ReindexOptions } from "../services/ports.js";
+import { jsonOption } from "./terminal.js";
 
 /** SCAN steps between two progress lines. */
 const STEPS_PER_REPORT = 50;
@@ -28,4 +30,23 @@ export async function resumablePass<S extends { readonly cursor: string }>(
     cursor = batch.cursor;
     if (cursor !== "0") process.stderr.write(`boardline: ${progress}; resume with --from ${cursor}\n`);
   } while (cursor !== "0");
+}
+
+/** The options every pass takes: `--batch`, `--pause-ms`, `--from` and `--json`. */
+export function passOptions(command: Command): Command {
+  return command
+    .option("--batch <n>", "keys per SCAN step", wholeNumber(1, 100_000), 500)
+    .option("--pause-ms <n>", "pause between steps, so a serving Redis is not hogged", wholeNumber(0, 60_000), 10)
+    .option("--from <cursor>", "resume from the cursor a stopped pass printed")
+    .addOption(jsonOption());
+}
+
+/** A commander parser of a whole number in [min, max]. */
+export function wholeNumber(min: number, max: number): (raw: string) => number {
+  return (raw) => {
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);
+    }
+    return Number(raw);
+  };
 }

@@ -19,11 +19,10 @@ import { REGIONS, type Region, type WhiteboardCredentials } from "../services/po
 import { checkProjectId } from "../store/schema/keys.js";
 import { request, unlessNotFound, withAdmin } from "./admin-session.js";
 import { checkId, usage } from "./arguments.js";
-import { wholeNumber } from "./channel-maintenance.js";
 import { CliFailure } from "./cli-failure.js";
 import { withStore } from "./redis-session.js";
 import { formatTime, jsonOption, print, readStdin } from "./terminal.js";
-import { resumablePass } from "./resumable-pass.js";
+import { passOptions, resumablePass } from "./resumable-pass.js";
 
 interface SetOptions {
   region: Region;
@@ -168,13 +167,11 @@ async function clearWhiteboard(project: string, o: { json?: boolean }, cmd: Comm
 }
 
 function addReseal(whiteboard: Command): void {
-  whiteboard
-    .command("reseal")
-    .description("seal every project's Netless secrets again under the current SECRETS_KEYS key (resumable)")
-    .option("--batch <n>", "keys per SCAN step", wholeNumber(1, 100_000), 500)
-    .option("--pause-ms <n>", "pause between steps, so a serving Redis is not hogged", wholeNumber(0, 60_000), 10)
-    .option("--from <cursor>", "resume from the cursor a stopped pass printed")
-    .addOption(jsonOption())
+  passOptions(
+    whiteboard
+      .command("reseal")
+      .description("seal every project's Netless secrets again under the current SECRETS_KEYS key (resumable)"),
+  )
     .addHelpText(
       "after",
       "\nRun it with the same SECRETS_KEYS as the servers, after putting a new key first: it rewrites\n" +
