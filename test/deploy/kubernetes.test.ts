@@ -33,6 +33,7 @@ const MODELS: Record<string, () => Promise<unknown>> = {
   "v1 Secret": () => import("kubernetes-models/v1/Secret"),
   "policy/v1 PodDisruptionBudget": () => import("kubernetes-models/policy/v1/PodDisruptionBudget"),
   "autoscaling/v2 HorizontalPodAutoscaler": () => import("kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler"),
+  "networking.k8s.io/v1 NetworkPolicy": () => import("kubernetes-models/networking.k8s.io/v1/NetworkPolicy"),
 };
 
 /** Validates one object against the schema of its apiVersion and kind; throws the schema's errors. */
@@ -64,11 +65,12 @@ function hasKubectl(): boolean {
 describe.each(KUSTOMIZATIONS)("deploy/kubernetes/%s", (dir) => {
   const objects = renderKustomization(`${ROOT}${dir}`);
 
-  it("renders a Deployment, a Service, a PodDisruptionBudget, an HPA and a ConfigMap, each valid against the Kubernetes API schemas", async () => {
+  it("renders a Deployment, a Service, a PodDisruptionBudget, an HPA, a NetworkPolicy and a ConfigMap, each valid against the Kubernetes API schemas", async () => {
     expect(objects.map((o) => o.kind).sort()).toEqual([
       "ConfigMap",
       "Deployment",
       "HorizontalPodAutoscaler",
+      "NetworkPolicy",
       "PodDisruptionBudget",
       "Service",
     ]);
@@ -174,6 +176,22 @@ describe("deploy/kubernetes, the parts around the renderings", () => {
     expect(
       broken((_, objects) => (only(objects, "HorizontalPodAutoscaler").spec.metrics[0].resource.name = "memory")),
     ).toEqual(["the HorizontalPodAutoscaler must scale on CPU"]);
+    const policy = (objects: KubeObject[]) => only(objects, "NetworkPolicy").spec;
+    expect(broken((_, objects) => (policy(objects).podSelector = {}))).toEqual([
+      "the NetworkPolicy must select boardline's pods",
+    ]);
+    expect(broken((_, objects) => delete policy(objects).ingress[1].from)).toEqual([
+      "the NetworkPolicy must let only the monitoring namespace reach the metrics port",
+    ]);
+    expect(broken((_, objects) => policy(objects).ingress.push({}))).toEqual([
+      "the NetworkPolicy may admit only the public port and, from monitoring, the metrics port",
+    ]);
+    expect(broken((_, objects) => policy(objects).egress.push({ ports: [{ port: 22 }] }))).toEqual([
+      "the NetworkPolicy may let out only DNS, Redis and HTTPS (port 22 to anywhere)",
+    ]);
+    expect(broken((_, objects) => (policy(objects).policyTypes = ["Ingress"]))).toEqual([
+      "the NetworkPolicy must restrict both Ingress and Egress",
+    ]);
   });
 
   it("a variable boardline does not read, or a value it refuses, is caught", () => {

@@ -184,6 +184,52 @@ function spreadProblems(objects: KubeObject[], config: Config): string[] {
     "the HorizontalPodAutoscaler must scale on CPU",
   );
   check(hpa.spec.minReplicas >= 2, "the HorizontalPodAutoscaler must keep at least 2 replicas");
+  found.push(...networkPolicyProblems(objects, deployment));
+  return found;
+}
+
+/** Egress a pod needs: DNS (53), Redis and its Sentinels (6379, 26379), HTTPS to the conversion backend (443). */
+const ALLOWED_EGRESS_PORTS = new Set([53, 6379, 26379, 443]);
+
+/**
+ * The NetworkPolicy: it selects boardline's pods and restricts both directions; in, the public port
+ * from anywhere and the metrics port only from the monitoring namespace; out, only the ports above.
+ */
+function networkPolicyProblems(objects: KubeObject[], deployment: KubeObject): string[] {
+  const policy = only(objects, "NetworkPolicy").spec;
+  const found: string[] = [];
+  const labels = deployment.spec.template.metadata.labels ?? {};
+  const selector = policy.podSelector?.matchLabels ?? {};
+  if (Object.keys(selector).length === 0 || !Object.entries(selector).every(([k, v]) => labels[k] === v)) {
+    found.push("the NetworkPolicy must select boardline's pods");
+  }
+  const types = policy.policyTypes ?? [];
+  if (!types.includes("Ingress") || !types.includes("Egress")) {
+    found.push("the NetworkPolicy must restrict both Ingress and Egress");
+  }
+  const portsOf = (rule: KubeObject): unknown[] => (rule.ports ?? []).map((p: KubeObject) => p.port);
+  const ingress: KubeObject[] = policy.ingress ?? [];
+  const metrics = ingress.find((r) => portsOf(r).includes("metrics"));
+  const from: KubeObject[] = metrics?.from ?? [];
+  const fromMonitoring =
+    from.length > 0 &&
+    from.every((f) => f.namespaceSelector?.matchLabels?.["kubernetes.io/metadata.name"] === "monitoring");
+  if (!fromMonitoring) found.push("the NetworkPolicy must let only the monitoring namespace reach the metrics port");
+  const admitted = ingress.every((r) => {
+    const ports = portsOf(r);
+    return ports.length > 0 && ports.every((p) => p === "http" || (p === "metrics" && r === metrics));
+  });
+  if (!admitted) found.push("the NetworkPolicy may admit only the public port and, from monitoring, the metrics port");
+  for (const rule of policy.egress ?? []) {
+    const ports = portsOf(rule);
+    const wide = ports.length === 0 ? ["any port"] : ports.filter((p) => !ALLOWED_EGRESS_PORTS.has(Number(p)));
+    const to = rule.to === undefined ? "anywhere" : "its peers";
+    for (const port of wide) {
+      found.push(
+        `the NetworkPolicy may let out only DNS, Redis and HTTPS (${typeof port === "string" ? port : `port ${port}`} to ${to})`,
+      );
+    }
+  }
   return found;
 }
 
