@@ -24,8 +24,8 @@ const dir = mkdtempSync(join(tmpdir(), "bl-redis-tls-"));
 const file = (name: string) => join(dir, name);
 const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
 
-/** A certificate `name`.pem/-key.pem signed by the CA, for `san` (e.g. `IP:127.0.0.1`). */
-function issue(name: string, subject: string, san: string): void {
+/** A certificate `name`.pem/-key.pem signed by the CA, with the names of `name`.ext (subjectAltName). */
+function issue(name: string, subject: string): void {
   openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}-key.pem`, "-subj", `/CN=${subject}`);
   openssl("req", "-new", "-key", `${name}-key.pem`, "-subj", `/CN=${subject}`, "-out", `${name}.csr`);
   openssl(
@@ -48,7 +48,7 @@ function makeCertificates(): void {
     ["client", "DNS:boardline-client"],
   ] as const) {
     execFileSync("sh", ["-c", `printf 'subjectAltName=${san}\\n' > ${name}.ext`], { cwd: dir });
-    issue(name, name, san);
+    issue(name, name);
   }
 }
 
