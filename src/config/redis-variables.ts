@@ -1,6 +1,7 @@
 /**
  * The Redis rows of the configuration table (variables.ts, where they take
- * their place after NODE_ENV): which Redis, the key prefix, the command
+ * their place after NODE_ENV): which Redis, how boardline logs in to it and
+ * its Sentinels and checks their certificates, the key prefix, the command
  * timeout and the replicas a write must reach. Kept apart only for the size
  * of variables.ts; the same rules apply (see there).
  */
@@ -30,6 +31,38 @@ export const REDIS_VARIABLES = {
     kind: "text",
     allowed: "a name",
     meaning: "the master group name the Sentinels monitor",
+  },
+  REDIS_SENTINEL_USERNAME: {
+    kind: "text",
+    allowed: "a user name",
+    meaning:
+      "the ACL user boardline logs in to the Sentinels as (the Redis user and password are `REDIS_URL`'s); needs `REDIS_SENTINEL_PASSWORD`",
+  },
+  REDIS_SENTINEL_PASSWORD: {
+    kind: "text",
+    secret: true,
+    untrimmed: true,
+    allowed: "one line",
+    // Neither a Sentinel's config file nor ACL SETUSER can hold a password with a line break: one comes from a mis-made file.
+    check: (v) => (/[\r\n]/.test(v) ? "must be one line" : undefined),
+    meaning: "the Sentinels' password (`requirepass`, or `REDIS_SENTINEL_USERNAME`'s); needs `REDIS_SENTINELS`",
+  },
+  REDIS_TLS_CA: {
+    kind: "file",
+    allowed: "a PEM file",
+    meaning:
+      "the CA certificate(s) the certificates of Redis, of every Cluster node and of the Sentinels must be signed by, instead of the system's; needs a `rediss://` `REDIS_URL`",
+  },
+  REDIS_TLS_CERT: {
+    kind: "file",
+    allowed: "a PEM file",
+    meaning:
+      "client certificate (chain) boardline shows Redis and the Sentinels (mutual TLS, `tls-auth-clients yes`); set together with `REDIS_TLS_KEY`; needs a `rediss://` `REDIS_URL`",
+  },
+  REDIS_TLS_KEY: {
+    kind: "file",
+    allowed: "a PEM file",
+    meaning: "the client certificate's private key; set together with `REDIS_TLS_CERT`",
   },
   REDIS_KEY_PREFIX: {
     kind: "text",

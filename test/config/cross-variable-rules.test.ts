@@ -96,7 +96,7 @@ describe("Redis topologies", () => {
       nodes: [{ host: "a", port: 1 }],
       username: "user",
       password: "p@ss",
-      tls: true,
+      tls: {},
     });
     const sentinel = { JWT_SECRET: SECRET, REDIS_URL: "redis://:pw@x", REDIS_SENTINELS: "s", REDIS_SENTINEL_NAME: "m" };
     expect(loadConfig(sentinel).redis).toEqual({

@@ -34,6 +34,10 @@ const SECRETS: Record<string, { value: string; with: Record<string, string> }> =
   },
   PASSPHRASE_KEYS: { value: `${KEY},${OLD_KEY}`, with: { JWT_SECRET: SECRET } },
   SECRETS_KEYS: { value: KEY, with: { JWT_SECRET: SECRET } },
+  REDIS_SENTINEL_PASSWORD: {
+    value: "sentinel hunter2",
+    with: { JWT_SECRET: SECRET, REDIS_SENTINELS: "s", REDIS_SENTINEL_NAME: "m" },
+  },
 };
 
 /** A value each secret row refuses, and a piece of why; the value must never show in the message. */
@@ -43,12 +47,13 @@ const REFUSED: Record<string, { value: string; problem: string }> = {
   CONVERSION_WEBHOOK_SECRET: { value: "hunter2-too-short", problem: "must be at least 32 bytes" },
   PASSPHRASE_KEYS: { value: "hunter2!", problem: "must be base64" },
   SECRETS_KEYS: { value: "aHVudGVyMg==", problem: "must decode to at least 32 bytes" },
+  REDIS_SENTINEL_PASSWORD: { value: "hunter2\nsecond line", problem: "must be one line" },
 };
 
 const names = Object.keys(SECRETS) as VariableName[];
 
 describe("which variables are secrets", () => {
-  it("are the keys, the JWT and webhook secrets, and REDIS_URL (it carries the password)", () => {
+  it("are the keys, the JWT and webhook secrets, REDIS_URL (it carries the password) and the Sentinels' password", () => {
     expect([...SECRET_VARIABLES].sort()).toEqual([...names].sort());
     expect(Object.keys(REFUSED).sort()).toEqual([...names].sort());
   });

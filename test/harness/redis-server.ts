@@ -7,7 +7,8 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { createConnection, createServer } from "node:net";
+import { createConnection, createServer, type Socket } from "node:net";
+import { type ConnectionOptions as TlsOptions, connect as connectTls } from "node:tls";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +16,7 @@ import { sleep } from "./sleep.js";
 import { spawnTied } from "./tied-spawn.js";
 
 export interface RedisServerHandle {
-  /** `redis://127.0.0.1:<port>` */
+  /** `redis://127.0.0.1:<port>` (`rediss://` with `tls`) */
   readonly url: string;
   readonly port: number;
   /** Shuts the server down (SIGTERM) and waits for the process to exit. Idempotent. */
@@ -43,6 +44,20 @@ export interface RedisServerOptions {
   readonly args?: readonly string[];
   /** Runs a Sentinel (`redis-server <file> --sentinel`) with this configuration file, which it rewrites. */
   readonly sentinelConfig?: string;
+  /**
+   * Serve TLS only (`--port 0 --tls-port <port>`); the server's own TLS
+   * settings (`--tls-cert-file`…) go in `args`, and the harness's start-up
+   * probe connects with these client settings (a CA, a client certificate).
+   */
+  readonly tls?: TlsOptions;
+  /** The user the start-up probe logs in as, when the default user is off or has a password. */
+  readonly probeAuth?: { readonly username: string; readonly password: string };
+}
+
+/** How the harness reaches a server it started: plain or TLS, as whom. */
+interface Probe {
+  readonly tls: TlsOptions | undefined;
+  readonly auth: { readonly username: string; readonly password: string } | undefined;
 }
 
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServerHandle> {
@@ -51,13 +66,14 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     : ["--appendonly", "no", "--dir", tmpdir()];
   const args = [...persistence, ...(options.args ?? [])];
   const head = options.sentinelConfig === undefined ? [] : [options.sentinelConfig, "--sentinel"];
+  const probe: Probe = { tls: options.tls, auth: options.probeAuth };
   // Another process may grab the port between our probe and redis binding it;
   // redis then exits with "Address already in use" and we try another port.
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     try {
-      const child = await launch(port, head, args);
-      return handle(port, child, head, args);
+      const child = await launch(port, head, args, probe);
+      return handle(port, child, head, args, probe);
     } catch (e) {
       if (!(e instanceof AddressInUse) || attempt >= 5) throw e;
     }
@@ -69,6 +85,7 @@ function handle(
   first: ChildProcess,
   head: readonly string[],
   args: readonly string[],
+  probe: Probe,
 ): RedisServerHandle {
   let child: ChildProcess | undefined = first;
 
@@ -79,7 +96,7 @@ function handle(
   }
 
   return {
-    url: `redis://${HOST}:${port}`,
+    url: `${probe.tls === undefined ? "redis" : "rediss"}://${HOST}:${port}`,
     port,
     stop,
     kill(signal: NodeJS.Signals = "SIGKILL") {
@@ -91,7 +108,7 @@ function handle(
       // but give it a few tries before giving up on the port.
       for (let attempt = 1; ; attempt++) {
         try {
-          child = await launch(port, head, args);
+          child = await launch(port, head, args, probe);
           return;
         } catch (e) {
           if (!(e instanceof AddressInUse) || attempt >= 20) throw e;
@@ -105,23 +122,16 @@ function handle(
 class AddressInUse extends Error {}
 
 /** Spawns redis-server on `port` and resolves once it answers PING. */
-async function launch(port: number, head: readonly string[], args: readonly string[]): Promise<ChildProcess> {
+async function launch(
+  port: number,
+  head: readonly string[],
+  args: readonly string[],
+  probe: Probe,
+): Promise<ChildProcess> {
+  const ports = probe.tls === undefined ? ["--port", String(port)] : ["--port", "0", "--tls-port", String(port)];
   const child = spawnTied(
     BINARY,
-    [
-      ...head,
-      "--port",
-      String(port),
-      "--bind",
-      HOST,
-      "--save",
-      "",
-      "--daemonize",
-      "no",
-      "--loglevel",
-      "warning",
-      ...args,
-    ],
+    [...head, ...ports, "--bind", HOST, "--save", "", "--daemonize", "no", "--loglevel", "warning", ...args],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   running.add(child);
@@ -142,7 +152,7 @@ async function launch(port: number, head: readonly string[], args: readonly stri
   exited.catch(() => {}); // only observed while starting
 
   try {
-    await Promise.race([waitForPing(port, child.pid), exited]);
+    await Promise.race([waitForPing(port, child.pid, probe), exited]);
   } catch (e) {
     await terminate(child, "SIGKILL");
     throw e;
@@ -150,10 +160,10 @@ async function launch(port: number, head: readonly string[], args: readonly stri
   return child;
 }
 
-async function waitForPing(port: number, pid: number | undefined): Promise<void> {
+async function waitForPing(port: number, pid: number | undefined, probe: Probe): Promise<void> {
   const deadline = Date.now() + START_TIMEOUT_MS;
   for (;;) {
-    if (await answersPing(port, pid)) return;
+    if (await answersPing(port, pid, probe)) return;
     if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer PING`);
     await sleep(20);
   }
@@ -165,9 +175,13 @@ async function waitForPing(port: number, pid: number | undefined): Promise<void>
  * servers at once, a probed port may be taken by the other one's server,
  * which would answer PING while ours exits with "address in use".
  */
-function answersPing(port: number, pid: number | undefined): Promise<boolean> {
+function answersPing(port: number, pid: number | undefined, probe: Probe): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = createConnection({ host: HOST, port });
+    const socket: Socket =
+      probe.tls === undefined ? createConnection({ host: HOST, port }) : connectTls({ ...probe.tls, host: HOST, port });
+    const auth = probe.auth === undefined ? "" : `AUTH ${probe.auth.username} ${probe.auth.password}\r\n`;
+    // The AUTH's +OK comes first; the rest is read as without it.
+    let skip = auth === "" ? "" : "+OK\r\n";
     let reply = "";
     const done = (ok: boolean) => {
       socket.destroy();
@@ -175,9 +189,17 @@ function answersPing(port: number, pid: number | undefined): Promise<boolean> {
     };
     socket.setTimeout(500, () => done(false));
     socket.once("error", () => done(false));
-    socket.once("connect", () => socket.write("PING\r\nINFO server\r\n"));
+    socket.once(probe.tls === undefined ? "connect" : "secureConnect", () =>
+      socket.write(`${auth}PING\r\nINFO server\r\n`),
+    );
     socket.on("data", (chunk) => {
       reply += chunk.toString("utf8");
+      if (skip !== "" && reply.length >= skip.length) {
+        if (!reply.startsWith(skip)) return done(false);
+        reply = reply.slice(skip.length);
+        skip = "";
+      }
+      if (skip !== "") return;
       if (reply.includes("\r\n") && !reply.startsWith("+PONG")) return done(false);
       const id = /process_id:(\d+)\r\n/.exec(reply);
       if (id !== null) done(pid === undefined || Number(id[1]) === pid);

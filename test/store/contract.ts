@@ -959,11 +959,13 @@ export interface RedisSubjectOptions {
   readonly cleanup?: (keyPrefix: string) => Promise<void>;
   /** Replicas every acknowledged write must reach (REDIS_MIN_REPLICAS); default none. */
   readonly replicaAck?: ReplicaAck;
+  /** The store's key prefix (default: a fresh `uniquePrefix`), e.g. one an ACL user's key pattern allows. */
+  readonly keyPrefix?: string;
 }
 
 /** The Redis store under a fresh key prefix, as a contract subject, on any deployment. */
 export async function redisSubject(o: RedisSubjectOptions): Promise<ContractSubject> {
-  const keyPrefix = uniquePrefix();
+  const keyPrefix = o.keyPrefix ?? uniquePrefix();
   const replicaAck = o.replicaAck === undefined ? {} : { replicaAck: o.replicaAck };
   const store = createRedisStore(o.connection, {
     keyPrefix,

@@ -55,7 +55,7 @@ export type RedisConnectionOptions =
       /** TLS to the Redis master. */
       readonly tls?: boolean | TlsOptions;
       /** TLS to the sentinels themselves. */
-      readonly sentinelTls?: boolean;
+      readonly sentinelTls?: boolean | TlsOptions;
       readonly db?: number;
     };
 
@@ -116,7 +116,11 @@ export function createRedisClient(
         reconnectOnError: demoted,
       });
     }
-    case "sentinel":
+    case "sentinel": {
+      // ioredis's `tls` alone is not used for the master a Sentinel names:
+      // enableTLSForSentinelMode is what makes that connection TLS.
+      const tls = tlsOption(options.tls);
+      const sentinelTLS = tlsOption(options.sentinelTls);
       return new Redis({
         ...common,
         sentinels: options.sentinels.map(({ host, port }) => ({ host, port })),
@@ -125,14 +129,16 @@ export function createRedisClient(
         password: options.password,
         sentinelUsername: options.sentinelUsername,
         sentinelPassword: options.sentinelPassword,
-        tls: tlsOption(options.tls),
-        enableTLSForSentinelMode: options.sentinelTls ?? false,
+        tls,
+        enableTLSForSentinelMode: tls !== undefined,
+        ...(sentinelTLS === undefined ? {} : { sentinelTLS }),
         reconnectOnError: demoted,
         db: options.db,
         enableOfflineQueue: false,
         retryStrategy,
         sentinelRetryStrategy: retryStrategy,
       });
+    }
     case "cluster": {
       const tls = tlsOption(options.tls);
       const nodes = options.nodes.map(({ host, port }) => ({ host, port }));
