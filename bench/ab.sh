@@ -75,7 +75,7 @@ server() { # name port dir extra-env…
   shift 3
   [[ $name != flags ]] || read -ra flags <<<"$BENCH_AB_FLAGS"
   spawn "$WORK/$name.log" "${SERVER_PIN[@]}" env NODE_ENV=production "${DEV_KEYS[@]}" PORT="$port" HOST=127.0.0.1 LOG_LEVEL=warn \
-    GUESS_LIMIT=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" "$@" node "${flags[@]}" "$dir/dist/src/main.js"
+    GUESS_LIMIT=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" METRICS_PORT=0 "$@" node "${flags[@]}" "$dir/dist/src/main.js"
   wait_http "http://127.0.0.1:$port/readyz"
   SERVER_PID=${PIDS[-1]}
 }

@@ -275,12 +275,13 @@ read -ra NODE_FLAGS <<<"${npm_package_config_nodeFlags:-$(node -p 'require("./pa
 # above (bench/lib/setup.mjs, boardline's own store) wrote with.
 mapfile -t DEV_KEYS < <(node bench/lib/development-keys.mjs)
 [[ ${#DEV_KEYS[@]} -eq 2 ]] || die "bench/lib/development-keys.mjs printed no keys"
+# METRICS_PORT=0: /metrics (unread here) on any free port, as the two servers cannot share the default.
 spawn "$WORK/boardline.log" "${SERVER_PIN[@]}" env NODE_ENV=production "${DEV_KEYS[@]}" PORT="$BL_PORT" HOST=127.0.0.1 \
-  LOG_LEVEL=warn GUESS_LIMIT=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" node "${NODE_FLAGS[@]}" dist/src/main.js
+  METRICS_PORT=0 LOG_LEVEL=warn GUESS_LIMIT=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" node "${NODE_FLAGS[@]}" dist/src/main.js
 BL_PID=${PIDS[-1]}
 # The same, without the passphrase read cache: the same Redis work per request as the baselines.
 spawn "$WORK/boardline-nocache.log" "${SERVER_PIN[@]}" env NODE_ENV=production "${DEV_KEYS[@]}" PORT="$BN_PORT" \
-  HOST=127.0.0.1 LOG_LEVEL=warn GUESS_LIMIT=0 PASSPHRASE_CACHE_MS=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" \
+  HOST=127.0.0.1 METRICS_PORT=0 LOG_LEVEL=warn GUESS_LIMIT=0 PASSPHRASE_CACHE_MS=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" \
   node "${NODE_FLAGS[@]}" dist/src/main.js
 BN_PID=${PIDS[-1]}
 spawn "$WORK/baseline-http.log" "${SERVER_PIN[@]}" env PORT="$BH_PORT" node "${NODE_FLAGS[@]}" bench/baselines/baseline-http.mjs

@@ -93,7 +93,7 @@ export async function createTasks(urls, { token, passphrase }, count, concurrenc
 
 /**
  * The lateness histogram's cumulative bucket counts (by upper bound, seconds) and its count (the polls made).
- * @param {string} url
+ * @param {string} url the instance's metrics port (`metricsUrl` of `Servers.startBoardline`)
  * @returns {Promise<{ buckets: Map<number, number>, count: number }>}
  */
 export async function lateness(url) {

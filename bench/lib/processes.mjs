@@ -70,8 +70,9 @@ export async function serverMemory(pid, probeFile) {
 }
 
 /**
- * The longest event-loop delay a boardline at `url` saw since the last call, in ms (prom-client's
- * `nodejs_eventloop_lag_max_seconds`, which each scrape resets).
+ * The longest event-loop delay a boardline saw since the last call, in ms (prom-client's
+ * `nodejs_eventloop_lag_max_seconds`, which each scrape resets); `url`: its metrics port's
+ * (`metricsUrl` of `Servers.startBoardline`), as the public port answers /metrics 404.
  */
 export async function loopLagMaxMs(url) {
   const text = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.text());
@@ -164,18 +165,22 @@ export class Servers {
 
   /**
    * The real service (`node <nodeFlags()> <nodeArgs> <root>/dist/src/main.js`) as production runs it, on a
-   * free port, with `env` over the bench's defaults (warn logs, no guess limit, a closed loopback port as
-   * the conversion backend); resolves with its `url` once `/readyz` answers 200. `root`: another build of
-   * boardline (a directory holding its dist/, e.g. an earlier commit's) instead of this checkout's.
+   * free port and /metrics on another (METRICS_PORT: the fixed default would clash between instances),
+   * with `env` over the bench's defaults (warn logs, no guess limit, a closed loopback port as the
+   * conversion backend); resolves with its `url` and `metricsUrl` once `/readyz` answers 200. `root`:
+   * another build of boardline (a directory holding its dist/, e.g. an earlier commit's) instead of this
+   * checkout's.
    */
   async startBoardline(name, env, nodeArgs = [], root = ".") {
     const port = await freePort();
+    const metricsPort = await freePort();
     // Loaded here, not at the top: it reads dist/, which the bench builds after loading this module.
     const { DEVELOPMENT_KEYS } = await import("./development-keys.mjs");
     const server = this.spawn(name, [process.execPath, ...nodeFlags(), ...nodeArgs, join(root, "dist/src/main.js")], {
       NODE_ENV: "production",
       ...DEVELOPMENT_KEYS,
       PORT: String(port),
+      METRICS_PORT: String(metricsPort),
       HOST: "127.0.0.1",
       LOG_LEVEL: "warn",
       GUESS_LIMIT: "0",
@@ -183,6 +188,7 @@ export class Servers {
       ...env,
     });
     const url = `http://127.0.0.1:${port}`;
+    const metricsUrl = `http://127.0.0.1:${metricsPort}`;
     for (let i = 0; ; i++) {
       if (server.child.exitCode !== null) {
         throw new Error(`boardline exited at start-up: ${readFileSync(server.logFile, "utf8").slice(-500)}`);
@@ -191,7 +197,7 @@ export class Servers {
         (r) => r.ok,
         () => false,
       );
-      if (ready) return { ...server, url };
+      if (ready) return { ...server, url, metricsUrl };
       if (i > 150) throw new Error("boardline not ready after 15 s");
       await sleep(100);
     }

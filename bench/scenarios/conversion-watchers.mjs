@@ -186,6 +186,8 @@ async function startBoardline(name, prefix, simulatorUrl, pollEnv) {
         // Production requires the keys; the development ones are those the bench's own store writes with.
         ...DEVELOPMENT_KEYS,
         PORT: String(port),
+        // Any free port: not the fixed default, which a server still stopping may hold.
+        METRICS_PORT: "0",
         HOST: "127.0.0.1",
         LOG_LEVEL: "warn",
         GUESS_LIMIT: "0",

@@ -104,14 +104,14 @@ async function runCase({ instances, tasks }) {
   /** @type {Reading} */
   const start = { at: Date.now(), late: [], cpu: [], redisCpu: cpuTicks(redis.pid), simCpu: cpuTicks(sim.pid) };
   for (const bl of bls) {
-    start.late.push(await lateness(bl.url));
+    start.late.push(await lateness(bl.metricsUrl));
     start.cpu.push(cpuTicks(bl.pid));
   }
   await sleep(WINDOW_S * 1000);
   /** @type {Reading} */
   const end = { at: Date.now(), late: [], cpu: [], redisCpu: cpuTicks(redis.pid), simCpu: cpuTicks(sim.pid) };
   for (const bl of bls) {
-    end.late.push(await lateness(bl.url));
+    end.late.push(await lateness(bl.metricsUrl));
     end.cpu.push(cpuTicks(bl.pid));
   }
   const seconds = (end.at - start.at) / 1000;

@@ -119,7 +119,7 @@ const LAYOUTS = {
 async function attach(ctx, layoutName, round) {
   const layout = LAYOUTS[layoutName];
   const after = await lastIds(ctx.redis, layout.muted);
-  await loopLagMaxMs(ctx.bl.url);
+  await loopLagMaxMs(ctx.bl.metricsUrl);
   const started = now();
   const cpu0 = cpuTicks(ctx.bl.pid);
   const afterOf = new Map(layout.muted.map((c, i) => [c, after[i]]));
@@ -152,7 +152,7 @@ async function attach(ctx, layoutName, round) {
     );
   }
   const attachMs = now() - started;
-  const lagMs = await loopLagMaxMs(ctx.bl.url);
+  const lagMs = await loopLagMaxMs(ctx.bl.metricsUrl);
   const cpuMs = ((cpuTicks(ctx.bl.pid) - cpu0) * TICK_US) / 1000;
   log(
     `${layoutName}: ${WATCHERS} ${PROTOCOL} watchers attached in ${attachMs.toFixed(0)} ms (longest event-loop delay ${lagMs.toFixed(0)} ms)`,
@@ -231,7 +231,7 @@ async function cell(ctx, layoutName, attached, round) {
   const reconnects0 = attached ? reconnectsOf(attached) : 0;
   const cpu0 = { server: cpuTicks(ctx.bl.pid), redis: cpuTicks(ctx.redisServer.pid), client: process.cpuUsage() };
   const out = join(WORK, `pstn-${layoutName}-w${attached ? WATCHERS : 0}-r${round}.json`);
-  await loopLagMaxMs(ctx.bl.url);
+  await loopLagMaxMs(ctx.bl.metricsUrl);
   const t0 = now();
   let loadDone = false;
   const load = runWrk(ctx, layoutName, SECONDS, out).finally(() => {
@@ -274,7 +274,7 @@ async function cell(ctx, layoutName, attached, round) {
   let drain;
   if (attached) drain = await drained(ctx, attached, t0, counts);
   const probes = (await Promise.all(loaded)).filter((p) => p?.lastAt !== undefined);
-  const lagMs = await loopLagMaxMs(ctx.bl.url);
+  const lagMs = await loopLagMaxMs(ctx.bl.metricsUrl);
   const wrk = JSON.parse(readFileSync(out, "utf8"));
   const result = {
     layout: layoutName,

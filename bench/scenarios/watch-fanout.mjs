@@ -216,7 +216,7 @@ async function boardlineTarget(redisUrl, passphrases, jwtFile, { muteJwt, watchJ
     },
     added: (channels) => eventsAdded(redis, streamKeys(channels)),
     // An instance too busy to answer /metrics within 10 s says nothing rather than ending the run.
-    lagMs: () => loopLagMaxMs(bl.url).catch(() => Number.POSITIVE_INFINITY),
+    lagMs: () => loopLagMaxMs(bl.metricsUrl).catch(() => Number.POSITIVE_INFINITY),
     stop: () => {
       redis.disconnect();
       return bl.stop();

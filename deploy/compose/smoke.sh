@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deploy/compose.yaml for real, offline: builds Redis and HAProxy images from Debian's packages,
 # brings the stack up with podman-compose, creates a channel and mutes through HAProxy over JSON
-# (HTTP/1.1) and gRPC (h2c), checks that the Redis replica has the mute, and takes it down.
+# (HTTP/1.1) and gRPC (h2c), checks that /metrics is on the replicas' metrics port and not the
+# public one, checks that the Redis replica has the mute, and takes it down.
 # Prints the time of each step. Run from the repository, after `npm ci`:
 #   bash deploy/image/build.sh && bash deploy/compose/smoke.sh
 # BOARDLINE_IMAGE: the boardline image (default: what deploy/image/build.sh tags).
@@ -97,6 +98,18 @@ answer=$(npx buf curl --protocol grpc --http2-prior-knowledge -H "Authorization:
 echo "$answer" | tr -d ' \n'
 echo
 [[ $(echo "$answer" | tr -d ' \n') == '{"uid":"pstn-1002","mute":true}' ]]
+
+step "/metrics: 404 through HAProxy (the public port), served on each replica's METRICS_PORT (9090)"
+status=$(curl -sS -o /dev/null -w '%{http_code}' "$url/metrics")
+[[ $status == 404 ]] || { echo "/metrics on the public port answered $status"; exit 1; }
+for replica in boardline-1 boardline-2; do
+  # The image has no shell and no curl: its node asks.
+  podman exec "${project}_${replica}_1" node -e '
+    fetch("http://127.0.0.1:9090/metrics").then(async (r) => {
+      const ok = r.status === 200 && (await r.text()).includes("boardline_calls_total");
+      if (!ok) { console.error(`'"$replica"': /metrics answered ${r.status}`); process.exit(1); }
+    });'
+done
 
 step "the mutes on the Redis replica, and the Sentinels' view"
 podman exec "${project}_redis-replica_1" redis-cli hkeys 'bl:chan:{acme/weekly-sync}:pstn-mute'

@@ -7,6 +7,8 @@
  *   (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS) and no JWT key source;
  * - production requires Redis, and anything but the demo requires a key source;
  * - the demo listens on 127.0.0.1 and converts with the bundled simulator;
+ * - /metrics is served on METRICS_PORT, apart from the public PORT, except in
+ *   the demo or with METRICS_ON_PUBLIC_PORT=true (which excludes METRICS_PORT);
  * - TLS_CERT and TLS_KEY come together; GUESS_LIMIT=0 turns the guess limit off;
  * - conversion webhooks need their secret outside the demo (webhook-settings.ts).
  */
@@ -32,7 +34,7 @@ export interface Config {
   readonly demo: boolean;
   readonly host: string;
   readonly port: number;
-  /** Where `/metrics` is served apart from `PORT`; undefined: on `PORT`. */
+  /** Where `/metrics` is served apart from `PORT`; undefined: on `PORT` (the demo, METRICS_ON_PUBLIC_PORT). */
   readonly metricsPort: number | undefined;
   readonly redis: RedisConfig | undefined;
   readonly redisKeyPrefix: string;
@@ -113,7 +115,7 @@ export function loadConfig(env: Env = process.env): Config {
     demo,
     host: demo && !isSet(env, "HOST") ? DEMO_HOST : readText(env, "HOST"),
     port: readInteger(env, "PORT"),
-    metricsPort: isSet(env, "METRICS_PORT") ? readInteger(env, "METRICS_PORT") : undefined,
+    metricsPort: readMetricsPort(env, demo),
     redis: redisSettings.redis,
     redisKeyPrefix: redisSettings.keyPrefix,
     redisCommandTimeoutMs: redisSettings.commandTimeoutMs,
@@ -184,6 +186,24 @@ function readKeyRing(env: Env, name: KeyRingName, production: boolean): KeyRing 
  */
 export function loadSecretsKeys(env: Env = process.env): KeyRing {
   return readKeyRing(env, "SECRETS_KEYS", isProduction(env)) ?? developmentKeyRing("SECRETS_KEYS");
+}
+
+/**
+ * METRICS_PORT, or undefined for `/metrics` on PORT: asked for with
+ * METRICS_ON_PUBLIC_PORT=true, or the demo's default (a laptop has no public
+ * port to protect, and one port is simpler to try).
+ */
+function readMetricsPort(env: Env, demo: boolean): number | undefined {
+  if (readChoice(env, "METRICS_ON_PUBLIC_PORT") === "true") {
+    if (isSet(env, "METRICS_PORT")) {
+      throw new ConfigError(
+        "METRICS_PORT",
+        "must not be set with METRICS_ON_PUBLIC_PORT=true (/metrics is on PORT then)",
+      );
+    }
+    return undefined;
+  }
+  return demo && !isSet(env, "METRICS_PORT") ? undefined : readInteger(env, "METRICS_PORT");
 }
 
 function readTracing(env: Env): Config["tracing"] {

@@ -19,6 +19,7 @@ export type * from "./variable-kinds.js";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 const CONVERSION_APIS = ["projector", "legacy"];
+const BOOLEANS = ["false", "true"];
 
 /** The rows, in the configuration table's order. A variable set to an empty (or blank) value counts as not set. */
 export const VARIABLES = {
@@ -31,12 +32,19 @@ export const VARIABLES = {
   },
   METRICS_PORT: {
     kind: "integer",
-    default: 0,
-    defaultNote: "— (`/metrics` on `PORT`)",
+    default: 9090,
+    defaultNote: "`9090` (demo mode: none, `/metrics` on `PORT`)",
     min: 0,
     max: 65535,
     meaning:
-      "serve `GET /metrics` on this port of `HOST` instead of on `PORT`, to keep it off the public port, with `/healthz` and `/readyz` (which `PORT` keeps answering too; this port closes last in a drain) (0 = any free port)",
+      "the port of `HOST` that serves `GET /metrics` (rendering it costs CPU, so it stays off the public port: `PORT` answers it 404), and `/healthz` and `/readyz`, which `PORT` answers too (this port closes last in a drain) (0 = any free port)",
+  },
+  METRICS_ON_PUBLIC_PORT: {
+    kind: "choice",
+    default: "false",
+    values: BOOLEANS,
+    meaning:
+      "`true`: `/metrics` on `PORT`, open (with its CPU cost) to whoever reaches that port, and no metrics port: `METRICS_PORT` set too stops start-up. Demo mode does this unasked: it runs alone on a laptop",
   },
   HOST: {
     kind: "text",

@@ -12,7 +12,8 @@
  *        │                                          only with CONVERSION_WEBHOOK_BASE; no JWT, a signed URL)
  *        ├─ an RPC path (/pkg.Service/Method)   ─► connect-es: Connect, gRPC-Web, other gRPC,
  *        │                                          health, reflection (src/server/rpc/router.ts)
- *        ├─ /healthz, /readyz, /metrics         ─► src/server/ops/endpoints.ts
+ *        ├─ /healthz, /readyz, /metrics         ─► src/server/ops/endpoints.ts (/metrics here only in
+ *        │                                          the demo or with METRICS_ON_PUBLIC_PORT, else on METRICS_PORT)
  *        ├─ /openapi.json, /docs (and its files) ─► api-docs.ts (the API reference)
  *        └─ anything else                       ─► 404 from the error table
  *

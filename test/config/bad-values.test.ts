@@ -50,6 +50,7 @@ const cases: Array<[string, Record<string, string>, string | RegExp]> = [
   ["OTEL_EXPORTER_OTLP_ENDPOINT", { OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" }, "must be an http or https URL"],
   ["OTEL_EXPORTER_OTLP_ENDPOINT", { OTEL_EXPORTER_OTLP_ENDPOINT: "otel collector" }, "must be an absolute http(s) URL"],
   ["CONVERSION_API", { CONVERSION_API: "v4" }, "must be one of projector, legacy"],
+  ["METRICS_ON_PUBLIC_PORT", { METRICS_ON_PUBLIC_PORT: "yes" }, "must be one of false, true"],
   ["PASSPHRASE_KEYS", { JWT_SECRET: SECRET, PASSPHRASE_KEYS: "c2hvcnQ=" }, "must decode to at least 32 bytes"],
   ["SECRETS_KEYS", { JWT_SECRET: SECRET, SECRETS_KEYS: "not base64!" }, "must be base64"],
   ["CONVERSION_API", { CONVERSION_API: "Projector" }, "must be one of projector, legacy"],

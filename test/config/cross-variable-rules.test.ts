@@ -23,6 +23,20 @@ describe("exactly one JWT key source", () => {
   });
 });
 
+describe("/metrics is on PORT or on METRICS_PORT, not both", () => {
+  it("METRICS_ON_PUBLIC_PORT=true refuses a METRICS_PORT beside it", () => {
+    const e = configError({ JWT_SECRET: SECRET, METRICS_ON_PUBLIC_PORT: "true", METRICS_PORT: "9090" });
+    expect(e.variable).toBe("METRICS_PORT");
+    expect(e.message).toBe("METRICS_PORT must not be set with METRICS_ON_PUBLIC_PORT=true (/metrics is on PORT then)");
+  });
+
+  it("METRICS_ON_PUBLIC_PORT=false takes METRICS_PORT as set", () => {
+    expect(loadConfig({ JWT_SECRET: SECRET, METRICS_ON_PUBLIC_PORT: "false", METRICS_PORT: "9100" }).metricsPort).toBe(
+      9100,
+    );
+  });
+});
+
 describe("the algorithms must fit the key source", () => {
   it("defaults: HS256 for a secret, RS256/ES256/EdDSA for a JWKS", () => {
     expect(loadConfig({ JWT_SECRET: SECRET }).jwt.algorithms).toEqual(["HS256"]);

@@ -11,7 +11,7 @@ describe("defaults", () => {
       demo: false,
       host: "0.0.0.0",
       port: 8080,
-      metricsPort: undefined,
+      metricsPort: 9090,
       redis: undefined,
       redisKeyPrefix: "bl:",
       redisCommandTimeoutMs: 1000,
@@ -73,10 +73,14 @@ describe("defaults", () => {
     expect(loadConfig({}).conversionApi).toBe("projector");
   });
 
-  it("METRICS_PORT moves /metrics to a port of its own; unset, it stays on PORT", () => {
+  it("/metrics on METRICS_PORT (9090 unset) outside the demo; on PORT in the demo or with METRICS_ON_PUBLIC_PORT=true", () => {
     expect(loadConfig({ JWT_SECRET: SECRET, METRICS_PORT: "9100" }).metricsPort).toBe(9100);
     expect(loadConfig({ JWT_SECRET: SECRET, METRICS_PORT: "0" }).metricsPort).toBe(0);
-    expect(loadConfig({ JWT_SECRET: SECRET }).metricsPort).toBeUndefined();
+    expect(loadConfig({ JWT_SECRET: SECRET }).metricsPort).toBe(9090);
+    expect(loadConfig({ JWT_SECRET: SECRET, METRICS_ON_PUBLIC_PORT: "true" }).metricsPort).toBeUndefined();
+    expect(loadConfig({ JWT_SECRET: SECRET, METRICS_ON_PUBLIC_PORT: "false" }).metricsPort).toBe(9090);
+    expect(loadConfig({}).metricsPort).toBeUndefined();
+    expect(loadConfig({ METRICS_PORT: "9100" }).metricsPort).toBe(9100);
   });
 
   it("with nothing set: the demo, on 127.0.0.1, with the bundled simulator and a random secret", () => {

@@ -95,6 +95,8 @@ beforeAll(async () => {
       // Loopback only: the container shares the host's network.
       HOST: "127.0.0.1",
       PORT: String(port),
+      // Not the fixed default: the host's network is shared with whatever else runs there.
+      METRICS_PORT: String(await freePort()),
       REDIS_URL: redis.url,
       JWT_SECRET: SECRET,
       // The image runs with NODE_ENV=production, which requires both key lists.
@@ -133,7 +135,7 @@ describe("the image", () => {
     expect(Config.User).toBe("10001:10001");
     expect(Config.StopSignal).toBe("SIGTERM");
     expect(Config.Env).toEqual(expect.arrayContaining(["NODE_ENV=production", "HOST=0.0.0.0", "PORT=8080"]));
-    expect(Object.keys(Config.ExposedPorts ?? {})).toEqual(["8080/tcp"]);
+    expect(Object.keys(Config.ExposedPorts ?? {}).sort()).toEqual(["8080/tcp", "9090/tcp"]);
     const labels = Config.Labels ?? {};
     expect(labels["org.opencontainers.image.version"]).toBe(pkg.version);
     expect(labels["org.opencontainers.image.licenses"]).toBe(pkg.license);

@@ -41,6 +41,12 @@ describe("demo mode", () => {
     expect(res.status).toBe(200);
   });
 
+  test("/metrics is served on PORT, beside the API: the demo has no port of its own for it", async () => {
+    const res = await fetch(`${url}/metrics`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain("boardline_calls_total");
+  });
+
   test("the printed API reference URL serves the page", async () => {
     const docs = /API reference: (\S+)/.exec(banner)?.[1];
     expect(docs).toBe(`${url}/docs`);

@@ -106,6 +106,8 @@ export function composeProblems(stack: Stack, env: Record<string, string>): stri
     );
     check(s.user === "10001" && s.read_only === true, `${name}: must run as user 10001 on a read-only root`);
     check(JSON.stringify(s.cap_drop) === '["ALL"]', `${name}: must drop ALL capabilities`);
+    // HAProxy is the way in; the metrics port (/metrics) stays on the compose network.
+    check(s.ports === undefined, `${name}: must publish no port (HAProxy publishes the public one)`);
     const needS = (config.shutdownDelayMs + config.shutdownGraceMs + config.redisCommandTimeoutMs + 2000) / 1000;
     check(seconds(s.stop_grace_period) >= needS, `${name}: stop_grace_period ${s.stop_grace_period} < ${needS} s`);
   }

@@ -85,6 +85,9 @@ describe("deploy/compose.yaml", () => {
     expect(broken(edit((c) => (c.services["boardline-2"].stop_grace_period = "12s")))).toEqual([
       "boardline-2: stop_grace_period 12s < 18 s",
     ]);
+    expect(broken(edit((c) => (c.services["boardline-2"].ports = ["127.0.0.1:9090:9090"])))).toEqual([
+      "boardline-2: must publish no port (HAProxy publishes the public one)",
+    ]);
     expect(broken(edit((c) => delete c.services["boardline-1"].read_only))).toEqual([
       "boardline-1: must run as user 10001 on a read-only root",
     ]);

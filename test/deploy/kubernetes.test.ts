@@ -192,6 +192,16 @@ describe("deploy/kubernetes, the parts around the renderings", () => {
     expect(broken((_, objects) => (policy(objects).policyTypes = ["Ingress"]))).toEqual([
       "the NetworkPolicy must restrict both Ingress and Egress",
     ]);
+    expect(
+      broken(
+        (_, objects) => (only(objects, "Deployment").spec.template.metadata.annotations["prometheus.io/port"] = "8080"),
+      ),
+    ).toEqual(["the pods must be annotated for scraping /metrics on port 9090"]);
+    const metricsOfService = (objects: KubeObject[]) =>
+      only(objects, "Service").spec.ports.find((p: KubeObject) => p.name === "metrics");
+    expect(broken((_, objects) => (metricsOfService(objects).targetPort = "http"))).toEqual([
+      "the Service's metrics port must lead to /metrics on port 9090, not 8080",
+    ]);
   });
 
   it("a variable boardline does not read, or a value it refuses, is caught", () => {
@@ -200,6 +210,9 @@ describe("deploy/kubernetes, the parts around the renderings", () => {
     expect(unknownVariables(objects, SECRET)).toEqual(["SHUTDOWN_DELAY"]);
     only(objects, "ConfigMap").data.SHUTDOWN_GRACE_MS = "ten seconds";
     expect(configOf(podEnvironment(objects, SECRET))).toMatch(/^SHUTDOWN_GRACE_MS/);
+    const both = copy(base);
+    only(both, "ConfigMap").data.METRICS_ON_PUBLIC_PORT = "true";
+    expect(configOf(podEnvironment(both, SECRET))).toMatch(/^METRICS_PORT must not be set with METRICS_ON_PUBLIC_PORT/);
   });
 
   it("a Secret not mounted where the NAME_FILE variables point, or lacking a key, is caught", () => {

@@ -163,12 +163,19 @@ function spreadProblems(objects: KubeObject[], config: Config): string[] {
     h2c.length === 1 && targetOf(h2c[0]) === config.port,
     `the Service needs one port with appProtocol kubernetes.io/h2c onto PORT ${config.port}`,
   );
+  // /metrics is where the configuration puts it: METRICS_PORT, or PORT with METRICS_ON_PUBLIC_PORT=true.
+  const metricsPort = config.metricsPort ?? config.port;
   const annotations = deployment.spec.template.metadata.annotations ?? {};
   check(
     annotations["prometheus.io/scrape"] === "true" &&
-      annotations["prometheus.io/port"] === String(config.metricsPort) &&
+      annotations["prometheus.io/port"] === String(metricsPort) &&
       annotations["prometheus.io/path"] === "/metrics",
-    `the pods must be annotated for scraping /metrics on METRICS_PORT (${config.metricsPort})`,
+    `the pods must be annotated for scraping /metrics on port ${metricsPort}`,
+  );
+  const metricsTargets = (service.spec.ports ?? []).filter((p: KubeObject) => p.name === "metrics").map(targetOf);
+  check(
+    metricsTargets.every((port: unknown) => port === metricsPort),
+    `the Service's metrics port must lead to /metrics on port ${metricsPort}, not ${metricsTargets}`,
   );
 
   const pdb = only(objects, "PodDisruptionBudget");

@@ -219,7 +219,7 @@ test("with MAX_WATCHES below the burst, exactly the excess is refused with Retry
     console.log("refused:", tally(refused, refusal));
     expect(open.length).toBe(max);
     expect(refused.length).toBe(2 * count - max);
-    const metrics = await (await fetch(`${bl.url}/metrics`)).text();
+    const metrics = await (await fetch(`${bl.metricsUrl}/metrics`)).text();
     expect(metrics).toMatch(new RegExp(`^boardline_watch_refusals_total ${2 * count - max}$`, "m"));
     expect(bl.output()).toMatch(/"level":40.*"msg":"watches refused: MAX_WATCHES are open/);
     for (const w of refused) {

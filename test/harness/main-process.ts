@@ -10,9 +10,13 @@ import { eventually } from "./eventually.js";
 import { spawnTied } from "./tied-spawn.js";
 
 export interface MainProcess {
-  /** `http://127.0.0.1:<port>` */
+  /** `http://<HOST>:<port>`, as its "boardline is listening" line says (`http://127.0.0.1:<port>` by default). */
   readonly url: string;
   readonly port: number;
+  /** The port `/metrics` is served on, as its "boardline is listening" line says (`port` when on the public one). */
+  readonly metricsPort: number;
+  /** `http://<HOST>:<metricsPort>` */
+  readonly metricsUrl: string;
   readonly proc: ChildProcess;
   /** Everything it printed so far (stdout and stderr). */
   output(): string;
@@ -26,8 +30,11 @@ process.once("exit", () => {
 
 /**
  * Starts it with only PATH, PORT=0, HOST=127.0.0.1, SHUTDOWN_DELAY_MS=0 (a SIGTERM stops it at
- * once; a test of the delay sets it), the development keys (DEVELOPMENT_KEYS, which production
- * requires to be set) and `env`; resolves once it logs its URL.
+ * once; a test of the delay sets it), METRICS_PORT=0 (not the fixed default, which processes
+ * started side by side would share; a test of the default sets it empty, which counts as unset;
+ * left out when `env` asks for METRICS_ON_PUBLIC_PORT=true, which refuses it), the development
+ * keys (DEVELOPMENT_KEYS, which production requires to be set) and `env`; resolves once it logs
+ * its URL.
  * `maxOpenFiles` lowers its file descriptor limit (`ulimit -n`, through bash).
  */
 export async function startMainProcess(
@@ -45,6 +52,7 @@ export async function startMainProcess(
       PORT: "0",
       HOST: "127.0.0.1",
       SHUTDOWN_DELAY_MS: "0",
+      ...(env.METRICS_ON_PUBLIC_PORT === "true" ? {} : { METRICS_PORT: "0" }),
       ...DEVELOPMENT_KEYS,
       ...env,
     },
@@ -56,15 +64,25 @@ export async function startMainProcess(
   proc.stderr?.on("data", (d) => {
     out += String(d);
   });
-  const port = await new Promise<number>((resolve, reject) => {
+  const { url, metricsPort } = await new Promise<{ url: string; metricsPort: number }>((resolve, reject) => {
     proc.stdout?.on("data", (d) => {
       out += String(d);
-      const m = /"url":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(out);
-      if (m) resolve(Number(m[1]));
+      const lines = out.split("\n").slice(0, -1); // whole lines only
+      const line = lines.find((l) => l.includes('"msg":"boardline is listening"'));
+      if (line !== undefined) resolve(JSON.parse(line) as { url: string; metricsPort: number });
     });
     proc.once("exit", () => reject(new Error(`exited early: ${out}`)));
   });
-  return { url: `http://127.0.0.1:${port}`, port, proc, output: () => out };
+  const metricsUrl = new URL(url);
+  metricsUrl.port = String(metricsPort);
+  return {
+    url,
+    port: Number(new URL(url).port),
+    metricsPort,
+    metricsUrl: metricsUrl.origin,
+    proc,
+    output: () => out,
+  };
 }
 
 /**

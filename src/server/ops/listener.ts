@@ -1,8 +1,9 @@
 /**
  * A port of its own for the operator endpoints (`METRICS_PORT`): `/metrics`
- * (which costs real CPU to render, so it stays off the public port when the
- * operator wants), `/healthz` and `/readyz`. Plain HTTP/1.1, the same header
- * limits and deadlines as the main port, nothing else served.
+ * (which costs real CPU to render, so outside the demo it stays off the public
+ * port unless METRICS_ON_PUBLIC_PORT says otherwise), `/healthz` and `/readyz`.
+ * Plain HTTP/1.1, the same header limits and deadlines as the main port,
+ * nothing else served.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";

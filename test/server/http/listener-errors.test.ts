@@ -44,7 +44,7 @@ test("accepts that fail for want of file descriptors are logged (rate-limited) a
   expect(lines.length).toBeLessThanOrEqual(4); // about 2.5 s of failures: at most one line a second
   expect(JSON.parse(lines[0] as string)).toMatchObject({ level: 40, code: "EMFILE" }); // pino: 40 is warn;
 
-  const metrics = await (await fetch(`${main.url}/metrics`)).text();
+  const metrics = await (await fetch(`${main.metricsUrl}/metrics`)).text();
   const count = /^boardline_listener_errors_total\{code="EMFILE"\} (\d+)$/m.exec(metrics);
   expect(Number(count?.[1] ?? 0)).toBeGreaterThan(0);
   expect((await fetch(`${main.url}/healthz`)).status).toBe(200);
