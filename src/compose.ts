@@ -28,7 +28,8 @@ import { PstnStateReader } from "./services/pstn/read-state.js";
 import { retryLockMs, SafeRetries } from "./services/idempotency/safe-retries.js";
 import { PstnWatches } from "./services/pstn/watch-events.js";
 import { DEFAULT_PSTN_WATCH_SETTINGS, PstnWatchHub, type PstnWatchSettings } from "./services/pstn/watch-hub.js";
-import { WatchSlots } from "./services/watch-slots.js";
+import { type Refusal, WatchSlots } from "./services/watch-slots.js";
+import { defaultWatchShare } from "./config/watch-variables.js";
 import { WhiteboardConversions } from "./services/conversion/convert.js";
 
 export type { Server } from "./server/start-server.js";
@@ -50,6 +51,11 @@ export interface LaunchOptions extends ListenOptions {
   readonly follow?: Partial<FollowerSettings>;
   /** Watches at once on this instance, of conversions and of mute events together (MAX_WATCHES; default 10 000). */
   readonly maxWatches?: number;
+  /**
+   * The most watches one project holds on this instance (MAX_WATCHES_PER_PROJECT; default a quarter of
+   * `maxWatches`, as the configuration's).
+   */
+  readonly maxWatchesPerProject?: number;
   /** Channels one mute-event watch may name (MAX_WATCH_CHANNELS; default 1 000). */
   readonly maxWatchChannels?: number;
   /** How the mute-event watches read (default: the documented defaults; tests shorten the sweep). */
@@ -80,7 +86,12 @@ const WATCH_POLL_MS = 250;
 export async function launch(o: LaunchOptions): Promise<Server> {
   const guard = o.guard ?? noGuard;
   const settings = { ...DEFAULT_FOLLOWER_SETTINGS, ...o.follow };
-  const slots = new WatchSlots(o.maxWatches ?? 10_000, refusalLog(o.logger));
+  const maxWatches = o.maxWatches ?? 10_000;
+  const slots = new WatchSlots(
+    maxWatches,
+    o.maxWatchesPerProject ?? defaultWatchShare(maxWatches),
+    refusalLog(o.logger),
+  );
   const hub = new ConversionWatchHub(o.store, { pollMs: WATCH_POLL_MS, slots });
   const pstnHub = new PstnWatchHub(o.store.pstnEvents, slots, { ...DEFAULT_PSTN_WATCH_SETTINGS, ...o.pstnWatch });
   // The follower starts after the server, whose metrics count its polls.
@@ -130,14 +141,24 @@ export async function launch(o: LaunchOptions): Promise<Server> {
   };
 }
 
-/** Warns of watches refused for want of a slot, at most once a second, with how many since the last line. */
-function refusalLog(logger: Logger): (inUse: number) => void {
-  return atMostOncePer(1_000, (passedOver, inUse: number) =>
+/**
+ * Warns of watches refused for want of a slot, at most once a second for each reason (every slot
+ * taken, or a project's share), with how many since the last line.
+ */
+function refusalLog(logger: Logger): (inUse: number, why: Refusal, project: string) => void {
+  const full = atMostOncePer(1_000, (passedOver, inUse: number) =>
     logger.warn(
       { refused: passedOver + 1, open: inUse },
       "watches refused: MAX_WATCHES are open; clients retry after Retry-After",
     ),
   );
+  const share = atMostOncePer(1_000, (passedOver, inUse: number, project: string) =>
+    logger.warn(
+      { refused: passedOver + 1, open: inUse, project },
+      "watches refused: a project has MAX_WATCHES_PER_PROJECT open; its clients retry after Retry-After",
+    ),
+  );
+  return (inUse, why, project) => (why === "instance" ? full(inUse) : share(inUse, project));
 }
 
 /** Webhook URLs under `base`, signed with `secret`; a call wakes this instance's follower. */
