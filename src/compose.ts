@@ -10,6 +10,7 @@ import { conversionWebhookUrl } from "./server/json/conversion-webhook.js";
 import { type Server, startServer } from "./server/start-server.js";
 import type { ListenOptions } from "./server/http/listener.js";
 import { servedMethods, servedStreams } from "./server/call/served-methods.js";
+import { Openings, STREAM_OPENINGS_AT_ONCE } from "./server/call/openings.js";
 import { ChannelAdmin } from "./services/channel/admin.js";
 import { WhiteboardSettingsAdmin } from "./services/channel/whiteboard-settings.js";
 import {
@@ -53,7 +54,7 @@ export interface LaunchOptions extends ListenOptions {
   readonly maxWatches?: number;
   /**
    * The most watches one project holds on this instance (MAX_WATCHES_PER_PROJECT; default a quarter of
-   * `maxWatches`, as the configuration's).
+   * `maxWatches`, as the configuration's). Openings waiting their turn are bounded by `maxWatches` too.
    */
   readonly maxWatchesPerProject?: number;
   /** Channels one mute-event watch may name (MAX_WATCH_CHANNELS; default 1 000). */
@@ -92,6 +93,8 @@ export async function launch(o: LaunchOptions): Promise<Server> {
     o.maxWatchesPerProject ?? defaultWatchShare(maxWatches),
     refusalLog(o.logger),
   );
+  // More openings waiting than watches can be open would only wait to be refused (openings.ts).
+  const openings = new Openings(STREAM_OPENINGS_AT_ONCE, maxWatches, linedUpLog(o.logger));
   const hub = new ConversionWatchHub(o.store, { pollMs: WATCH_POLL_MS, slots });
   const pstnHub = new PstnWatchHub(o.store.pstnEvents, slots, { ...DEFAULT_PSTN_WATCH_SETTINGS, ...o.pstnWatch });
   // The follower starts after the server, whose metrics count its polls.
@@ -125,10 +128,11 @@ export async function launch(o: LaunchOptions): Promise<Server> {
     methods: servedMethods(domain),
     streams: servedStreams(domain),
     storeReady: () => o.store.ping(),
+    openings,
     ...(webhooks === undefined ? {} : { conversionWebhook: (id, sig) => webhooks.receive(id, sig) }),
   });
   countPoll = (lateMs) => server.metrics.observeConversionPoll(lateMs);
-  server.metrics.countWatchRefusals(() => slots.refused);
+  server.metrics.countWatchRefusals(() => slots.refused + openings.refused);
   follower.start();
   return {
     ...server,
@@ -159,6 +163,16 @@ function refusalLog(logger: Logger): (inUse: number, why: Refusal, project: stri
     ),
   );
   return (inUse, why, project) => (why === "instance" ? full(inUse) : share(inUse, project));
+}
+
+/** Warns of stream openings refused because the line of those waiting to open was full, at most once a second. */
+function linedUpLog(logger: Logger): (waiting: number) => void {
+  return atMostOncePer(1_000, (passedOver, waiting: number) =>
+    logger.warn(
+      { refused: passedOver + 1, waiting },
+      "watches refused: MAX_WATCHES openings already wait their turn; clients retry after Retry-After",
+    ),
+  );
 }
 
 /** Webhook URLs under `base`, signed with `secret`; a call wakes this instance's follower. */

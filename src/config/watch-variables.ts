@@ -20,7 +20,7 @@ export const WATCH_VARIABLES = {
     min: 1,
     max: 1_000_000,
     meaning:
-      "watch streams open at once on one instance (WatchConversion and WatchPstnEvents together); past it → 429",
+      "watch streams open at once on one instance (WatchConversion and WatchPstnEvents together); past it → 429; also the most stream openings that wait their turn to open (64 open at a time), past which one is refused at once (429, `Retry-After`) rather than queued",
   },
   MAX_WATCHES_PER_PROJECT: {
     kind: "integer",
