@@ -10,6 +10,7 @@ import { conversionWebhookUrl } from "./server/json/conversion-webhook.js";
 import { type Server, startServer } from "./server/start-server.js";
 import type { ListenOptions } from "./server/http/listener.js";
 import { servedMethods, servedStreams } from "./server/call/served-methods.js";
+import { Openings, STREAM_OPENINGS_AT_ONCE } from "./server/call/openings.js";
 import { ChannelAdmin } from "./services/channel/admin.js";
 import { WhiteboardSettingsAdmin } from "./services/channel/whiteboard-settings.js";
 import {
@@ -28,7 +29,8 @@ import { PstnStateReader } from "./services/pstn/read-state.js";
 import { retryLockMs, SafeRetries } from "./services/idempotency/safe-retries.js";
 import { PstnWatches } from "./services/pstn/watch-events.js";
 import { DEFAULT_PSTN_WATCH_SETTINGS, PstnWatchHub, type PstnWatchSettings } from "./services/pstn/watch-hub.js";
-import { WatchSlots } from "./services/watch-slots.js";
+import { type Refusal, WatchSlots } from "./services/watch-slots.js";
+import { defaultWatchShare } from "./config/watch-variables.js";
 import { WhiteboardConversions } from "./services/conversion/convert.js";
 
 export type { Server } from "./server/start-server.js";
@@ -50,6 +52,11 @@ export interface LaunchOptions extends ListenOptions {
   readonly follow?: Partial<FollowerSettings>;
   /** Watches at once on this instance, of conversions and of mute events together (MAX_WATCHES; default 10 000). */
   readonly maxWatches?: number;
+  /**
+   * The most watches one project holds on this instance (MAX_WATCHES_PER_PROJECT; default a quarter of
+   * `maxWatches`, as the configuration's). Openings waiting their turn are bounded by `maxWatches` too.
+   */
+  readonly maxWatchesPerProject?: number;
   /** Channels one mute-event watch may name (MAX_WATCH_CHANNELS; default 1 000). */
   readonly maxWatchChannels?: number;
   /** How the mute-event watches read (default: the documented defaults; tests shorten the sweep). */
@@ -80,7 +87,14 @@ const WATCH_POLL_MS = 250;
 export async function launch(o: LaunchOptions): Promise<Server> {
   const guard = o.guard ?? noGuard;
   const settings = { ...DEFAULT_FOLLOWER_SETTINGS, ...o.follow };
-  const slots = new WatchSlots(o.maxWatches ?? 10_000, refusalLog(o.logger));
+  const maxWatches = o.maxWatches ?? 10_000;
+  const slots = new WatchSlots(
+    maxWatches,
+    o.maxWatchesPerProject ?? defaultWatchShare(maxWatches),
+    refusalLog(o.logger),
+  );
+  // More openings waiting than watches can be open would only wait to be refused (openings.ts).
+  const openings = new Openings(STREAM_OPENINGS_AT_ONCE, maxWatches, linedUpLog(o.logger));
   const hub = new ConversionWatchHub(o.store, { pollMs: WATCH_POLL_MS, slots });
   const pstnHub = new PstnWatchHub(o.store.pstnEvents, slots, { ...DEFAULT_PSTN_WATCH_SETTINGS, ...o.pstnWatch });
   // The follower starts after the server, whose metrics count its polls.
@@ -114,10 +128,11 @@ export async function launch(o: LaunchOptions): Promise<Server> {
     methods: servedMethods(domain),
     streams: servedStreams(domain),
     storeReady: () => o.store.ping(),
+    openings,
     ...(webhooks === undefined ? {} : { conversionWebhook: (id, sig) => webhooks.receive(id, sig) }),
   });
   countPoll = (lateMs) => server.metrics.observeConversionPoll(lateMs);
-  server.metrics.countWatchRefusals(() => slots.refused);
+  server.metrics.countWatchRefusals(() => slots.refused + openings.refused);
   follower.start();
   return {
     ...server,
@@ -130,12 +145,32 @@ export async function launch(o: LaunchOptions): Promise<Server> {
   };
 }
 
-/** Warns of watches refused for want of a slot, at most once a second, with how many since the last line. */
-function refusalLog(logger: Logger): (inUse: number) => void {
-  return atMostOncePer(1_000, (passedOver, inUse: number) =>
+/**
+ * Warns of watches refused for want of a slot, at most once a second for each reason (every slot
+ * taken, or a project's share), with how many since the last line.
+ */
+function refusalLog(logger: Logger): (inUse: number, why: Refusal, project: string) => void {
+  const full = atMostOncePer(1_000, (passedOver, inUse: number) =>
     logger.warn(
       { refused: passedOver + 1, open: inUse },
       "watches refused: MAX_WATCHES are open; clients retry after Retry-After",
+    ),
+  );
+  const share = atMostOncePer(1_000, (passedOver, inUse: number, project: string) =>
+    logger.warn(
+      { refused: passedOver + 1, open: inUse, project },
+      "watches refused: a project has MAX_WATCHES_PER_PROJECT open; its clients retry after Retry-After",
+    ),
+  );
+  return (inUse, why, project) => (why === "instance" ? full(inUse) : share(inUse, project));
+}
+
+/** Warns of stream openings refused because the line of those waiting to open was full, at most once a second. */
+function linedUpLog(logger: Logger): (waiting: number) => void {
+  return atMostOncePer(1_000, (passedOver, waiting: number) =>
+    logger.warn(
+      { refused: passedOver + 1, waiting },
+      "watches refused: MAX_WATCHES openings already wait their turn; clients retry after Retry-After",
     ),
   );
 }

@@ -43,6 +43,7 @@ async function main(): Promise<void> {
     ...(config.metricsPort === undefined ? {} : { metricsPort: config.metricsPort }),
     follow: config.conversionFollow,
     maxWatches: config.maxWatches,
+    maxWatchesPerProject: config.maxWatchesPerProject,
     maxWatchChannels: config.maxWatchChannels,
     ...(tracing === undefined ? {} : { tracer: tracing.calls }),
     ...(config.conversionWebhook === undefined ? {} : { webhooks: webhookSettings(config.conversionWebhook) }),

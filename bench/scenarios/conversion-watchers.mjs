@@ -194,6 +194,7 @@ async function startBoardline(name, prefix, simulatorUrl, pollEnv) {
         REDIS_KEY_PREFIX: prefix,
         CONVERSION_API_BASE: simulatorUrl,
         MAX_WATCHES: String(WATCHERS),
+        MAX_WATCHES_PER_PROJECT: String(WATCHERS), // every watcher is one project's
         BENCH_GC_PROBE_OUT: join(WORK, `${name}.memory.json`),
       },
       stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],

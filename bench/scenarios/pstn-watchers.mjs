@@ -59,6 +59,7 @@ async function startBoardline(redisUrl, jwtSecret) {
       REDIS_KEY_PREFIX: PREFIX,
       JWT_SECRET: jwtSecret,
       MAX_WATCHES: String(WATCHERS),
+      MAX_WATCHES_PER_PROJECT: String(WATCHERS), // every watcher is one project's
       BENCH_GC_PROBE_OUT: probeFile,
     },
     ["--expose-gc", "-r", "./bench/lib/gc-probe.cjs"],

@@ -8,7 +8,8 @@
  * What runs, all on loopback, every process started and stopped here:
  *   - a redis-server of its own (no persistence) and, per cell, a fresh
  *     boardline (dist/src/main.js, the package's V8 flags, NODE_ENV=production,
- *     MAX_WATCHES = BENCH_STORM_MAX_WATCHES, default 10 000) — a fresh instance,
+ *     MAX_WATCHES = MAX_WATCHES_PER_PROJECT = BENCH_STORM_MAX_WATCHES, default
+ *     10 000, as the storm is one project's) — a fresh instance,
  *     as the one a storm reconnects to has none of the watches yet — both
  *     pinned to the first allowed CPU when there are two; this process (the
  *     watchers) on the second;
@@ -165,6 +166,8 @@ async function cell(redisUrl, token, size, rate) {
     REDIS_KEY_PREFIX: PREFIX,
     JWT_SECRET: SECRET,
     MAX_WATCHES: String(MAX_WATCHES),
+    // The storm is one project's gateway: its share is the whole instance.
+    MAX_WATCHES_PER_PROJECT: String(MAX_WATCHES),
   });
   const url = bl.url;
   const sessions = await connectSessions(url);

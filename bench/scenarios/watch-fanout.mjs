@@ -188,6 +188,7 @@ async function boardlineTarget(redisUrl, passphrases, jwtFile, { muteJwt, watchJ
       REDIS_KEY_PREFIX: PREFIX,
       JWT_SECRET: SECRET,
       MAX_WATCHES: String(WATCHES + DELAY_WATCHERS + 1000),
+      MAX_WATCHES_PER_PROJECT: String(WATCHES + DELAY_WATCHERS + 1000), // every watch is one project's
       BENCH_GC_PROBE_OUT: probeFile,
       ...(SNAPSHOTS ? { BENCH_GC_PROBE_SNAPSHOT: `${probeFile}.heapsnapshot` } : {}),
     },

@@ -26,6 +26,7 @@ import {
 import { type JwtSettings, KEY_SOURCES, loadJwtSettings } from "./jwt-settings.js";
 import { loadRedisSettings, type RedisConfig, type RedisSettings } from "./redis-settings.js";
 import { loadWebhookSettings, type WebhookConfig } from "./webhook-settings.js";
+import { defaultWatchShare } from "./watch-variables.js";
 import { developmentKeyRing, type KeyRing, keyRing } from "../secrets/key-ring.js";
 
 export interface Config {
@@ -62,6 +63,8 @@ export interface Config {
   /** Conversion webhooks (CONVERSION_WEBHOOK_BASE, CONVERSION_WEBHOOK_SECRET); undefined: off. */
   readonly conversionWebhook: WebhookConfig | undefined;
   readonly maxWatches: number;
+  /** The most watches one project holds on this instance (MAX_WATCHES_PER_PROJECT; default a quarter of `maxWatches`). */
+  readonly maxWatchesPerProject: number;
   readonly maxWatchChannels: number;
   readonly corsOrigins: readonly string[];
   readonly maxBodyBytes: number;
@@ -134,7 +137,7 @@ export function loadConfig(env: Env = process.env): Config {
     idempotencyTtlHours: readInteger(env, "IDEMPOTENCY_TTL_HOURS"),
     channelDefaultTtlMs: loadChannelDefaultTtlMs(env),
     conversionWebhook: loadWebhookSettings(env, demo, conversionApi),
-    maxWatches: readInteger(env, "MAX_WATCHES"),
+    ...readWatchShares(env),
     maxWatchChannels: readInteger(env, "MAX_WATCH_CHANNELS"),
     corsOrigins: (readList(env, "CORS_ORIGINS") ?? []).map((origin) => origin.replace(/\/$/, "")),
     maxBodyBytes: readInteger(env, "MAX_BODY_BYTES"),
@@ -204,6 +207,21 @@ function readMetricsPort(env: Env, demo: boolean): number | undefined {
     return undefined;
   }
   return demo && !isSet(env, "METRICS_PORT") ? undefined : readInteger(env, "METRICS_PORT");
+}
+
+/** MAX_WATCHES and a project's share of them, which cannot be more than all of them. */
+function readWatchShares(env: Env): Pick<Config, "maxWatches" | "maxWatchesPerProject"> {
+  const maxWatches = readInteger(env, "MAX_WATCHES");
+  if (!isSet(env, "MAX_WATCHES_PER_PROJECT"))
+    return { maxWatches, maxWatchesPerProject: defaultWatchShare(maxWatches) };
+  const maxWatchesPerProject = readInteger(env, "MAX_WATCHES_PER_PROJECT");
+  if (maxWatchesPerProject > maxWatches) {
+    throw new ConfigError(
+      "MAX_WATCHES_PER_PROJECT",
+      `(${maxWatchesPerProject}) cannot be more than MAX_WATCHES (${maxWatches}): a project's share is part of the instance's watches`,
+    );
+  }
+  return { maxWatches, maxWatchesPerProject };
 }
 
 function readTracing(env: Env): Config["tracing"] {

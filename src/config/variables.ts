@@ -4,8 +4,8 @@
  * rows (see read-variable.ts), and the configuration table of
  * docs/configuration.md is generated from them (`npm run generate`), so neither can drift from this file.
  * The Redis rows are written in redis-variables.ts, the guessing limit's in
- * guess-variables.ts and the key rings' in key-variables.ts, and take their
- * place here.
+ * guess-variables.ts, the watches' in watch-variables.ts and the key rings' in
+ * key-variables.ts, and take their place here.
  * Rules that tie several variables together live in load-config.ts,
  * redis-settings.ts and jwt-settings.ts.
  */
@@ -13,6 +13,7 @@ import { JWT_ALGORITHMS, isOrigin, checkWebhookBase } from "./accepted-values.js
 import { GUESS_VARIABLES } from "./guess-variables.js";
 import { KEY_VARIABLES } from "./key-variables.js";
 import { REDIS_VARIABLES } from "./redis-variables.js";
+import { WATCH_VARIABLES } from "./watch-variables.js";
 import type { Variable } from "./variable-kinds.js";
 
 export type * from "./variable-kinds.js";
@@ -186,20 +187,7 @@ export const VARIABLES = {
     meaning:
       "the HMAC-SHA256 key of the webhook URLs' `sig`: the same on every instance; required with `CONVERSION_WEBHOOK_BASE` outside demo mode. A new key makes the URLs of running tasks fail (401); those tasks are still followed by polling",
   },
-  MAX_WATCHES: {
-    kind: "integer",
-    default: 10_000,
-    min: 1,
-    max: 1_000_000,
-    meaning: "watch streams open at once on one instance (WatchConversion and WatchPstnEvents together); past it → 429",
-  },
-  MAX_WATCH_CHANNELS: {
-    kind: "integer",
-    default: 1000,
-    min: 1,
-    max: 100_000,
-    meaning: "channels one WatchPstnEvents may name; more → 429 / RESOURCE_EXHAUSTED (split them over several watches)",
-  },
+  ...WATCH_VARIABLES,
   CONVERSION_RETENTION_DAYS: {
     kind: "integer",
     default: 7,

@@ -18,6 +18,7 @@ import type { Authenticator } from "../services/ports.js";
 import type { CallTracer } from "../tracing/hooks.js";
 import { apiDocs } from "./ops/api-docs.js";
 import { CallPipeline } from "./call/pipeline.js";
+import type { Openings } from "./call/openings.js";
 import { ConversionWebhookEndpoint, type WebhookReceiver } from "./json/conversion-webhook.js";
 import { Cors } from "./http/cors.js";
 import { createDispatch } from "./dispatch.js";
@@ -51,6 +52,8 @@ export interface ServerOptions extends ListenOptions {
   readonly tracer?: CallTracer;
   /** Receive the conversion backend's webhooks (CONVERSION_WEBHOOK_BASE); none by default. */
   readonly conversionWebhook?: WebhookReceiver;
+  /** The line server streams wait in to open (call/openings.ts); by default 64 at a time, the line unbounded. */
+  readonly openings?: Openings;
 }
 
 export interface Server extends RunningServer {
@@ -66,7 +69,7 @@ export interface Server extends RunningServer {
 
 export async function startServer(o: ServerOptions): Promise<Server> {
   const metrics = new Metrics({ collectDefault: o.collectDefaultMetrics ?? false });
-  const pipeline = new CallPipeline(o.authenticator, o.logger, metrics, o.tracer);
+  const pipeline = new CallPipeline(o.authenticator, o.logger, metrics, o.tracer, o.openings);
   // Draining starts at shutdown: readiness turns false and health Watch streams
   // end. In-flight calls are cancelled only when the grace period is over.
   const draining = new AbortController();

@@ -149,3 +149,20 @@ describe("TLS and the guess limit", () => {
     });
   });
 });
+
+describe("a project's share of the watches", () => {
+  it("is a quarter of MAX_WATCHES, rounded up, unless set", () => {
+    expect(loadConfig({ JWT_SECRET: SECRET }).maxWatchesPerProject).toBe(2_500);
+    expect(loadConfig({ JWT_SECRET: SECRET, MAX_WATCHES: "60" }).maxWatchesPerProject).toBe(15);
+    expect(loadConfig({ JWT_SECRET: SECRET, MAX_WATCHES: "1" }).maxWatchesPerProject).toBe(1);
+    expect(
+      loadConfig({ JWT_SECRET: SECRET, MAX_WATCHES: "10", MAX_WATCHES_PER_PROJECT: "10" }).maxWatchesPerProject,
+    ).toBe(10);
+  });
+
+  it("may not be more than MAX_WATCHES: the error names both", () => {
+    const e = configError({ JWT_SECRET: SECRET, MAX_WATCHES: "60", MAX_WATCHES_PER_PROJECT: "61" });
+    expect(e.variable).toBe("MAX_WATCHES_PER_PROJECT");
+    expect(e.message).toMatch(/^MAX_WATCHES_PER_PROJECT \(61\) cannot be more than MAX_WATCHES \(60\)/);
+  });
+});

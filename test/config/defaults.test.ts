@@ -33,6 +33,7 @@ describe("defaults", () => {
       idempotencyTtlHours: 24,
       conversionWebhook: undefined,
       maxWatches: 10_000,
+      maxWatchesPerProject: 2_500,
       maxWatchChannels: 1000,
       corsOrigins: [],
       maxBodyBytes: 65_536,

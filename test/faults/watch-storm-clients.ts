@@ -1,5 +1,5 @@
 /**
- * The watchers of the reconnect-storm test (issue 26): WatchPstnEvents over
+ * The watchers of the reconnect-storm test: WatchPstnEvents over
  * gRPC, many streams on a few HTTP/2 connections (node:http2, as a gateway's
  * gRPC library multiplexes them), and over server-sent events, one HTTP/1.1
  * connection each (node:http, no keep-alive pool). Each watch records when

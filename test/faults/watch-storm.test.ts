@@ -1,12 +1,14 @@
 /**
- * Issue 26: a reconnect storm of watchers is served, not dropped. One boardline
- * process (dist/src/main.js) on a redis-server of its own; 2 000 channels, each
- * with one mute event already. In one burst, every channel is watched twice —
+ * A reconnect storm of watchers is served, not dropped. One boardline
+ * process (dist/src/main.js) on a redis-server of its own; 2 000 channels of
+ * four projects, each channel with one mute event already. In one burst, every channel is watched twice —
  * once by WatchPstnEvents over gRPC (20 HTTP/2 connections of 100 streams) and
  * once over server-sent events (a HTTP/1.1 connection each) — resuming from
  * before that event, as clients reconnecting with their cursors do; so each
  * watch's first event is the one already there, and it comes as soon as the
- * watch is established (gRPC sends its headers with the first message).
+ * watch is established (gRPC sends its headers with the first message). Each
+ * project's 1 000 watches fit its default share of the instance (a quarter of
+ * MAX_WATCHES: 2 500), as the gateways of several projects reconnecting do.
  *
  * Asserted: every watch opens (no UNAVAILABLE / 503, no refusal), gets its
  * first event within 10 s of the burst and stays open; one mute per channel
@@ -31,7 +33,8 @@ import { ROUTES } from "../harness/routes.js";
 import { grpcWatch, type StormWatch, sseWatch } from "./watch-storm-clients.js";
 
 const SECRET = "watch-storm-secret-0123456789abcdef";
-const PROJECT = "p";
+/** The projects the channels belong to, in turn; each has its gateway. */
+const PROJECTS = ["p0", "p1", "p2", "p3"];
 const CHANNELS = 2_000;
 const SESSIONS = 20;
 /** Every watch must be live this soon after the burst (the issue's bound). */
@@ -41,6 +44,7 @@ const FROM_START = "0-1";
 
 const prefix = uniquePrefix("storm");
 const channels = Array.from({ length: CHANNELS }, (_, i) => ({
+  project: PROJECTS[i % PROJECTS.length] as string,
   channel: `storm-${i}`,
   hostPassphrase: `host ${i} ${randomBytes(6).toString("hex")}`,
 }));
@@ -56,7 +60,7 @@ beforeAll(async () => {
   await inBatches(channels, 100, async (c) => {
     // The directory's own create (what CreateChannel does): no SCAN per channel, unlike `createChannel`.
     const created = await store.channels.create({
-      project: PROJECT,
+      project: c.project,
       channel: c.channel,
       passphrases: [{ role: "host", passphrase: c.hostPassphrase }],
       createdBy: "seed",
@@ -65,7 +69,7 @@ beforeAll(async () => {
     });
     expect(created.kind).toBe("created");
     await store.setMute({
-      project: PROJECT,
+      project: c.project,
       channel: c.channel,
       uid: "before",
       mute: true,
@@ -84,8 +88,13 @@ async function inBatches<T>(items: readonly T[], size: number, f: (item: T) => P
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(f));
 }
 
-const token = (subject: string, scopes: string[] = []) =>
-  mintToken({ secret: new TextEncoder().encode(SECRET), project: PROJECT, subject, ttlSeconds: 600, scopes });
+const token = (project: string, subject: string, scopes: string[] = []) =>
+  mintToken({ secret: new TextEncoder().encode(SECRET), project, subject, ttlSeconds: 600, scopes });
+
+/** Each project's token with `scopes`. */
+async function tokens(subject: string, scopes: string[] = []): Promise<Map<string, string>> {
+  return new Map(await Promise.all(PROJECTS.map(async (p) => [p, await token(p, subject, scopes)] as const)));
+}
 
 async function startInstance(env: Record<string, string> = {}): Promise<MainProcess> {
   return startMainProcess({
@@ -111,11 +120,20 @@ async function connectSessions(url: string): Promise<http2.ClientHttp2Session[]>
   );
 }
 
-/** Opens a gRPC and an SSE watch of each of `count` channels, all at once; answers them in burst order. */
-function burst(bl: MainProcess, sessions: http2.ClientHttp2Session[], gateway: string, count: number): StormWatch[] {
+/**
+ * Opens a gRPC and an SSE watch of each of `count` channels, all at once, each with its project's gateway
+ * token; answers them in burst order.
+ */
+function burst(
+  bl: MainProcess,
+  sessions: http2.ClientHttp2Session[],
+  gateways: Map<string, string>,
+  count: number,
+): StormWatch[] {
   const watches: StormWatch[] = [];
   for (let i = 0; i < count; i++) {
-    const channel = (channels[i] as { channel: string }).channel;
+    const { channel, project } = channels[i] as { channel: string; project: string };
+    const gateway = gateways.get(project) as string;
     watches.push(grpcWatch(sessions[i % sessions.length] as http2.ClientHttp2Session, gateway, channel, FROM_START));
     watches.push(sseWatch(bl.url, gateway, channel, FROM_START));
   }
@@ -131,14 +149,14 @@ async function until(done: () => boolean, ms: number): Promise<void> {
 /** Mutes `uid` in each channel through the JSON route, 16 at a time over keep-alive connections. */
 async function muteEach(bl: MainProcess, count: number, uid: string): Promise<void> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
-  const jwt = await token("storm-muter");
+  const jwts = await tokens("storm-muter");
   try {
     await inBatches(channels.slice(0, count), 16, async (c) => {
       const status = await new Promise<number>((resolve, reject) => {
         const req = http.request(`${bl.url}${ROUTES.mute}`, {
           method: "POST",
           agent,
-          headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" },
+          headers: { authorization: `Bearer ${jwts.get(c.project)}`, "content-type": "application/json" },
         });
         req.on("response", (res) => {
           res.resume();
@@ -176,14 +194,14 @@ function percentile(xs: number[], q: number): number {
   return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN);
 }
 
-test("4 000 watches opened in one burst all open, stay open and get their channel's mute", async () => {
+test("4 000 watches of four projects opened in one burst all open, stay open and get their channel's mute", async () => {
   const bl = await startInstance();
   const sessions = await connectSessions(bl.url);
   const watches: StormWatch[] = [];
   try {
-    const gateway = await token("storm-gateway", [PSTN_GATEWAY_SCOPE]);
+    const gateways = await tokens("storm-gateway", [PSTN_GATEWAY_SCOPE]);
     const t0 = performance.now();
-    watches.push(...burst(bl, sessions, gateway, CHANNELS));
+    watches.push(...burst(bl, sessions, gateways, CHANNELS));
     // A watch is live once its first event (the one before the burst) came; a refusal ends the wait too.
     await until(() => watches.every((w) => w.answer?.open === false || w.uids.length > 0), 2 * LIVE_WITHIN_MS);
     const live = watches.flatMap((w) => (w.firstEventAt === undefined ? [] : [w.firstEventAt - t0]));
@@ -207,12 +225,13 @@ test("4 000 watches opened in one burst all open, stay open and get their channe
 test("with MAX_WATCHES below the burst, exactly the excess is refused with Retry-After; the rest stay open", async () => {
   const count = 1_000;
   const max = 1_500;
-  const bl = await startInstance({ MAX_WATCHES: String(max) });
+  // No share below the instance's bound: this is about MAX_WATCHES.
+  const bl = await startInstance({ MAX_WATCHES: String(max), MAX_WATCHES_PER_PROJECT: String(max) });
   const sessions = await connectSessions(bl.url);
   const watches: StormWatch[] = [];
   try {
-    const gateway = await token("storm-gateway", [PSTN_GATEWAY_SCOPE]);
-    watches.push(...burst(bl, sessions, gateway, count));
+    const gateways = await tokens("storm-gateway", [PSTN_GATEWAY_SCOPE]);
+    watches.push(...burst(bl, sessions, gateways, count));
     await until(() => watches.every((w) => w.answer?.open === false || w.uids.length > 0), 2 * LIVE_WITHIN_MS);
     const open = watches.filter((w) => w.answer?.open === true);
     const refused = watches.filter((w) => w.answer?.open === false);

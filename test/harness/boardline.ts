@@ -81,6 +81,8 @@ export interface BoardlineOptions {
   /** How the conversion follower polls (default: quick, for tests: first poll after 100 ms, every 200 ms at most). */
   readonly follow?: Partial<FollowerSettings>;
   readonly maxWatches?: number;
+  /** A project's share of them (default: a quarter of `maxWatches`, as in production). */
+  readonly maxWatchesPerProject?: number;
   readonly maxWatchChannels?: number;
   /** How the mute-event watches read (src/services/pstn/watch-hub.ts). */
   readonly pstnWatch?: Partial<PstnWatchSettings>;
@@ -191,6 +193,7 @@ async function startInstance(shared: Shared, o: InstanceOptions, logger: Logger)
     ...(o.metricsPort === undefined ? {} : { metricsPort: o.metricsPort }),
     follow: { firstPollMs: 100, maxPollMs: 200, tickMs: 50, ...o.follow },
     ...(o.maxWatches === undefined ? {} : { maxWatches: o.maxWatches }),
+    ...(o.maxWatchesPerProject === undefined ? {} : { maxWatchesPerProject: o.maxWatchesPerProject }),
     ...(o.maxWatchChannels === undefined ? {} : { maxWatchChannels: o.maxWatchChannels }),
     ...(o.pstnWatch === undefined ? {} : { pstnWatch: o.pstnWatch }),
     idempotencyLockMs: o.idempotencyLockMs ?? retryLockMs(timeoutMs, 1000),

@@ -75,7 +75,7 @@ export const table: Readonly<Record<FailureKind, Row>> = {
     code: 429,
     reason: "RATE_LIMITED",
     message: "too many requests, retry later",
-    when: "Too many wrong passphrases from this caller, or too many watches open: retry after `Retry-After` seconds; or more channels in one watch than `MAX_WATCH_CHANNELS` (no `Retry-After`: split them over several watches).",
+    when: "Too many wrong passphrases from this caller, or too many watches open — on the instance (`MAX_WATCHES`) or of the caller's project (its share, `MAX_WATCHES_PER_PROJECT`) — or waiting to open: retry after `Retry-After` seconds; or more channels in one watch than `MAX_WATCH_CHANNELS` (no `Retry-After`: split them over several watches).",
     retryAfter: true,
   },
   failed_precondition: {

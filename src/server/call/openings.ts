@@ -16,7 +16,16 @@
  * watch's life, so the limit is on work under way, never on open watches
  * (those are `MAX_WATCHES`'s). Deadlines and cancellation run as before: the
  * transport arms them when the call comes, so a call may end while it waits.
+ *
+ * The line itself is bounded (`maxWaiting`): past it an opening is refused at
+ * once, `rate_limited` with a jittered `Retry-After` like a refused watch, so a
+ * flood of openings cannot grow the line, and the memory each waiting call
+ * holds, without end. The server bounds it by MAX_WATCHES: a storm in which
+ * every watch of a full instance reconnects still waits in line whole, and
+ * more waiting than watches can be open would only wait to be refused.
  */
+import { Failure } from "../../services/failure.js";
+import { RETRY_SPREAD_SECONDS } from "../../services/watch-slots.js";
 
 /** Streams opened at once by one instance; enough to keep Redis busy, few enough to die young. */
 export const STREAM_OPENINGS_AT_ONCE = 64;
@@ -32,8 +41,23 @@ export class Openings {
   /** One function for every turn's end. */
   private readonly finished = () => this.next();
 
-  constructor(readonly atOnce: number = STREAM_OPENINGS_AT_ONCE) {
+  private refusals = 0;
+
+  constructor(
+    readonly atOnce: number = STREAM_OPENINGS_AT_ONCE,
+    /** The most that wait their turn; past it an opening is refused at once. */
+    readonly maxWaiting: number = Number.POSITIVE_INFINITY,
+    /** Told of each refusal, with how many wait (the log, at most once a second). */
+    private readonly onRefused: (waiting: number) => void = () => {},
+    private readonly random: () => number = Math.random,
+  ) {
     if (!(atOnce >= 1)) throw new RangeError("at least one stream must be opened at a time");
+    if (!(maxWaiting >= 0)) throw new RangeError("the line cannot be shorter than empty");
+  }
+
+  /** Openings refused so far because the line was full. */
+  get refused(): number {
+    return this.refusals;
   }
 
   /** How many wait for their turn. */
@@ -41,11 +65,24 @@ export class Openings {
     return this.waiting.length - this.head;
   }
 
-  /** Runs `open` now if fewer than `atOnce` are running, else once its turn comes; settles as `open` does. */
-  open<T>(open: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `open` now if fewer than `atOnce` are running, else once its turn comes; settles as `open` does.
+   * When `maxWaiting` already wait, `open` never runs: `refused` answers at once (by default, the refusal).
+   */
+  open<T>(open: () => Promise<T>, refused: (refusal: Failure) => Promise<T> = (r) => Promise.reject(r)): Promise<T> {
     if (this.running < this.atOnce) {
       this.running++;
       return this.run(open);
+    }
+    if (this.queued >= this.maxWaiting) {
+      this.refusals++;
+      this.onRefused(this.queued);
+      return refused(
+        new Failure("rate_limited", {
+          detail: "too many watches being opened on this server, retry later",
+          retryAfterSeconds: 1 + Math.floor(this.random() * RETRY_SPREAD_SECONDS),
+        }),
+      );
     }
     return new Promise<void>((turn) => this.waiting.push(turn)).then(() => this.run(open));
   }

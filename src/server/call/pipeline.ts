@@ -173,10 +173,13 @@ export class StreamCall<I extends DescMessage = DescMessage, O extends DescMessa
     const caller = this.start();
     const started = performance.now();
     const span = this.steps.tracer?.startCall(callStart(this.op, this.ctx));
-    return this.steps.openings.open(() =>
-      span === undefined
-        ? this.runStreamCall(caller, readRequest, started, undefined)
-        : span.within(() => this.runStreamCall(caller, readRequest, started, span)),
+    return this.steps.openings.open(
+      () =>
+        span === undefined
+          ? this.runStreamCall(caller, readRequest, started, undefined)
+          : span.within(() => this.runStreamCall(caller, readRequest, started, span)),
+      // Refused a place in line: reported, counted and traced as any call that failed to start.
+      (refusal) => Promise.reject(this.failedStart(refusal, started, span)),
     );
   }
 
@@ -200,11 +203,17 @@ export class StreamCall<I extends DescMessage = DescMessage, O extends DescMessa
       const first = await messages.next();
       return new ReportedStream(steps, op, endOf(ctx), messages, first, started, span);
     } catch (thrown) {
-      const e = steps.asFailure(ctx, thrown);
-      const r = steps.report(op, ctx, e);
-      steps.metrics.observeCall(op.method.name, ctx.protocol, String(r.p.code), started);
-      span?.end(failed(ctx.protocol, r.p, "stream-start", r.cancelled));
-      throw e;
+      throw this.failedStart(thrown, started, span);
     }
+  }
+
+  /** A stream that failed before it started: logged, counted and its span ended; answers what to throw. */
+  private failedStart(thrown: unknown, started: number, span: CallSpan | undefined): unknown {
+    const { op, ctx, steps } = this;
+    const e = steps.asFailure(ctx, thrown);
+    const r = steps.report(op, ctx, e);
+    steps.metrics.observeCall(op.method.name, ctx.protocol, String(r.p.code), started);
+    span?.end(failed(ctx.protocol, r.p, "stream-start", r.cancelled));
+    return e;
   }
 }

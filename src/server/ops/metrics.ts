@@ -45,11 +45,11 @@ export class Metrics {
     this.pollLateness.observe(lateMs / 1000);
   }
 
-  /** `boardline_watch_refusals_total`: watches refused for want of a slot (MAX_WATCHES), as `read` counts them. */
+  /** `boardline_watch_refusals_total`: watches refused for want of a slot or of a place in line, as `read` counts them. */
   countWatchRefusals(read: () => number): void {
     new Counter({
       name: "boardline_watch_refusals_total",
-      help: "Watches (WatchPstnEvents, WatchConversion) refused with 429 / RESOURCE_EXHAUSTED because MAX_WATCHES were open.",
+      help: "Watches (WatchPstnEvents, WatchConversion) refused with 429 / RESOURCE_EXHAUSTED because MAX_WATCHES were open, or the project's MAX_WATCHES_PER_PROJECT, or MAX_WATCHES openings already waited their turn.",
       registers: [this.registry],
       collect() {
         this.reset();

@@ -32,7 +32,7 @@ export class ConversionTasks {
 
   /** The task now, then every change, until it ends (the stream then ends too). */
   async *watchConversion(caller: Caller, req: WatchConversionRequest, signal?: AbortSignal): AsyncIterable<Conversion> {
-    const release = this.hub.open();
+    const release = this.hub.open(caller.project);
     try {
       let record = await this.ownTask(caller, req.taskUuid);
       yield conversionMessage(record);

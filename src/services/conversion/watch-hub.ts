@@ -8,7 +8,8 @@
  * its watchers within `pollMs` of being saved by any instance.
  *
  * Each watch takes a slot of the instance's watches (watch-slots.ts, shared
- * with the mute-event watches: MAX_WATCHES); `close` ends every watch as
+ * with the mute-event watches: MAX_WATCHES, and the watching project's
+ * share of them: MAX_WATCHES_PER_PROJECT); `close` ends every watch as
  * `unavailable`, so clients reconnect elsewhere.
  */
 import { Failure } from "../failure.js";
@@ -35,10 +36,10 @@ export class ConversionWatchHub {
     this.timer.unref();
   }
 
-  /** Takes one watch slot; the function it answers gives it back. */
-  open(): () => void {
+  /** Takes one of `project`'s watch slots; the function it answers gives it back. */
+  open(project: string): () => void {
     if (this.closed) throw shuttingDown();
-    return this.o.slots.take();
+    return this.o.slots.take(project);
   }
 
   /** The task's record once it is newer than `seenUpdatedAt`. */

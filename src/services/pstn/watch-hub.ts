@@ -13,7 +13,8 @@
  *   time: a safety net under pub/sub, and how the hub learns that quiet
  *   channels are delivered up to about now, which keeps the cursors of
  *   many-channel watches short;
- * - each watch takes a slot of the instance's watches (watch-slots.ts);
+ * - each watch takes a slot of the instance's watches, of its project's share
+ *   (watch-slots.ts);
  *   `close` ends every watch as `unavailable`, so clients reconnect elsewhere.
  */
 import { Failure } from "../failure.js";
@@ -84,7 +85,8 @@ export class PstnWatchHub implements PstnNotificationListener {
     if (this.closed) throw shuttingDown();
     const channelIds = channels.map((ref) => ref.channel);
     const watch = new PstnWatch(cursor, channelIds, present, this.s.maxQueue, this.hooks);
-    this.slots.takeOne(); // given back when the watch leaves (detach)
+    // Its channels are all of one project (watch-events.ts); the slot is given back when the watch leaves (detach).
+    this.slots.takeOne(channels[0]?.project ?? "");
     this.watches.set(watch, []);
     const joins = channels.map((ref, index) => this.join(watch, ref, index, startOf(start, index)));
     // exactly as long: an array grown by push keeps room for 16 more
@@ -159,7 +161,8 @@ export class PstnWatchHub implements PstnNotificationListener {
     const memberships = this.watches.get(watch);
     if (memberships === undefined) return;
     this.watches.delete(watch);
-    this.slots.giveBack();
+    // the project its slot was taken for: memberships are made in the order of its channels (open)
+    this.slots.giveBack(memberships[0]?.channel.ref.project ?? "");
     for (const { member, channel } of memberships) {
       channel.members.delete(member);
       member.settle(new Failure("unavailable", { detail: "the watch ended" }));

@@ -1,7 +1,8 @@
 /**
  * Streams open in turns (src/server/call/openings.ts): never more than the
  * limit at once, the rest in the order they came, and a turn ends however
- * its opening ends — resolved, rejected, or thrown before it returned.
+ * its opening ends — resolved, rejected, or thrown before it returned; and
+ * the line is bounded: past it an opening is refused at once, never queued.
  */
 import { describe, expect, it } from "vitest";
 import { Openings } from "../../../src/server/call/openings.js";
@@ -102,6 +103,44 @@ describe("stream openings in turns", () => {
     await Promise.all(all);
     expect(order).toEqual(Array.from({ length: n }, (_, i) => i));
     expect(openings.queued).toBe(0);
+  });
+
+  it("refuses an opening at once when the line is full, without running it; a place freed takes the next", async () => {
+    const told: number[] = [];
+    const openings = new Openings(
+      1,
+      2,
+      (waiting) => told.push(waiting),
+      () => 0.99,
+    );
+    const log: string[] = [];
+    const [a, b, c, d] = ["a", "b", "c", "d"].map((n) => opening(log, n));
+    const results = [a, b, c].map((x) => openings.open((x as ReturnType<typeof opening>).open));
+    const refused = openings.open((d as ReturnType<typeof opening>).open);
+    await expect(refused).rejects.toMatchObject({ kind: "rate_limited", retryAfterSeconds: 3 });
+    expect(d?.started).toBe(false);
+    expect(openings.queued).toBe(2); // never queued: the line stays at its bound
+    expect([openings.refused, told]).toEqual([1, [2]]);
+    // `refused` answers instead, when the caller reports refusals itself
+    await expect(
+      openings.open(
+        async () => "ran",
+        async (f) => `answered ${f.kind}`,
+      ),
+    ).resolves.toBe("answered rate_limited");
+    a?.resolve("A");
+    await turns();
+    expect(log).toEqual(["a", "b"]);
+    const e = opening(log, "e");
+    const queuedAgain = openings.open(e.open);
+    expect(openings.queued).toBe(2);
+    b?.resolve("B");
+    await turns();
+    c?.resolve("C");
+    await turns();
+    expect(log).toEqual(["a", "b", "c", "e"]);
+    e.resolve("E");
+    expect(await Promise.all([...results, queuedAgain])).toEqual(["A", "B", "C", "E"]);
   });
 
   it("refuses a limit below one", () => {

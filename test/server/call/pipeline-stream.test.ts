@@ -210,4 +210,25 @@ describe("streams opening at once through the call pipeline", () => {
     asked[3]?.resolve();
     await Promise.all([calls[2], calls[3]]);
   });
+
+  it("past the line's bound, a stream is refused at once (429, counted), never asked of the domain", async () => {
+    const asked: Array<() => void> = [];
+    const { metrics, begin } = streamPipeline(
+      () => new Promise((resolve) => asked.push(() => resolve(domainStream(false).iterable))),
+      new Openings(1, 1),
+    );
+    const first = begin();
+    const second = begin(); // waits its turn
+    await expect(begin()).rejects.toMatchObject({ kind: "rate_limited" });
+    await new Promise((r) => setImmediate(r));
+    expect(asked.length).toBe(1);
+    expect(await callsCounted(metrics)).toEqual([
+      'boardline_calls_total{rpc="WatchPstnEvents",protocol="grpc",code="429"} 1',
+    ]);
+    asked[0]?.();
+    await first;
+    await new Promise((r) => setImmediate(r));
+    asked[1]?.();
+    await second;
+  });
 });

@@ -21,7 +21,12 @@ const MAX_QUEUE = 2_000;
 let bl: Boardline;
 let session: http2.ClientHttp2Session;
 beforeAll(async () => {
-  bl = await startBoardline({ store: "memory", maxWatches: 2, pstnWatch: { maxQueue: MAX_QUEUE } });
+  bl = await startBoardline({
+    store: "memory",
+    maxWatches: 2,
+    maxWatchesPerProject: 2,
+    pstnWatch: { maxQueue: MAX_QUEUE },
+  });
   session = http2.connect(bl.url);
 });
 afterAll(async () => {
