@@ -4,7 +4,7 @@
  * must carry. Kept apart only for the size of variables.ts; the same rules
  * apply (see there), and the rules that tie them together are in jwt-settings.ts.
  */
-import { JWT_ALGORITHMS } from "./accepted-values.js";
+import { checkJwksUrl, JWT_ALGORITHMS } from "./accepted-values.js";
 import type { Variable } from "./variable-kinds.js";
 
 export const JWT_VARIABLES = {
@@ -20,6 +20,8 @@ export const JWT_VARIABLES = {
   },
   JWT_JWKS_URL: {
     kind: "http-url",
+    allowed: "an `https://` URL (`http://` only for a loopback host: `localhost`, `127.0.0.0/8`, `[::1]`)",
+    check: checkJwksUrl,
     meaning: "a remote JWKS (fetched and cached by jose); a key source",
   },
   JWT_JWKS_FILE: {

@@ -36,6 +36,7 @@ const cases: Array<[string, Record<string, string>, string | RegExp]> = [
   ["JWT_SECRET", { JWT_SECRET: "x".repeat(31) }, "must be at least 32 bytes"],
   ["JWT_JWKS_URL", { JWT_JWKS_URL: "idp.example/jwks" }, "must be an absolute http(s) URL"],
   ["JWT_JWKS_URL", { JWT_JWKS_URL: "ftp://idp.example/jwks" }, "must be an http or https URL"],
+  ["JWT_JWKS_URL", { JWT_JWKS_URL: "http://idp.invalid/jwks" }, "must be an https URL (http only for a loopback host"],
   ["JWT_JWKS_FILE", { JWT_JWKS_FILE: "/nonexistent/jwks.json" }, "cannot be read as JSON"],
   ["JWT_JWKS_FILE", { JWT_JWKS_FILE: JWKS_NOT_JSON }, "cannot be read as JSON"],
   ["JWT_JWKS_FILE", { JWT_JWKS_FILE: JWKS_NO_KEYS }, "must hold a JSON Web Key Set"],
