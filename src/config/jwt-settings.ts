@@ -1,7 +1,8 @@
 /**
  * The JWT part of the configuration: the key source (exactly one of
  * JWT_SECRET, JWT_JWKS_URL, JWT_JWKS_FILE), the algorithms, which must fit
- * that key source, and the claims a token must carry.
+ * that key source, and the claims a token must carry (an issuer and an
+ * audience with a JWKS).
  */
 import { readFileSync } from "node:fs";
 import { ConfigError, type Env, isSet, readHttpUrl, readInteger, readList, readText } from "./read-variable.js";
@@ -35,12 +36,34 @@ export function loadJwtSettings(env: Env, keyRequired: boolean): JwtSettings {
       "(or JWT_JWKS_URL / JWT_JWKS_FILE) is required outside demo mode (demo mode is no Redis and no JWT keys at all)",
     );
   }
+  const claims = readClaims(env);
+  if (key !== undefined && key.kind !== "secret") requireIssuerAndAudience(claims, key);
   return {
     key,
     algorithms: readAlgorithms(env, key),
-    ...readClaims(env),
+    ...claims,
     cacheMaxMs: readInteger(env, "JWT_CACHE_MAX_MS"),
   };
+}
+
+/**
+ * A JWKS is an identity provider's, which signs tokens for other applications
+ * with the same keys: without an issuer and an audience to check, any of those
+ * tokens carrying a project claim would be taken as meant for boardline. A
+ * JWT_SECRET is boardline's own, and signs only its tokens.
+ */
+function requireIssuerAndAudience(claims: Pick<JwtSettings, "issuer" | "audience">, key: JwtKeyConfig): void {
+  const source = key.kind === "jwks-url" ? "JWT_JWKS_URL" : "JWT_JWKS_FILE";
+  const why = "a shared identity provider mints tokens for other applications too";
+  if (claims.issuer === undefined && claims.audience === undefined) {
+    throw new ConfigError("JWT_ISSUER", `and JWT_AUDIENCE are required with ${source}: ${why}`);
+  }
+  if (claims.issuer === undefined) {
+    throw new ConfigError("JWT_ISSUER", `is required with ${source}, as is JWT_AUDIENCE: ${why}`);
+  }
+  if (claims.audience === undefined) {
+    throw new ConfigError("JWT_AUDIENCE", `is required with ${source}, as is JWT_ISSUER: ${why}`);
+  }
 }
 
 /** What a token must carry to pass the server's checks, and the HS256 secret when JWT_SECRET is set. */

@@ -42,12 +42,14 @@ export const JWT_VARIABLES = {
   JWT_ISSUER: {
     kind: "text",
     allowed: "any text",
-    meaning: "the `iss` a token must carry; checked when set",
+    meaning:
+      "the `iss` a token must carry: required with a JWKS (`JWT_JWKS_URL`, `JWT_JWKS_FILE`), whose identity provider signs tokens for other applications too; with `JWT_SECRET`, checked when set",
   },
   JWT_AUDIENCE: {
     kind: "text",
     allowed: "any text",
-    meaning: "the `aud` a token must carry; checked when set",
+    meaning:
+      "the `aud` a token must carry: required with a JWKS (`JWT_JWKS_URL`, `JWT_JWKS_FILE`), whose identity provider signs tokens for other applications too; with `JWT_SECRET`, checked when set",
   },
   JWT_PROJECT_CLAIM: {
     kind: "text",

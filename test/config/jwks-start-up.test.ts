@@ -2,7 +2,8 @@
  * The real process in production refuses an untrusted token source at start-up,
  * before it serves or fetches anything: a plain-http JWKS URL to another host
  * (one under `.invalid`, which no resolver answers, so nothing leaves this
- * machine). A plain-http JWKS on loopback starts.
+ * machine), and a JWKS without JWT_ISSUER and JWT_AUDIENCE. A plain-http JWKS
+ * on loopback, with both, starts.
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
@@ -36,6 +37,13 @@ describe("the real process with a JWKS", () => {
   it("refuses a plain-http JWT_JWKS_URL to a host that is not loopback, naming it", async () => {
     const out = await refusal({ JWT_JWKS_URL: "http://idp.invalid/.well-known/jwks.json", ...CLAIMS });
     expect(out).toContain("boardline: invalid configuration: JWT_JWKS_URL must be an https URL");
+  });
+
+  it("refuses a JWKS without JWT_ISSUER and JWT_AUDIENCE, naming both", async () => {
+    const out = await refusal({ JWT_JWKS_URL: "https://idp.invalid/.well-known/jwks.json" });
+    expect(out).toContain(
+      "boardline: invalid configuration: JWT_ISSUER and JWT_AUDIENCE are required with JWT_JWKS_URL",
+    );
   });
 
   it("starts with a plain-http JWKS on loopback, an issuer and an audience", async () => {

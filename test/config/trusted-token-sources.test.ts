@@ -1,13 +1,16 @@
 /**
  * Where tokens may come from: a remote JWKS only over https (plain http only
- * to this machine's loopback).
+ * to this machine's loopback), and an issuer and an audience required with any
+ * JWKS (an identity provider shared with other applications signs their
+ * tokens with the same keys).
  * Hosts under `.invalid` are never resolved: start-up refuses them before any fetch.
  */
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/index.js";
-import { configError } from "./helpers.js";
+import { configError, SECRET, tempFile } from "./helpers.js";
 
 const CLAIMS = { JWT_ISSUER: "https://idp.invalid/", JWT_AUDIENCE: "boardline" };
+const JWKS_FILE = tempFile("jwks.json", '{"keys": []}');
 
 describe("JWT_JWKS_URL must be https, but for a loopback host", () => {
   it.each([
@@ -30,5 +33,40 @@ describe("JWT_JWKS_URL must be https, but for a loopback host", () => {
     "http://[::1]:9/jwks.json",
   ])("%s is taken", (url) => {
     expect(loadConfig({ JWT_JWKS_URL: url, ...CLAIMS }).jwt.key).toEqual({ kind: "jwks-url", url: new URL(url) });
+  });
+});
+
+describe("a JWKS needs JWT_ISSUER and JWT_AUDIENCE", () => {
+  const sources = [
+    ["JWT_JWKS_URL", { JWT_JWKS_URL: "https://idp.invalid/jwks" }],
+    ["JWT_JWKS_FILE", { JWT_JWKS_FILE: JWKS_FILE }],
+  ] as const;
+
+  it.each(sources)("%s without either is refused, naming both and why", (source, env) => {
+    const e = configError(env);
+    expect(e.variable).toBe("JWT_ISSUER");
+    expect(e.message).toBe(
+      `JWT_ISSUER and JWT_AUDIENCE are required with ${source}: a shared identity provider mints tokens for other applications too`,
+    );
+  });
+
+  it.each(sources)("%s with only one of them is refused, naming the other", (source, env) => {
+    const noAudience = configError({ ...env, JWT_ISSUER: CLAIMS.JWT_ISSUER });
+    expect(noAudience.variable).toBe("JWT_AUDIENCE");
+    expect(noAudience.message).toMatch(new RegExp(`^JWT_AUDIENCE is required with ${source}, as is JWT_ISSUER: `));
+    const noIssuer = configError({ ...env, JWT_AUDIENCE: CLAIMS.JWT_AUDIENCE });
+    expect(noIssuer.variable).toBe("JWT_ISSUER");
+    expect(noIssuer.message).toMatch(new RegExp(`^JWT_ISSUER is required with ${source}, as is JWT_AUDIENCE: `));
+  });
+
+  it.each(sources)("%s with both is taken", (_source, env) => {
+    expect(loadConfig({ ...env, ...CLAIMS }).jwt).toMatchObject({
+      issuer: "https://idp.invalid/",
+      audience: "boardline",
+    });
+  });
+
+  it("JWT_SECRET needs neither: its tokens are boardline's own", () => {
+    expect(loadConfig({ JWT_SECRET: SECRET }).jwt).toMatchObject({ issuer: undefined, audience: undefined });
   });
 });
