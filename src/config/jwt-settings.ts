@@ -1,8 +1,8 @@
 /**
  * The JWT part of the configuration: the key source (exactly one of
  * JWT_SECRET, JWT_JWKS_URL, JWT_JWKS_FILE), the algorithms, which must fit
- * that key source, and the claims a token must carry (an issuer and an
- * audience with a JWKS).
+ * that key source, and what a token must carry (an issuer and an audience
+ * with a JWKS; a `typ` of JWT_TYPES when set).
  */
 import { readFileSync } from "node:fs";
 import { ConfigError, type Env, isSet, readHttpUrl, readInteger, readList, readText } from "./read-variable.js";
@@ -19,6 +19,8 @@ export interface JwtSettings {
   readonly algorithms: readonly string[];
   readonly issuer: string | undefined;
   readonly audience: string | undefined;
+  /** JWT_TYPES: the `typ` headers a token may carry; undefined: any, or none. */
+  readonly types: readonly string[] | undefined;
   readonly projectClaim: string;
   readonly scopeClaim: string;
   /** How long a verification is remembered at most (JWT_CACHE_MAX_MS); 0 = not at all. */
@@ -71,6 +73,8 @@ export interface TokenSettings {
   readonly secret: Uint8Array | undefined;
   readonly issuer: string | undefined;
   readonly audience: string | undefined;
+  /** The first is the `typ` token mint writes. */
+  readonly types: readonly string[] | undefined;
   readonly projectClaim: string;
   readonly scopeClaim: string;
 }
@@ -80,10 +84,11 @@ export function loadTokenSettings(env: Env = process.env): TokenSettings {
   return { secret: readSecret(env), ...readClaims(env) };
 }
 
-function readClaims(env: Env): Pick<JwtSettings, "issuer" | "audience" | "projectClaim" | "scopeClaim"> {
+function readClaims(env: Env): Pick<JwtSettings, "issuer" | "audience" | "types" | "projectClaim" | "scopeClaim"> {
   return {
     issuer: readText(env, "JWT_ISSUER"),
     audience: readText(env, "JWT_AUDIENCE"),
+    types: readList(env, "JWT_TYPES"),
     projectClaim: readText(env, "JWT_PROJECT_CLAIM"),
     scopeClaim: readText(env, "JWT_SCOPE_CLAIM"),
   };

@@ -1,10 +1,10 @@
 /**
  * The JWT rows of the configuration table (variables.ts, where they take their
  * place after the Redis rows): the key source, the algorithms, and what a token
- * must carry. Kept apart only for the size of variables.ts; the same rules
+ * must carry (its issuer, audience and `typ`). Kept apart only for the size of variables.ts; the same rules
  * apply (see there), and the rules that tie them together are in jwt-settings.ts.
  */
-import { checkJwksUrl, JWT_ALGORITHMS } from "./accepted-values.js";
+import { checkJwksUrl, isMediaType, JWT_ALGORITHMS } from "./accepted-values.js";
 import type { Variable } from "./variable-kinds.js";
 
 export const JWT_VARIABLES = {
@@ -50,6 +50,14 @@ export const JWT_VARIABLES = {
     allowed: "any text",
     meaning:
       "the `aud` a token must carry: required with a JWKS (`JWT_JWKS_URL`, `JWT_JWKS_FILE`), whose identity provider signs tokens for other applications too; with `JWT_SECRET`, checked when set",
+  },
+  JWT_TYPES: {
+    kind: "list",
+    defaultNote: "— (any `typ`, or none)",
+    allowed: "comma-separated media types: `at+jwt`, `JWT`, `application/at+jwt`…",
+    check: (t) => (isMediaType(t) ? undefined : `is not a media type like at+jwt or JWT (got "${t}")`),
+    meaning:
+      "the `typ` headers a token may carry (RFC 8725 §3.11), e.g. `at+jwt` for RFC 9068 access tokens, so that another kind of JWT from the same identity provider (an ID token, a logout token…) is not taken for an access token: a token with another `typ`, or none, is refused (401). Compared as RFC 7515 compares media types: without regard to case, `application/` optional. `boardline token mint` writes the first",
   },
   JWT_PROJECT_CLAIM: {
     kind: "text",

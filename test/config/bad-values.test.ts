@@ -41,6 +41,7 @@ const cases: Array<[string, Record<string, string>, string | RegExp]> = [
   ["JWT_JWKS_FILE", { JWT_JWKS_FILE: JWKS_NOT_JSON }, "cannot be read as JSON"],
   ["JWT_JWKS_FILE", { JWT_JWKS_FILE: JWKS_NO_KEYS }, "must hold a JSON Web Key Set"],
   ["JWT_ALGORITHMS", { JWT_SECRET: SECRET, JWT_ALGORITHMS: "HS256,none" }, 'unsupported algorithm "none"'],
+  ["JWT_TYPES", { JWT_SECRET: SECRET, JWT_TYPES: "at+jwt,jwt;v=1" }, "is not a media type like at+jwt or JWT"],
   ["CONVERSION_API_BASE", { CONVERSION_API_BASE: "api.netless.link" }, "must be an absolute http(s) URL"],
   ["CONVERSION_API_BASE", { CONVERSION_API_BASE: "ws://api.netless.link" }, "must be an http or https URL"],
   ["OTEL_EXPORTER_OTLP_ENDPOINT", { OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" }, "must be an http or https URL"],

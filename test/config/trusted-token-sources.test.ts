@@ -2,7 +2,7 @@
  * Where tokens may come from: a remote JWKS only over https (plain http only
  * to this machine's loopback), and an issuer and an audience required with any
  * JWKS (an identity provider shared with other applications signs their
- * tokens with the same keys).
+ * tokens with the same keys), and JWT_TYPES, the `typ` headers a token may carry.
  * Hosts under `.invalid` are never resolved: start-up refuses them before any fetch.
  */
 import { describe, expect, it } from "vitest";
@@ -68,5 +68,22 @@ describe("a JWKS needs JWT_ISSUER and JWT_AUDIENCE", () => {
 
   it("JWT_SECRET needs neither: its tokens are boardline's own", () => {
     expect(loadConfig({ JWT_SECRET: SECRET }).jwt).toMatchObject({ issuer: undefined, audience: undefined });
+  });
+});
+
+describe("JWT_TYPES", () => {
+  it("unset: no typ is required", () => {
+    expect(loadConfig({ JWT_SECRET: SECRET }).jwt.types).toBeUndefined();
+  });
+
+  it("a comma-separated list of media types, as set", () => {
+    const env = { JWT_SECRET: SECRET, JWT_TYPES: " at+jwt, JWT ,application/at+jwt," };
+    expect(loadConfig(env).jwt.types).toEqual(["at+jwt", "JWT", "application/at+jwt"]);
+  });
+
+  it.each(["at jwt", "a/b/c", "/jwt", "jwt;v=1"])("refuses what is no media type: %j", (item) => {
+    const e = configError({ JWT_SECRET: SECRET, JWT_TYPES: `JWT,${item}` });
+    expect(e.variable).toBe("JWT_TYPES");
+    expect(e.message).toContain(`is not a media type like at+jwt or JWT (got "${item}")`);
   });
 });
