@@ -117,6 +117,7 @@ function authenticator(config: Config, key: JwtKeyConfig): JwtAuthenticator {
     cacheMaxMs: config.jwt.cacheMaxMs,
     ...(config.jwt.issuer === undefined ? {} : { issuer: config.jwt.issuer }),
     ...(config.jwt.audience === undefined ? {} : { audience: config.jwt.audience }),
+    ...(config.jwt.types === undefined ? {} : { types: config.jwt.types }),
   });
 }
 

@@ -25,7 +25,7 @@ function allowedColumn(row: Variable): string {
     case "hosts":
       return `${code("host[:port]")}, comma-separated; IPv6 in brackets (${code("[::1]:7000")}); port ${code(String(row.defaultPort))} when left out`;
     case "http-url":
-      return `an ${code("http://")} or ${code("https://")} URL`;
+      return row.allowed ?? `an ${code("http://")} or ${code("https://")} URL`;
     case "list":
     case "file":
     case "text":

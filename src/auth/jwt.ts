@@ -1,14 +1,16 @@
 /**
  * Bearer JWT verification with jose: an explicit algorithm allow-list, `exp`
- * required, optional issuer and audience, a small clock tolerance, and the
- * caller's project and scopes taken from configurable claims (a project the
- * Redis key schema cannot hold is refused). jose never follows `jku`
- * or `x5u` headers, and a key is only ever used with the algorithms allowed.
+ * required, optional issuer and audience, an optional `typ` allow-list, a
+ * small clock tolerance, and the caller's project and scopes taken from
+ * configurable claims (a project the Redis key schema cannot hold is refused).
+ * jose never follows `jku` or `x5u` headers, and a key is only ever used with
+ * the algorithms allowed.
  */
 import { readFileSync } from "node:fs";
 import {
   type JWTVerifyGetKey,
   type JWTVerifyOptions,
+  type JWTVerifyResult,
   createLocalJWKSet,
   createRemoteJWKSet,
   jwtVerify,
@@ -29,6 +31,11 @@ export interface JwtOptions {
   readonly algorithms: readonly string[];
   readonly issuer?: string;
   readonly audience?: string;
+  /**
+   * The `typ` headers a token may carry (JWT_TYPES), compared as media types:
+   * without regard to case, `application/` optional. Undefined: any, or none.
+   */
+  readonly types?: readonly string[];
   /** Claim that names the caller's project. */
   readonly projectClaim: string;
   /** Claim that holds the token's scopes (default `scope`). */
@@ -57,6 +64,8 @@ const BEARER_SPACE = "Bearer ";
 export class JwtAuthenticator implements Authenticator {
   private readonly key: Uint8Array | JWTVerifyGetKey;
   private readonly verifyOptions: JWTVerifyOptions;
+  /** `types`, each as mediaType() gives it; undefined: any typ. */
+  private readonly types: ReadonlySet<string> | undefined;
   /** token → caller; undefined when JWT_CACHE_MAX_MS is 0. Refusals are never cached. */
   private readonly verified: TtlCache<Caller> | undefined;
 
@@ -69,6 +78,7 @@ export class JwtAuthenticator implements Authenticator {
       ...(options.issuer === undefined ? {} : { issuer: options.issuer }),
       ...(options.audience === undefined ? {} : { audience: options.audience }),
     };
+    this.types = options.types === undefined ? undefined : new Set(options.types.map(mediaType));
     const cacheMaxMs = options.cacheMaxMs ?? DEFAULT_JWT_CACHE_MAX_MS;
     this.verified =
       cacheMaxMs > 0 ? new TtlCache({ ttlMs: cacheMaxMs, maxHits: VERIFIED_CACHE_SIZE, maxMisses: 0 }) : undefined;
@@ -91,17 +101,19 @@ export class JwtAuthenticator implements Authenticator {
     }
     const hit = this.verified?.get(token)?.value;
     if (hit !== undefined) return hit;
-    let payload: Record<string, unknown>;
+    let result: JWTVerifyResult;
     try {
       // The overloads of jwtVerify differ only in the key type.
-      payload =
+      result =
         this.key instanceof Uint8Array
-          ? (await jwtVerify(token, this.key, this.verifyOptions)).payload
-          : (await jwtVerify(token, this.key, this.verifyOptions)).payload;
+          ? await jwtVerify(token, this.key, this.verifyOptions)
+          : await jwtVerify(token, this.key, this.verifyOptions);
     } catch (e) {
       if (isKeySetUnavailable(e)) throw new Failure("unavailable", { cause: e });
       throw new Failure("unauthenticated", { detail: "invalid or expired token", cause: e });
     }
+    this.checkType(result.protectedHeader.typ);
+    const payload: Record<string, unknown> = result.payload;
     const project = payload[this.options.projectClaim];
     const subject = payload["sub"];
     if (typeof project !== "string" || project === "" || typeof subject !== "string" || subject === "") {
@@ -129,6 +141,19 @@ export class JwtAuthenticator implements Authenticator {
   }
 
   /**
+   * jose's own `typ` option takes one type; JWT_TYPES may list several (an
+   * identity provider moving from `JWT` to `at+jwt`), compared the way jose compares.
+   */
+  private checkType(typ: unknown): void {
+    if (this.types === undefined) return;
+    if (typeof typ !== "string" || !this.types.has(mediaType(typ))) {
+      throw new Failure("unauthenticated", {
+        detail: `the token's "typ" header is not one of ${(this.options.types ?? []).join(", ")}`,
+      });
+    }
+  }
+
+  /**
    * Remembers a verified token until its `exp` (no clock tolerance: a cached
    * token is never accepted later than a fresh verification would), and no
    * longer than `cacheMaxMs`, which bounds how long a withdrawn key's tokens
@@ -138,6 +163,15 @@ export class JwtAuthenticator implements Authenticator {
     if (typeof exp !== "number") return;
     this.verified?.set(token, caller, exp * 1000);
   }
+}
+
+/**
+ * A `typ` as RFC 7515 §4.1.9 compares it: without regard to case, and
+ * `application/` left out or not (`at+jwt` is `application/at+jwt`).
+ */
+function mediaType(typ: string): string {
+  const lower = typ.toLowerCase();
+  return lower.includes("/") ? lower : `application/${lower}`;
 }
 
 const NO_SCOPES: ReadonlySet<string> = new Set();
@@ -186,6 +220,8 @@ export interface MintOptions {
   readonly scopeClaim?: string;
   readonly issuer?: string;
   readonly audience?: string;
+  /** The `typ` header (default `JWT`): the first of JWT_TYPES, for the server to take it. */
+  readonly typ?: string;
 }
 
 /** Mints an HS256 token (demo, CLI and tests). */
@@ -193,7 +229,7 @@ export async function mintToken(o: MintOptions): Promise<string> {
   const claims: Record<string, string> = { [o.projectClaim ?? "project_id"]: o.project };
   if (o.scopes !== undefined && o.scopes.length > 0) claims[o.scopeClaim ?? "scope"] = o.scopes.join(" ");
   let jwt = new SignJWT(claims)
-    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .setProtectedHeader({ alg: "HS256", typ: o.typ ?? "JWT" })
     .setSubject(o.subject)
     .setIssuedAt()
     .setExpirationTime(Math.floor(Date.now() / 1000) + o.ttlSeconds);

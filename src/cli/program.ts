@@ -29,7 +29,7 @@ export function buildProgram(): Command {
         "  REDIS_KEY_PREFIX       key prefix (default bl:)\n" +
         "  CHANNEL_DEFAULT_TTL_HOURS   lifetime of a channel created without --expire-time (unset: none)\n" +
         "  JWT_SECRET             HS256 secret for token mint (at least 32 bytes)\n" +
-        "  JWT_PROJECT_CLAIM, JWT_ISSUER, JWT_AUDIENCE   claims token mint sets, as the server checks them\n" +
+        "  JWT_PROJECT_CLAIM, JWT_ISSUER, JWT_AUDIENCE, JWT_TYPES   what token mint sets, as the server checks it\n" +
         "There is no in-memory mode: every command but token mint needs Redis.\n" +
         "\nExit codes: 0 success, 1 failure (one line on stderr), 2 usage error.",
     );

@@ -41,7 +41,8 @@ export function addTokenCommands(program: Command): void {
     .addHelpText(
       "after",
       "\nReads JWT_SECRET (at least 32 bytes; the same secret as the server), and JWT_PROJECT_CLAIM,\n" +
-        "JWT_SCOPE_CLAIM, JWT_ISSUER and JWT_AUDIENCE so the token passes the server's checks. Needs no Redis.\n" +
+        "JWT_SCOPE_CLAIM, JWT_ISSUER, JWT_AUDIENCE and JWT_TYPES (its typ is the first) so the token passes\n" +
+        "the server's checks. Needs no Redis.\n" +
         "\nExample:\n" +
         "  $ TOKEN=$(boardline token mint --project acme --ttl 15m)\n" +
         '  $ curl -H "Authorization: Bearer $TOKEN" …\n' +
@@ -69,6 +70,7 @@ async function mint(o: MintOptions, cmd: Command): Promise<void> {
     scopeClaim: settings.scopeClaim,
     ...(settings.issuer === undefined ? {} : { issuer: settings.issuer }),
     ...(settings.audience === undefined ? {} : { audience: settings.audience }),
+    ...(settings.types === undefined ? {} : { typ: settings.types[0] }),
   });
   const expiresAt = new Date((Math.floor(Date.now() / 1000) + o.ttl) * 1000).toISOString();
   const described = { token: jwt, project: o.project, subject: o.subject, scopes: o.scope, expires_at: expiresAt };

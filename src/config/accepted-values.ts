@@ -1,7 +1,9 @@
 /**
  * The values variables.ts accepts where a plain kind cannot say it: the JWT
- * signature algorithms, a browser origin (CORS_ORIGINS) and the public base URL
- * given to the conversion backend (CONVERSION_WEBHOOK_BASE).
+ * signature algorithms, where a JWKS may be fetched from (JWT_JWKS_URL), the
+ * `typ` headers a token may carry (JWT_TYPES), a
+ * browser origin (CORS_ORIGINS) and the public base URL given to the conversion
+ * backend (CONVERSION_WEBHOOK_BASE).
  */
 import { isLoopbackHost } from "../loopback.js";
 
@@ -22,6 +24,24 @@ export const ASYMMETRIC_ALGORITHMS: readonly string[] = [
 ];
 
 export const JWT_ALGORITHMS: readonly string[] = [...HMAC_ALGORITHMS, ...ASYMMETRIC_ALGORITHMS];
+
+/**
+ * The check of JWT_JWKS_URL: the key set it serves decides which tokens are
+ * trusted, so it is fetched over https; plain http only from a loopback host
+ * (the tests' and a local identity provider's), where nobody stands between.
+ */
+export function checkJwksUrl(url: URL): string | undefined {
+  if (url.protocol === "https:" || isLoopbackHost(url.hostname)) return undefined;
+  return "must be an https URL (http only for a loopback host: localhost, 127.0.0.0/8, [::1]): its keys decide which tokens are trusted, and over plain http anyone on the way could swap in keys of their own";
+}
+
+/** A media type's name (RFC 6838 §4.2), with or without its `type/`; no parameters. */
+const MEDIA_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(?:\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126})?$/;
+
+/** Whether `value` can be a JWT's `typ` header (JWT_TYPES): `at+jwt`, `JWT`, `application/at+jwt`. */
+export function isMediaType(value: string): boolean {
+  return MEDIA_TYPE.test(value);
+}
 
 /** Whether `value` is a browser origin (`https://app.example.com`, a trailing slash tolerated): CORS_ORIGINS. */
 export function isOrigin(value: string): boolean {

@@ -1,7 +1,8 @@
 /**
  * The JWT part of the configuration: the key source (exactly one of
  * JWT_SECRET, JWT_JWKS_URL, JWT_JWKS_FILE), the algorithms, which must fit
- * that key source, and the claims a token must carry.
+ * that key source, and what a token must carry (an issuer and an audience
+ * with a JWKS; a `typ` of JWT_TYPES when set).
  */
 import { readFileSync } from "node:fs";
 import { ConfigError, type Env, isSet, readHttpUrl, readInteger, readList, readText } from "./read-variable.js";
@@ -18,6 +19,8 @@ export interface JwtSettings {
   readonly algorithms: readonly string[];
   readonly issuer: string | undefined;
   readonly audience: string | undefined;
+  /** JWT_TYPES: the `typ` headers a token may carry; undefined: any, or none. */
+  readonly types: readonly string[] | undefined;
   readonly projectClaim: string;
   readonly scopeClaim: string;
   /** How long a verification is remembered at most (JWT_CACHE_MAX_MS); 0 = not at all. */
@@ -35,12 +38,34 @@ export function loadJwtSettings(env: Env, keyRequired: boolean): JwtSettings {
       "(or JWT_JWKS_URL / JWT_JWKS_FILE) is required outside demo mode (demo mode is no Redis and no JWT keys at all)",
     );
   }
+  const claims = readClaims(env);
+  if (key !== undefined && key.kind !== "secret") requireIssuerAndAudience(claims, key);
   return {
     key,
     algorithms: readAlgorithms(env, key),
-    ...readClaims(env),
+    ...claims,
     cacheMaxMs: readInteger(env, "JWT_CACHE_MAX_MS"),
   };
+}
+
+/**
+ * A JWKS is an identity provider's, which signs tokens for other applications
+ * with the same keys: without an issuer and an audience to check, any of those
+ * tokens carrying a project claim would be taken as meant for boardline. A
+ * JWT_SECRET is boardline's own, and signs only its tokens.
+ */
+function requireIssuerAndAudience(claims: Pick<JwtSettings, "issuer" | "audience">, key: JwtKeyConfig): void {
+  const source = key.kind === "jwks-url" ? "JWT_JWKS_URL" : "JWT_JWKS_FILE";
+  const why = "a shared identity provider mints tokens for other applications too";
+  if (claims.issuer === undefined && claims.audience === undefined) {
+    throw new ConfigError("JWT_ISSUER", `and JWT_AUDIENCE are required with ${source}: ${why}`);
+  }
+  if (claims.issuer === undefined) {
+    throw new ConfigError("JWT_ISSUER", `is required with ${source}, as is JWT_AUDIENCE: ${why}`);
+  }
+  if (claims.audience === undefined) {
+    throw new ConfigError("JWT_AUDIENCE", `is required with ${source}, as is JWT_ISSUER: ${why}`);
+  }
 }
 
 /** What a token must carry to pass the server's checks, and the HS256 secret when JWT_SECRET is set. */
@@ -48,6 +73,8 @@ export interface TokenSettings {
   readonly secret: Uint8Array | undefined;
   readonly issuer: string | undefined;
   readonly audience: string | undefined;
+  /** The first is the `typ` token mint writes. */
+  readonly types: readonly string[] | undefined;
   readonly projectClaim: string;
   readonly scopeClaim: string;
 }
@@ -57,10 +84,11 @@ export function loadTokenSettings(env: Env = process.env): TokenSettings {
   return { secret: readSecret(env), ...readClaims(env) };
 }
 
-function readClaims(env: Env): Pick<JwtSettings, "issuer" | "audience" | "projectClaim" | "scopeClaim"> {
+function readClaims(env: Env): Pick<JwtSettings, "issuer" | "audience" | "types" | "projectClaim" | "scopeClaim"> {
   return {
     issuer: readText(env, "JWT_ISSUER"),
     audience: readText(env, "JWT_AUDIENCE"),
+    types: readList(env, "JWT_TYPES"),
     projectClaim: readText(env, "JWT_PROJECT_CLAIM"),
     scopeClaim: readText(env, "JWT_SCOPE_CLAIM"),
   };

@@ -119,7 +119,7 @@ export function readText(env: Env, name: NamesOf<{ kind: "text" | "file" }>): st
   return value;
 }
 
-/** An absolute http(s) URL, else the row's default. */
+/** An absolute http(s) URL, checked, else the row's default. */
 export function readHttpUrl(env: Env, name: NamesOf<{ kind: "http-url" }>): string | undefined {
   const row: Variable = VARIABLES[name];
   const value = rawValue(env, name);
@@ -133,6 +133,8 @@ export function readHttpUrl(env: Env, name: NamesOf<{ kind: "http-url" }>): stri
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw invalid(env, name, `must be an http or https URL (got "${value}")`);
   }
+  const problem = row.kind === "http-url" ? row.check?.(url) : undefined;
+  if (problem !== undefined) throw invalid(env, name, problem);
   return value;
 }
 

@@ -35,10 +35,13 @@ export interface HostsVariable extends Documented {
   readonly defaultPort: number;
 }
 
-/** An absolute http:// or https:// URL. */
+/** An absolute http:// or https:// URL; `check` says what else is wrong with it, if anything. */
 export interface HttpUrlVariable extends Documented {
   readonly kind: "http-url";
   readonly default?: string;
+  /** The configuration table's "allowed values" when `check` narrows them. */
+  readonly allowed?: string;
+  readonly check?: (url: URL) => string | undefined;
 }
 
 /** A comma-separated list; `check` says what is wrong with one item, if anything. */

@@ -3,14 +3,16 @@
  * values it accepts and what it means. The parser reads values through these
  * rows (see read-variable.ts), and the configuration table of
  * docs/configuration.md is generated from them (`npm run generate`), so neither can drift from this file.
- * The Redis rows are written in redis-variables.ts, the guessing limit's in
- * guess-variables.ts, the watches' in watch-variables.ts and the key rings' in
- * key-variables.ts, and take their place here.
+ * The Redis rows are written in redis-variables.ts, the JWT rows in
+ * jwt-variables.ts, the guessing limit's in guess-variables.ts, the watches'
+ * in watch-variables.ts and the key rings' in key-variables.ts, and take their
+ * place here.
  * Rules that tie several variables together live in load-config.ts,
  * redis-settings.ts and jwt-settings.ts.
  */
-import { JWT_ALGORITHMS, isOrigin, checkWebhookBase } from "./accepted-values.js";
+import { isOrigin, checkWebhookBase } from "./accepted-values.js";
 import { GUESS_VARIABLES } from "./guess-variables.js";
+import { JWT_VARIABLES } from "./jwt-variables.js";
 import { KEY_VARIABLES } from "./key-variables.js";
 import { REDIS_VARIABLES } from "./redis-variables.js";
 import { WATCH_VARIABLES } from "./watch-variables.js";
@@ -61,66 +63,7 @@ export const VARIABLES = {
       "`production`: no demo, no in-memory store; `REDIS_URL` (or cluster/sentinel) and a JWT key source are required",
   },
   ...REDIS_VARIABLES,
-  JWT_SECRET: {
-    kind: "text",
-    secret: true,
-    defaultNote: "— (random in demo mode)",
-    allowed: "at least 32 bytes",
-    untrimmed: true,
-    check: (v) => (new TextEncoder().encode(v).length < 32 ? "must be at least 32 bytes" : undefined),
-    meaning:
-      "HS256/384/512 secret. One of the three key sources (with `JWT_JWKS_URL`, `JWT_JWKS_FILE`): set exactly one outside demo mode",
-  },
-  JWT_JWKS_URL: {
-    kind: "http-url",
-    meaning: "a remote JWKS (fetched and cached by jose); a key source",
-  },
-  JWT_JWKS_FILE: {
-    kind: "file",
-    allowed: 'a JSON file holding a JSON Web Key Set (`{"keys": [...]}`)',
-    meaning: "a JWKS in a file; a key source",
-  },
-  JWT_ALGORITHMS: {
-    kind: "list",
-    defaultNote: "`HS256` with `JWT_SECRET`, `RS256,ES256,EdDSA` with a JWKS",
-    allowed: "comma-separated: `HS256`, `HS384`, `HS512` with `JWT_SECRET`; `RS*`, `PS*`, `ES*`, `EdDSA` with a JWKS",
-    check: (a) =>
-      JWT_ALGORITHMS.includes(a)
-        ? undefined
-        : `has an unsupported algorithm "${a}" (allowed: ${JWT_ALGORITHMS.join(", ")})`,
-    meaning: "allow-list; must fit the key source",
-  },
-  JWT_ISSUER: {
-    kind: "text",
-    allowed: "any text",
-    meaning: "the `iss` a token must carry; checked when set",
-  },
-  JWT_AUDIENCE: {
-    kind: "text",
-    allowed: "any text",
-    meaning: "the `aud` a token must carry; checked when set",
-  },
-  JWT_PROJECT_CLAIM: {
-    kind: "text",
-    default: "project_id",
-    allowed: "a claim name",
-    meaning: "claim naming the caller's project",
-  },
-  JWT_SCOPE_CLAIM: {
-    kind: "text",
-    default: "scope",
-    allowed: "a claim name",
-    meaning:
-      "claim holding the token's scopes (space-separated, as RFC 9068's `scope`, or a JSON array); `pstn.gateway` lets a service read and watch its project's channels by channel id",
-  },
-  JWT_CACHE_MAX_MS: {
-    kind: "integer",
-    default: 60_000,
-    min: 0,
-    max: 3_600_000,
-    meaning:
-      "how long a verified token is remembered at most (and never past its `exp`): a token whose JWKS key is withdrawn is refused within this bound plus the 10 min a fetched `JWT_JWKS_URL` key set is reused; `0` = verify every call",
-  },
+  ...JWT_VARIABLES,
   CONVERSION_API_BASE: {
     kind: "http-url",
     default: "https://api.netless.link",

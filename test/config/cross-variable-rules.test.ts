@@ -4,6 +4,8 @@ import { configError, SECRET, tempFile } from "./helpers.js";
 
 const JWKS_URL = "https://idp.example/.well-known/jwks.json";
 const JWKS_FILE = tempFile("jwks.json", '{"keys": []}');
+/** What a JWKS requires beside it (see trusted-token-sources.test.ts). */
+const CLAIMS = { JWT_ISSUER: "https://idp.example/", JWT_AUDIENCE: "boardline" };
 const PEM = tempFile("tls.pem", "pem bytes");
 
 describe("exactly one JWT key source", () => {
@@ -18,8 +20,11 @@ describe("exactly one JWT key source", () => {
   });
 
   it("each source alone is taken", () => {
-    expect(loadConfig({ JWT_JWKS_URL: JWKS_URL }).jwt.key).toEqual({ kind: "jwks-url", url: new URL(JWKS_URL) });
-    expect(loadConfig({ JWT_JWKS_FILE: JWKS_FILE }).jwt.key).toEqual({ kind: "jwks-file", path: JWKS_FILE });
+    expect(loadConfig({ JWT_JWKS_URL: JWKS_URL, ...CLAIMS }).jwt.key).toEqual({
+      kind: "jwks-url",
+      url: new URL(JWKS_URL),
+    });
+    expect(loadConfig({ JWT_JWKS_FILE: JWKS_FILE, ...CLAIMS }).jwt.key).toEqual({ kind: "jwks-file", path: JWKS_FILE });
   });
 });
 
@@ -40,7 +45,7 @@ describe("/metrics is on PORT or on METRICS_PORT, not both", () => {
 describe("the algorithms must fit the key source", () => {
   it("defaults: HS256 for a secret, RS256/ES256/EdDSA for a JWKS", () => {
     expect(loadConfig({ JWT_SECRET: SECRET }).jwt.algorithms).toEqual(["HS256"]);
-    expect(loadConfig({ JWT_JWKS_URL: JWKS_URL }).jwt.algorithms).toEqual(["RS256", "ES256", "EdDSA"]);
+    expect(loadConfig({ JWT_JWKS_URL: JWKS_URL, ...CLAIMS }).jwt.algorithms).toEqual(["RS256", "ES256", "EdDSA"]);
   });
 
   it("fitting lists are taken", () => {
@@ -48,7 +53,7 @@ describe("the algorithms must fit the key source", () => {
       "HS384",
       "HS512",
     ]);
-    expect(loadConfig({ JWT_JWKS_FILE: JWKS_FILE, JWT_ALGORITHMS: "PS256,EdDSA" }).jwt.algorithms).toEqual([
+    expect(loadConfig({ JWT_JWKS_FILE: JWKS_FILE, JWT_ALGORITHMS: "PS256,EdDSA", ...CLAIMS }).jwt.algorithms).toEqual([
       "PS256",
       "EdDSA",
     ]);
@@ -56,7 +61,7 @@ describe("the algorithms must fit the key source", () => {
 
   it.each([
     [{ JWT_SECRET: SECRET, JWT_ALGORITHMS: "HS256,RS256" }, '"RS256" does not fit the key: JWT_SECRET takes'],
-    [{ JWT_JWKS_URL: JWKS_URL, JWT_ALGORITHMS: "HS256" }, '"HS256" does not fit the key: a JWKS takes'],
+    [{ JWT_JWKS_URL: JWKS_URL, JWT_ALGORITHMS: "HS256", ...CLAIMS }, '"HS256" does not fit the key: a JWKS takes'],
   ])("a misfit is refused: %j", (env, message) => {
     const e = configError(env);
     expect(e.variable).toBe("JWT_ALGORITHMS");

@@ -21,6 +21,7 @@ describe("defaults", () => {
         algorithms: ["HS256"],
         issuer: undefined,
         audience: undefined,
+        types: undefined,
         projectClaim: "project_id",
         scopeClaim: "scope",
         cacheMaxMs: 60_000,
@@ -180,6 +181,7 @@ describe("defaults", () => {
       secret: undefined,
       issuer: undefined,
       audience: undefined,
+      types: undefined,
       projectClaim: "project_id",
       scopeClaim: "scope",
     });
