@@ -114,7 +114,7 @@ export async function launch(o: LaunchOptions): Promise<Server> {
     methods: servedMethods(domain),
     streams: servedStreams(domain),
     storeReady: () => o.store.ping(),
-    ...(webhooks === undefined ? {} : { conversionWebhook: (id, sig) => webhooks.receive(id, sig) }),
+    ...(webhooks === undefined ? {} : { conversionWebhook: webhooks }),
   });
   countPoll = (lateMs) => server.metrics.observeConversionPoll(lateMs);
   server.metrics.countWatchRefusals(() => slots.refused);
