@@ -129,7 +129,7 @@ export async function launch(o: LaunchOptions): Promise<Server> {
     streams: servedStreams(domain),
     storeReady: () => o.store.ping(),
     openings,
-    ...(webhooks === undefined ? {} : { conversionWebhook: (id, sig) => webhooks.receive(id, sig) }),
+    ...(webhooks === undefined ? {} : { conversionWebhook: webhooks }),
   });
   countPoll = (lateMs) => server.metrics.observeConversionPoll(lateMs);
   server.metrics.countWatchRefusals(() => slots.refused + openings.refused);

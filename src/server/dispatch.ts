@@ -18,8 +18,10 @@
  *        └─ anything else                       ─► 404 from the error table
  *
  * Every served method then runs the same call pipeline (src/server/call/pipeline.ts):
- * authenticate → read the request → validate → the domain call (src/services),
- * and every failure is shaped by the one error table (error-table.ts).
+ * authenticate (from the headers, before the transport reads any of the body:
+ * a bad token is answered at once) → read the request → validate → the domain
+ * call (src/services), and every failure is shaped by the one error table
+ * (error-table.ts). The webhook likewise checks its signature before its body.
  */
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { Logger } from "../log.js";

@@ -270,6 +270,16 @@ export function transportError(f: TransportFailure): {
 }
 
 /**
+ * The gRPC status a call counts as (`abandon`) when its transport answered it
+ * without running it: a transport failure, or "gone" for a client that went
+ * away before its body was read.
+ */
+export function unrunStatus(f: TransportFailure | "gone"): Code {
+  if (f === "gone") return Code.Canceled;
+  return f.kind === "body_too_large" || f.kind === "unsupported_media_type" ? Code.InvalidArgument : Code.Unknown;
+}
+
+/**
  * The status line of an HTTP/1.1 request the parser refused before it became a
  * request (client-error.ts): there is no call and no route yet, so the answer is
  * Node's own — the status line, no body — and the connection closes.

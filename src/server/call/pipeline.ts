@@ -9,10 +9,11 @@
  * router only translate bytes in and out.
  *
  * A transport enters the pipeline once per call, by `begin`, and keeps the
- * call it gets: the JSON gateway and the gRPC fast path `run` it at once; the
- * RPC router, which must authenticate before connect-es reads the body,
- * `authenticate`s it first and `abandon`s it when connect-es answered it
- * without running it. Whatever the path, the call is counted exactly once.
+ * call it gets. Every transport `authenticate`s it from the request's headers
+ * before reading the body (a caller without a valid token costs no body read),
+ * then `run`s it, or `abandon`s it when the transport answered it without
+ * running it (a body that could not be read). Whatever the path, the call is
+ * counted exactly once.
  */
 import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import type { Logger } from "../../log.js";
@@ -39,13 +40,14 @@ export class CallPipeline {
   /** The one entry of a call into the pipeline; nothing is counted until the call authenticates or runs. */
   begin<I extends DescMessage, O extends DescMessage>(op: ServedMethod<I, O>, ctx: CallContext): UnaryCall<I, O>;
   begin<I extends DescMessage, O extends DescMessage>(op: ServedStream<I, O>, ctx: CallContext): StreamCall<I, O>;
+  begin(op: Served, ctx: CallContext): UnaryCall | StreamCall;
   begin(op: Served, ctx: CallContext): UnaryCall | StreamCall {
     return isStream(op) ? new StreamCall(this.steps, op, ctx) : new UnaryCall(this.steps, op, ctx);
   }
 }
 
 /**
- * begun → authenticated (the RPC router's request gate) → ran; or ended: refused by
+ * begun → authenticated (from the headers, before the body is read) → ran; or ended: refused by
  * `authenticate`, or `abandon`ed. Each way out counts the call once.
  */
 type Phase = "begun" | "authenticated" | "ran" | "ended";
@@ -67,10 +69,10 @@ abstract class PipelineCall {
   }
 
   /**
-   * Only the first step of `run`, for transports that must authenticate
-   * before they read the body (the RPC router: connect-es decodes the request
-   * message itself). The caller is kept for `run`. A failure is logged,
-   * counted and traced as `run` would and ends the call.
+   * Only the first step of `run`, from the headers alone, so that a
+   * transport reads the body only for an authenticated caller. The caller is
+   * kept for `run`. A failure is logged, counted and traced as `run` would
+   * and ends the call.
    */
   async authenticate(): Promise<void> {
     const started = performance.now();
@@ -89,9 +91,10 @@ abstract class PipelineCall {
   }
 
   /**
-   * Counts a call that passed `authenticate` but never ran: the RPC router
+   * Counts a call that passed `authenticate` but never ran: its transport
    * answered it itself (a body that could not be read, decompressed or
-   * decoded, or a client gone mid-body). `status` is the gRPC status it got.
+   * decoded, or a client gone mid-body). `status` is the gRPC status of that
+   * answer (for a JSON answer, the status of its error table row).
    * Does nothing for a call that ran, was refused, or was never authenticated.
    */
   abandon(status: number): void {

@@ -4,9 +4,12 @@
  * connect-es handler. A unary call is one data frame in, headers + one data
  * frame + trailers out; a server-streaming call (a watch) is one data frame
  * in, headers once it is established, a data frame per message, trailers at
- * its end (grpc-answer.ts writes them). Skipping the compatibility layer and
- * the adapter's per-call objects is what lets a unary call go faster and an
- * open watch hold less memory than through connect-node's adapter
+ * its end (grpc-answer.ts writes them). The token is checked from the
+ * HEADERS before any data frame is read: a bad one is answered with the
+ * trailers-only UNAUTHENTICATED and the stream reset (its DATA never read).
+ * Skipping the compatibility layer and the adapter's per-call objects is what
+ * lets a unary call go faster and an open watch hold less memory than through
+ * connect-node's adapter
  * (docs/architecture.md, "gRPC fast path"; the figures: docs/performance.md,
  * "Mute" and "Watch fan-out").
  *
@@ -21,12 +24,13 @@ import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { Failure } from "../../services/failure.js";
 import type { NextTaker, PushIterator } from "../../services/push-stream.js";
-import type { CallContext, CallPipeline } from "../call/pipeline.js";
+import type { CallContext, CallPipeline, StreamCall, UnaryCall } from "../call/pipeline.js";
 import { grpcTimeoutMs } from "../call/cancellation.js";
 import { encodedOnce } from "../call/encoded-once.js";
 import { returnQuietly } from "../call/reported-stream.js";
 import { GrpcAnswer } from "./grpc-answer.js";
 import { compactRequestId, firstHeader, requestIdFrom } from "../http/request-answer.js";
+import { resetUnread } from "../http/unread-body.js";
 import {
   IDEMPOTENCY_KEY_HEADER,
   isStream,
@@ -90,10 +94,19 @@ export class GrpcFastPath {
       traceCarrier: isStream(op) ? traceHeaders(headers) : headers,
       idempotencyKey: firstHeader(headers[IDEMPOTENCY_KEY_HEADER]),
     };
-    this.readBody(stream, answer, (body) => {
-      if (isStream(op)) this.serveStream(op, ctx, body, answer);
-      else this.serveUnary(op, ctx, body, answer);
-    });
+    const call = this.o.pipeline.begin(op, ctx);
+    // Authenticated from the HEADERS alone: no DATA is read for a caller without a valid token.
+    call.authenticate().then(
+      () =>
+        this.readBody(stream, answer, (body) => {
+          if (isStream(op)) this.serveStream(op, call as StreamCall, body, answer);
+          else this.serveUnary(op, call as UnaryCall, body, answer);
+        }),
+      (e: unknown) => {
+        answer.fail(e);
+        resetUnread(stream);
+      },
+    );
     return true;
   }
 
@@ -124,9 +137,8 @@ export class GrpcFastPath {
     stream.on("end", onEnd);
   }
 
-  private serveUnary(op: ServedMethod, ctx: CallContext, body: Buffer, answer: GrpcAnswer): void {
-    this.o.pipeline
-      .begin(op, ctx)
+  private serveUnary(op: ServedMethod, call: UnaryCall, body: Buffer, answer: GrpcAnswer): void {
+    call
       .run(() => decode(op.method.input, body))
       .then(
         (output) => answer.succeed(frame(toBinary(op.method.output, output))),
@@ -135,13 +147,12 @@ export class GrpcFastPath {
   }
 
   /** A watch: its messages as they come, each waiting for room in the stream; the stream's close ends it. */
-  private serveStream(op: ServedStream, ctx: CallContext, body: Buffer, answer: GrpcAnswer): void {
+  private serveStream(op: ServedStream, call: StreamCall, body: Buffer, answer: GrpcAnswer): void {
     const framed = this.framed.get(op) as (message: object) => Buffer;
     // Copied: the body is a slice of the connection's read buffer, which a stream waiting for its turn to
     // open (openings.ts) would keep whole. Dropped once read: the stream may stay open for hours.
     let request: Buffer | undefined = Buffer.from(body);
-    this.o.pipeline
-      .begin(op, ctx)
+    call
       .runStream(() => {
         const bytes = request as Buffer;
         request = undefined;

@@ -56,15 +56,20 @@ export class ConversionWebhooks {
     return given.length === expected.length && timingSafeEqual(given, expected);
   }
 
+  /** Throws `unauthenticated` unless `sig` is the signature of `id`; touches nothing else. */
+  authenticate(id: string, sig: string | undefined): void {
+    if (!this.verify(id, sig)) {
+      throw new Failure("unauthenticated", { detail: "the webhook signature is missing or wrong" });
+    }
+  }
+
   /**
    * A call of the webhook `id` with signature `sig`: `unauthenticated` unless
    * the signature is right; then the task the id stands for, if it is still
    * followed, is due now and the follower is woken. Resolves either way.
    */
   async receive(id: string, sig: string | undefined): Promise<void> {
-    if (!this.verify(id, sig)) {
-      throw new Failure("unauthenticated", { detail: "the webhook signature is missing or wrong" });
-    }
+    this.authenticate(id, sig);
     const uuid = await this.o.store.conversions.webhookTask(id);
     if (uuid === undefined) return;
     if (await this.o.store.conversions.wakeConversion(uuid, this.now())) this.o.wakeFollower();
