@@ -62,6 +62,10 @@ random() { node -e 'console.log(require("node:crypto").randomBytes(Number(proces
 random 48 >"$BOARDLINE_SECRETS/JWT_SECRET"
 random 32 >"$BOARDLINE_SECRETS/PASSPHRASE_KEYS"
 random 32 >"$BOARDLINE_SECRETS/SECRETS_KEYS"
+# Hex: nothing a URL or a configuration line would have to escape.
+redis_password=$(node -e 'console.log(require("node:crypto").randomBytes(32).toString("hex"))')
+echo "$redis_password" >"$BOARDLINE_SECRETS/REDIS_PASSWORD"
+echo "redis://:$redis_password@redis:6379" >"$BOARDLINE_SECRETS/REDIS_URL"
 chmod 644 "$BOARDLINE_SECRETS"/*
 BOARDLINE_PORT=$(node -e 'const s=require("node:net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 export BOARDLINE_SECRETS BOARDLINE_PORT
@@ -111,8 +115,17 @@ for replica in boardline-1 boardline-2; do
     });'
 done
 
+step "a client of the network without the password is refused by Redis and by the Sentinels"
+for target in "redis-primary_1 redis-cli" "sentinel-1_1 redis-cli -p 26379"; do
+  read -r container cli <<<"$target"
+  refused=$(podman exec "${project}_${container}" $cli ping 2>&1 || true)
+  echo "$container without the password: $refused"
+  [[ $refused == *NOAUTH* ]]
+done
+
 step "the mutes on the Redis replica, and the Sentinels' view"
-podman exec "${project}_redis-replica_1" redis-cli hkeys 'bl:chan:{acme/weekly-sync}:pstn-mute'
-podman exec "${project}_sentinel-1_1" redis-cli -p 26379 sentinel get-master-addr-by-name boardline
-[[ $(podman exec "${project}_redis-replica_1" redis-cli hlen 'bl:chan:{acme/weekly-sync}:pstn-mute') == 2 ]]
+authed() { podman exec -e REDISCLI_AUTH="$redis_password" "${project}_$1" "${@:2}"; }
+authed redis-replica_1 redis-cli hkeys 'bl:chan:{acme/weekly-sync}:pstn-mute'
+authed sentinel-1_1 redis-cli -p 26379 sentinel get-master-addr-by-name boardline
+[[ $(authed redis-replica_1 redis-cli hlen 'bl:chan:{acme/weekly-sync}:pstn-mute') == 2 ]]
 echo "smoke test passed"

@@ -112,6 +112,48 @@ export function composeProblems(stack: Stack, env: Record<string, string>): stri
     check(seconds(s.stop_grace_period) >= needS, `${name}: stop_grace_period ${s.stop_grace_period} < ${needS} s`);
   }
   found.push(...sentinelProblems(stack, config), ...haproxyProblems(stack, config, replicas));
+  found.push(...lockedRedisProblems(stack, config));
+  return found;
+}
+
+/** The command a service runs, as one line (a list, or a shell's script). */
+function commandLine(service: KubeObject | undefined): string {
+  const command = service?.command;
+  return Array.isArray(command) ? command.join(" ") : String(command ?? "");
+}
+
+/**
+ * Redis locked: the primary and the replica require the password (and give it to each other), the
+ * Sentinels require it and give it to Redis and to each other, every one of them reads it from the
+ * same secret, and boardline gives it to both.
+ */
+function lockedRedisProblems(stack: Stack, config: Config): string[] {
+  const found: string[] = [];
+  const services = stack.compose.services ?? {};
+  const readsPassword = (name: string) =>
+    (services[name]?.secrets ?? []).includes("redis_password") &&
+    commandLine(services[name]).includes("/run/secrets/redis_password");
+  for (const name of ["redis-primary", "redis-replica"]) {
+    const line = commandLine(services[name]);
+    if (!readsPassword(name) || !/--requirepass\b/.test(line) || !/--masterauth\b/.test(line)) {
+      found.push(`${name}: must require the password (requirepass, masterauth) from the redis_password secret`);
+    }
+    if (/--protected-mode\W+no\b/.test(line)) found.push(`${name}: must not turn protected mode off`);
+  }
+  for (const name of Object.keys(services).filter((n) => n.startsWith("sentinel-"))) {
+    const line = commandLine(services[name]);
+    if (!readsPassword(name) || !/requirepass/.test(line) || !/sentinel auth-pass boardline/.test(line)) {
+      found.push(`${name}: must require the password and give it to Redis (auth-pass) from the redis_password secret`);
+    }
+  }
+  if (
+    config.redis?.mode === "sentinel" &&
+    (config.redis.sentinelPassword === undefined || config.redis.password === undefined)
+  ) {
+    found.push(
+      "boardline must give the password to Redis (REDIS_URL_FILE) and to the Sentinels (REDIS_SENTINEL_PASSWORD_FILE)",
+    );
+  }
   return found;
 }
 

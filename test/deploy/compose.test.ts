@@ -28,6 +28,9 @@ const SECRETS = mkdtempSync(join(tmpdir(), "boardline-compose-secrets-"));
 writeFileSync(join(SECRETS, "JWT_SECRET"), `${"y".repeat(48)}\n`);
 writeFileSync(join(SECRETS, "PASSPHRASE_KEYS"), `${Buffer.alloc(32, 1).toString("base64")}\n`);
 writeFileSync(join(SECRETS, "SECRETS_KEYS"), `${Buffer.alloc(32, 2).toString("base64")}\n`);
+const REDIS_PASSWORD = "c0ffee".repeat(8);
+writeFileSync(join(SECRETS, "REDIS_PASSWORD"), `${REDIS_PASSWORD}\n`);
+writeFileSync(join(SECRETS, "REDIS_URL"), `redis://:${REDIS_PASSWORD}@redis:6379\n`);
 const ENV = { BOARDLINE_SECRETS: SECRETS };
 
 describe("deploy/compose.yaml", () => {
@@ -97,11 +100,27 @@ describe("deploy/compose.yaml", () => {
     expect(
       broken(edit((c) => (c.services["boardline-1"].environment.REDIS_SENTINELS = "sentinel-1,sentinel-2"))),
     ).toEqual(["REDIS_SENTINELS must be sentinel-1:26379,sentinel-2:26379,sentinel-3:26379"]);
-    expect(broken(edit((c) => (c.services["boardline-2"].secrets = ["jwt_secret", "passphrase_keys"])))).toEqual([
-      "boardline-2: no secret mounted at /run/secrets/secrets_keys",
-    ]);
+    expect(
+      broken(
+        edit(
+          (c) => (c.services["boardline-2"].secrets = ["jwt_secret", "passphrase_keys", "redis_url", "redis_password"]),
+        ),
+      ),
+    ).toEqual(["boardline-2: no secret mounted at /run/secrets/secrets_keys"]);
     expect(broken(edit((c) => (c.services["boardline-1"].environment.JWT_SECRET = "${JWT_SECRET}")))).toEqual([
       "boardline-1: secrets belong in files (NAME_FILE), not in the environment",
+    ]);
+    expect(
+      broken(edit((c) => (c.services["redis-replica"].command = ["redis-server", "--protected-mode", "no"]))),
+    ).toEqual([
+      "redis-replica: must require the password (requirepass, masterauth) from the redis_password secret",
+      "redis-replica: must not turn protected mode off",
+    ]);
+    expect(broken(edit((c) => delete c.services["sentinel-2"].secrets))).toEqual([
+      "sentinel-2: must require the password and give it to Redis (auth-pass) from the redis_password secret",
+    ]);
+    expect(broken(edit((c) => delete c.services["boardline-1"].environment.REDIS_SENTINEL_PASSWORD_FILE))).toEqual([
+      "boardline must give the password to Redis (REDIS_URL_FILE) and to the Sentinels (REDIS_SENTINEL_PASSWORD_FILE)",
     ]);
     expect(broken(edit((c) => delete c.services.haproxy.stop_signal))).toEqual([
       "haproxy (PID 1 ignores SIGTERM) must stop on SIGUSR1 with hard-stop-after",
