@@ -30,11 +30,6 @@ export class KeyRing {
   byId(id: string): SecretKey | undefined {
     return this.keys.find((k) => k.id === id);
   }
-
-  /** The keys after the current one, newest first. */
-  get older(): readonly SecretKey[] {
-    return this.keys.slice(1);
-  }
 }
 
 export function secretKey(bytes: Buffer): SecretKey {

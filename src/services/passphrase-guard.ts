@@ -199,21 +199,20 @@ export class MissLimitGuard implements PassphraseGuard {
       const got = await this.store.takeGuess(key, slot, this.limit.attempts, this.limit.windowSeconds);
       if (got.granted) return slot;
       const waited = Date.now() - started;
-      if (got.held && waited >= HELD_MAX_WAIT_MS) throw heldRefusal();
-      if (!got.held) {
-        throw new Failure("rate_limited", {
-          detail: "too many wrong passphrases; retry later",
-          retryAfterSeconds: got.retryAfterSeconds,
-        });
-      }
+      if (!got.held) throw tooManyGuesses(got.retryAfterSeconds);
+      if (waited >= HELD_MAX_WAIT_MS) throw heldRefusal();
       await this.sleep(Math.min(wait * (0.5 + Math.random()), HELD_MAX_WAIT_MS - waited));
     }
   }
 }
 
+function tooManyGuesses(retryAfterSeconds: number): Failure {
+  return new Failure("rate_limited", { detail: "too many wrong passphrases; retry later", retryAfterSeconds });
+}
+
 /** Refused after waiting HELD_MAX_WAIT_MS for guesses calls in flight hold: one may be back within a second. */
 function heldRefusal(): Failure {
-  return new Failure("rate_limited", { detail: "too many wrong passphrases; retry later", retryAfterSeconds: 1 });
+  return tooManyGuesses(1);
 }
 
 /** A caller's guesses in flight on this instance, and the calls waiting for one. */

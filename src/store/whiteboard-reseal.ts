@@ -12,7 +12,7 @@ import type { ReindexOptions, ResealReport } from "../services/ports.js";
 import type { KeyRing } from "../secrets/key-ring.js";
 import { needsReseal, open, SealedFieldError, seal } from "../secrets/sealed-fields.js";
 import type { ChannelPrimitives } from "./channels/primitives.js";
-import { SCAN_BATCH } from "./channels/scan.js";
+import { throttledScan } from "./channels/scan.js";
 import { type Fields, WHITEBOARD_SECRET_FIELDS } from "./schema/channel-records.js";
 import type { KeySchema } from "./schema/keys.js";
 
@@ -31,28 +31,19 @@ export interface ResealParts {
 
 export async function resealWhiteboards(parts: ResealParts, options: ReindexOptions = {}): Promise<ResealReport> {
   const { channels, keys } = parts;
-  const batch = options.batch ?? SCAN_BATCH;
-  const pauseMs = options.pauseMs ?? 10;
-  let cursor = options.from ?? "0";
   let scanned = 0;
   let resealed = 0;
   let changed = 0;
   const unreadable: string[] = [];
-  for (let step = 0; options.maxSteps === undefined || step < options.maxSteps; step++) {
-    const page = await channels.scan(keys.whiteboardPattern(), cursor, batch);
-    for (const key of page.keys) {
-      const project = keys.whiteboardOf(key);
-      if (project === undefined) continue;
-      scanned++;
-      const outcome = await resealOne(parts, project);
-      if (outcome === "resealed") resealed++;
-      else if (outcome === "changed") changed++;
-      else if (outcome === "unreadable") unreadable.push(project);
-    }
-    cursor = page.cursor;
-    if (cursor === "0") break;
-    if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
-  }
+  const cursor = await throttledScan(channels, keys.whiteboardPattern(), options, async (key) => {
+    const project = keys.whiteboardOf(key);
+    if (project === undefined) return;
+    scanned++;
+    const outcome = await resealOne(parts, project);
+    if (outcome === "resealed") resealed++;
+    else if (outcome === "changed") changed++;
+    else if (outcome === "unreadable") unreadable.push(project);
+  });
   return { scanned, resealed, changed, unreadable, cursor };
 }
 

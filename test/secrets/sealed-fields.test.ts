@@ -66,7 +66,7 @@ describe("sealed fields", () => {
       [v, id, flip(iv, 0), body],
       [v, id, iv, flip(body, 0)],
       [v, id, iv, flip(body, bodyBytes - 1)],
-      [v, ring.older[0]?.id, iv, body],
+      [v, ring.keys[1]?.id, iv, body],
     ];
     for (const parts of altered) {
       expect(() => open(ring, "acme", "sdk_token", parts.join("."))).toThrow(SealedFieldError);

@@ -31,7 +31,7 @@ import type {
   ReindexReport,
 } from "../../services/ports.js";
 import type { ChannelPrimitives } from "./primitives.js";
-import { passphraseRecords, SCAN_BATCH, scanKeys } from "./scan.js";
+import { passphraseRecords, SCAN_BATCH, scanKeys, throttledScan } from "./scan.js";
 import type { ChannelSteps } from "./steps.js";
 import { type Fields, parsePassphrase, passphraseKeyId } from "../schema/channel-records.js";
 import { listedPassphrases, PENDING_FIELD, parsePending, passField } from "../schema/channel-index-records.js";
@@ -81,39 +81,30 @@ export class ChannelRepair {
   }
 
   async reindex(options: ReindexOptions = {}): Promise<ReindexReport> {
-    const batch = options.batch ?? SCAN_BATCH;
-    const pauseMs = options.pauseMs ?? 10;
-    let cursor = options.from ?? "0";
     let scanned = 0;
     let indexed = 0;
     let rekeyed = 0;
     let olderKey = 0;
     const current = this.keys.passphraseKeys.current;
-    for (let step = 0; options.maxSteps === undefined || step < options.maxSteps; step++) {
-      const page = await this.p.scan(this.keys.passphrasePattern(), cursor, batch);
-      for (const key of page.keys) {
-        const sha = this.keys.passphraseHashOf(key);
-        const stored = sha === undefined ? {} : await this.p.readPassphrase(sha);
-        const record = parsePassphrase(stored);
-        if (sha === undefined || record === undefined) continue;
-        scanned++;
-        const fields = await this.p.readRecord(record.project, record.channel);
-        if (fields[passField(sha)] !== record.role) {
-          await this.indexOrphan(sha, record, fields);
-          indexed++;
-        }
-        const keyId = passphraseKeyId(stored);
-        if (keyId === undefined) {
-          // Written before keys: its key carries the passphrase's sha256, all the digest needs.
-          if (await this.steps.rekey(record, sha, passphraseDigest(current, record.project, sha))) rekeyed++;
-        } else if (keyId !== current.id) {
-          olderKey++;
-        }
+    const cursor = await throttledScan(this.p, this.keys.passphrasePattern(), options, async (key) => {
+      const sha = this.keys.passphraseHashOf(key);
+      const stored = sha === undefined ? {} : await this.p.readPassphrase(sha);
+      const record = parsePassphrase(stored);
+      if (sha === undefined || record === undefined) return;
+      scanned++;
+      const fields = await this.p.readRecord(record.project, record.channel);
+      if (fields[passField(sha)] !== record.role) {
+        await this.indexOrphan(sha, record, fields);
+        indexed++;
       }
-      cursor = page.cursor;
-      if (cursor === "0") break;
-      if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
-    }
+      const keyId = passphraseKeyId(stored);
+      if (keyId === undefined) {
+        // Written before keys: its key carries the passphrase's sha256, all the digest needs.
+        if (await this.steps.rekey(record, sha, passphraseDigest(current, record.project, sha))) rekeyed++;
+      } else if (keyId !== current.id) {
+        olderKey++;
+      }
+    });
     return { scanned, indexed, rekeyed, olderKey, cursor };
   }
 

@@ -5,13 +5,38 @@
  * every master, and every passphrase record, a page of records read at once
  * (one round trip per page, not per key).
  */
-import type { PassphraseRecord } from "../../services/ports.js";
+import type { PassphraseRecord, ReindexOptions } from "../../services/ports.js";
 import { parsePassphrase } from "../schema/channel-records.js";
 import type { KeySchema } from "../schema/keys.js";
 import type { ChannelPrimitives } from "./primitives.js";
 
 /** Keys per SCAN step. */
 export const SCAN_BATCH = 500;
+
+/**
+ * One throttled, resumable pass over the keys matching `pattern`: from
+ * `options.from`, `options.batch` keys a step, `options.pauseMs` between steps
+ * (so a serving Redis is not hogged), at most `options.maxSteps` steps;
+ * `visit` sees each key in turn. Answers the cursor to resume from ("0": done).
+ */
+export async function throttledScan(
+  p: ChannelPrimitives,
+  pattern: string,
+  options: ReindexOptions,
+  visit: (key: string) => Promise<void>,
+): Promise<string> {
+  const batch = options.batch ?? SCAN_BATCH;
+  const pauseMs = options.pauseMs ?? 10;
+  let cursor = options.from ?? "0";
+  for (let step = 0; options.maxSteps === undefined || step < options.maxSteps; step++) {
+    const page = await p.scan(pattern, cursor, batch);
+    for (const key of page.keys) await visit(key);
+    cursor = page.cursor;
+    if (cursor === "0") break;
+    if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
+  }
+  return cursor;
+}
 
 /** Every key matching `pattern`, one SCAN step after another. */
 export async function* scanKeys(p: ChannelPrimitives, pattern: string): AsyncGenerator<string> {
