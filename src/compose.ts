@@ -22,7 +22,10 @@ import { ConversionTasks } from "./services/conversion/tasks.js";
 import { ConversionWatchHub } from "./services/conversion/watch-hub.js";
 import { ConversionWebhooks } from "./services/conversion/webhooks.js";
 import { noGuard, type PassphraseGuard } from "./services/passphrase-guard.js";
-import type { Authenticator, ConversionBackend, Store } from "./services/ports.js";
+import { type Authenticator, type ConversionBackend, DEFAULT_LINE_LIMITS, type Store } from "./services/ports.js";
+import { LeaseSweeper, sweepIntervalMs } from "./services/pstn/lease-sweeper.js";
+import { LineReports } from "./services/pstn/line-reports.js";
+import { LineModeration } from "./services/pstn/moderation.js";
 import { PstnControl } from "./services/pstn/mute.js";
 import type { CallTracer } from "./tracing/hooks.js";
 import { PstnStateReader } from "./services/pstn/read-state.js";
@@ -73,6 +76,8 @@ export interface LaunchOptions extends ListenOptions {
   readonly idempotencyLockMs?: number;
   /** The lifetime of a channel created without `expire_time` (CHANNEL_DEFAULT_TTL_HOURS); none by default. */
   readonly channelDefaultTtlMs?: number;
+  /** PSTN_PRESENCE_TTL_SECONDS in ms, which the store's line holds too: the lease sweep runs at a fraction of it. */
+  readonly presenceLeaseMs?: number;
 }
 
 /** How often the watch hub reads the watched tasks: the most a watcher waits behind a saved change. */
@@ -120,6 +125,8 @@ export async function launch(o: LaunchOptions): Promise<Server> {
     whiteboard: new WhiteboardConversions(o.store, o.backend, guard, settings.firstPollMs, retries, webhooks),
     conversions: new ConversionTasks(o.store, o.backend, hub),
     pstnWatch: new PstnWatches(pstnHub, o.maxWatchChannels ?? 1000),
+    lineReports: new LineReports(o.store),
+    lineModeration: new LineModeration(o.store, guard),
     channelAdmin: new ChannelAdmin(o.store, retries, { defaultTtlMs: o.channelDefaultTtlMs }),
     whiteboardSettings: new WhiteboardSettingsAdmin(o.store),
   };
@@ -134,13 +141,19 @@ export async function launch(o: LaunchOptions): Promise<Server> {
   countPoll = (lateMs) => server.metrics.observeConversionPoll(lateMs);
   server.metrics.countWatchRefusals(() => slots.refused + openings.refused);
   follower.start();
+  const sweeper = new LeaseSweeper(
+    o.store.line,
+    sweepIntervalMs(o.presenceLeaseMs ?? DEFAULT_LINE_LIMITS.leaseMs),
+    (e) => o.logger.debug({ reason: e instanceof Error ? e.message : String(e) }, "presence lease sweep retried"),
+  );
+  sweeper.start();
   return {
     ...server,
     async shutdown(graceMs: number) {
       hub.close();
       pstnHub.close();
       await server.shutdown(graceMs);
-      await follower.stop();
+      await Promise.all([follower.stop(), sweeper.stop()]);
     },
   };
 }

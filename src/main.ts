@@ -45,6 +45,7 @@ async function main(): Promise<void> {
     maxWatches: config.maxWatches,
     maxWatchesPerProject: config.maxWatchesPerProject,
     maxWatchChannels: config.maxWatchChannels,
+    presenceLeaseMs: config.line.leaseMs,
     ...(tracing === undefined ? {} : { tracer: tracing.calls }),
     ...(config.conversionWebhook === undefined ? {} : { webhooks: webhookSettings(config.conversionWebhook) }),
     idempotencyLockMs: retryLockMs(config.conversionTimeoutMs, config.redisCommandTimeoutMs),
@@ -91,6 +92,7 @@ function openStore(config: Config, logger: Logger): AdminStore {
       replicaAck: config.redisReplicaAck,
       idempotencyTtlSeconds: config.idempotencyTtlHours * 3600,
       secretsKeys: config.secretsKeys,
+      line: config.line,
     });
   }
   if (!config.demo) logger.warn("REDIS_URL is not set: using the in-memory store; nothing survives a restart");
@@ -100,6 +102,7 @@ function openStore(config: Config, logger: Logger): AdminStore {
     retentionSeconds: config.conversionRetentionDays * 86_400,
     idempotencyTtlSeconds: config.idempotencyTtlHours * 3600,
     secretsKeys: config.secretsKeys,
+    line: config.line,
   });
 }
 

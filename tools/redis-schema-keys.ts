@@ -27,7 +27,8 @@ type NotAKey =
   | "channelIndexOf"
   | "whiteboardPattern"
   | "whiteboardOf"
-  | "channelKeys";
+  | "channelKeys"
+  | "channelDataKeys";
 
 export type KeyName = Exclude<keyof KeySchema, NotAKey>;
 
@@ -110,15 +111,15 @@ export const KEYS: Readonly<Record<KeyName, KeyDoc>> = {
     key: (k) => k.pstnMuteMeta("<project>", "<channel>"),
     type: "hash",
     holds:
-      '`<uid>` → JSON `{"at":<ms>,"by":"<sub>","event_id":"<stream id>"}`: who set the uid\'s state, when, and its event. A state another writer set without it reads with `updated_at`/`updated_by` absent',
-    writtenBy: "Mute (the mute script, with the state)",
+      '`<uid>` → JSON `{"at":<ms>,"by":"<sub>","event_id":"<stream id>"}`, plus `"setter":"self"` or `"policy"` when the participant or the policy set it: who set the uid\'s state, when, and its event. A state another writer set without it reads with `updated_at`/`updated_by` absent',
+    writtenBy: "Mute (the mute script, with the state) and the line scripts",
     expires: UNTIL_CHANNEL_EXPIRES,
   },
   pstnEvents: {
     key: (k) => k.pstnEvents("<project>", "<channel>"),
     type: "stream",
-    holds: `one entry per mute change; \`MAXLEN ~ ${MUTE_EVENTS_MAXLEN}\`. The telephone gateway consumes it (e.g. \`XREAD BLOCK 0 STREAMS <this key> $\`), or the API's WatchPstnEvents`,
-    writtenBy: "Mute (the mute script, with the state)",
+    holds: `one entry per mute change (no \`kind\` field) or line event (\`kind\`: join, leave, hand, policy, mute_all); \`MAXLEN ~ ${MUTE_EVENTS_MAXLEN}\`. The telephone gateway consumes it (e.g. \`XREAD BLOCK 0 STREAMS <this key> $\`), or the API's WatchPstnEvents`,
+    writtenBy: "Mute (the mute script, with the state) and the line scripts",
     expires: UNTIL_CHANNEL_EXPIRES,
   },
   pstnNotify: {
@@ -128,6 +129,46 @@ export const KEYS: Readonly<Record<KeyName, KeyDoc>> = {
       "nothing is stored: the mute script `SPUBLISH`es each new event's id here (same hash tag, so same slot), and the watch hubs `SSUBSCRIBE` to the channels they watch",
     writtenBy: "Mute (the mute script)",
     expires: "—",
+  },
+  pstnLine: {
+    key: (k) => k.pstnLine("<project>", "<channel>"),
+    type: "hash",
+    holds:
+      '`<uid>` → JSON `{"on":1|0,"seq":"<20 digits>","caller":"<masked caller id>","joined":<ms>,"hand":1|0,"hand_at":<ms>}`: whether the participant is on the line, and the gateway\'s last sequence applied to them (kept after they leave, so a late report stays late)',
+    writtenBy: "ReportLine, SyncLine, LowerHands and the lease sweep (the line scripts)",
+    expires: UNTIL_CHANNEL_EXPIRES,
+  },
+  pstnLeases: {
+    key: (k) => k.pstnLeases("<project>", "<channel>"),
+    type: "sorted set",
+    holds:
+      "member = uid of a participant on the line, score = when their presence lease runs out (ms, the Redis clock): `PSTN_PRESENCE_TTL_SECONDS` after their last report",
+    writtenBy: "ReportLine, SyncLine and the lease sweep",
+    expires: UNTIL_CHANNEL_EXPIRES,
+  },
+  pstnPolicy: {
+    key: (k) => k.pstnPolicy("<project>", "<channel>"),
+    type: "hash",
+    holds: "the line's policy: `mute_on_join` and `allow_self_unmute`, `1` or `0` (missing: `0` and `1`)",
+    writtenBy: "SetPstnPolicy and MuteAll",
+    expires: UNTIL_CHANNEL_EXPIRES,
+  },
+  pstnLeasesDue: {
+    key: (k) => k.pstnLeasesDue(),
+    type: "sorted set",
+    holds:
+      "member = JSON `[project, channel]` of a channel with participants on the line, score = when the sweep next looks at it (ms)",
+    writtenBy:
+      "ReportLine and SyncLine add a channel before they write its line; the lease sweep scores it, and removes it once two sweeps in a row found the line empty",
+    expires: "never",
+  },
+  pstnLeaseNotes: {
+    key: (k) => k.pstnLeaseNotes(),
+    type: "hash",
+    holds:
+      "member = JSON `[project, channel]` → `<reports>:<reports when last seen empty>`: how the sweep tells a line that stayed empty from one a report just filled",
+    writtenBy: "as `pstn-leases:due`",
+    expires: "never; the sweep removes a field with its member",
   },
   whiteboardEvents: {
     key: (k) => k.whiteboardEvents("<project>", "<channel>"),

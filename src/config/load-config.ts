@@ -66,6 +66,8 @@ export interface Config {
   /** The most watches one project holds on this instance (MAX_WATCHES_PER_PROJECT; default a quarter of `maxWatches`). */
   readonly maxWatchesPerProject: number;
   readonly maxWatchChannels: number;
+  /** PSTN_PRESENCE_TTL_SECONDS (in ms) and PSTN_MAX_LINE. */
+  readonly line: { readonly leaseMs: number; readonly maxLine: number };
   readonly corsOrigins: readonly string[];
   readonly maxBodyBytes: number;
   readonly tls: { readonly cert: Buffer; readonly key: Buffer } | undefined;
@@ -139,6 +141,7 @@ export function loadConfig(env: Env = process.env): Config {
     conversionWebhook: loadWebhookSettings(env, demo, conversionApi),
     ...readWatchShares(env),
     maxWatchChannels: readInteger(env, "MAX_WATCH_CHANNELS"),
+    line: { leaseMs: readInteger(env, "PSTN_PRESENCE_TTL_SECONDS") * 1000, maxLine: readInteger(env, "PSTN_MAX_LINE") },
     corsOrigins: (readList(env, "CORS_ORIGINS") ?? []).map((origin) => origin.replace(/\/$/, "")),
     maxBodyBytes: readInteger(env, "MAX_BODY_BYTES"),
     tls: readTls(env),

@@ -15,6 +15,7 @@ import { GUESS_VARIABLES } from "./guess-variables.js";
 import { JWT_VARIABLES } from "./jwt-variables.js";
 import { KEY_VARIABLES } from "./key-variables.js";
 import { REDIS_VARIABLES } from "./redis-variables.js";
+import { LINE_VARIABLES } from "./line-variables.js";
 import { WATCH_VARIABLES } from "./watch-variables.js";
 import type { Variable } from "./variable-kinds.js";
 
@@ -131,6 +132,7 @@ export const VARIABLES = {
       "the HMAC-SHA256 key of the webhook URLs' `sig`: the same on every instance; required with `CONVERSION_WEBHOOK_BASE` outside demo mode. A new key makes the URLs of running tasks fail (401); those tasks are still followed by polling",
   },
   ...WATCH_VARIABLES,
+  ...LINE_VARIABLES,
   CONVERSION_RETENTION_DAYS: {
     kind: "integer",
     default: 7,

@@ -25,6 +25,10 @@ export type {
 } from "./pstn/event-ports.js";
 
 import type { PstnSnapshot } from "./pstn/snapshot.js";
+import type { PhoneLine } from "./pstn/line-ports.js";
+
+export type * from "./pstn/line-ports.js";
+export { DEFAULT_LINE_LIMITS, DEFAULT_LINE_POLICY } from "./pstn/line-ports.js";
 
 /** Who is calling, taken from a verified JWT. */
 export interface Caller {
@@ -107,6 +111,8 @@ export interface Store {
   getPstnSnapshot(project: string, channel: string): Promise<PstnSnapshot>;
   /** The channels' mute events, for watching them (one subscriber per store). */
   readonly pstnEvents: PstnEventLog;
+  /** The channels' phone lines: the gateway's reports, the host's moderation, the presence leases. */
+  readonly line: PhoneLine;
   /** Conversion tasks: their records, and what the followers of every instance share. */
   readonly conversions: ConversionStore;
   /** The records of calls sent with an Idempotency-Key (safe retries of ConvertFile). */

@@ -14,6 +14,7 @@ import type {
   IdempotencyStore,
   MuteChange,
   PassphraseRecord,
+  PhoneLine,
   PstnEventLog,
   Store,
   WhiteboardSettings,
@@ -51,6 +52,11 @@ export class ReadCachedStore implements Store {
   /** Not cached: watches read what is new. */
   get pstnEvents(): PstnEventLog {
     return this.inner.pstnEvents;
+  }
+
+  /** Not cached: every report is a change. */
+  get line(): PhoneLine {
+    return this.inner.line;
   }
 
   /** Not cached: each claim must see the record as it is now. */

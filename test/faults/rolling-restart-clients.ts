@@ -278,6 +278,7 @@ export class GatewayWatcher {
       $typeName: "channel.v1.WatchPstnEventsRequest" as const,
       channelIds: [...this.channels],
       after: this.cursor,
+      includeLine: false,
     };
     const call = (this.client as grpc.Client).makeServerStreamRequest(
       WATCH_RPC,

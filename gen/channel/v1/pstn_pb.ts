@@ -2,8 +2,8 @@
 // @generated from file channel/v1/pstn.proto (package channel.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "../../buf/validate/validate_pb.js";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file channel/v1/pstn.proto.
  */
 export const file_channel_v1_pstn: GenFile = /*@__PURE__*/
-  fileDesc("ChVjaGFubmVsL3YxL3BzdG4ucHJvdG8SCmNoYW5uZWwudjEiigEKC011dGVSZXF1ZXN0EjQKA3VpZBgBIAEoCUInukgkyAEBch8QARj/ATIYXlteXHgwMC1ceDFGXHg3Ri1ceDlGXSskEiEKCnBhc3NwaHJhc2UYAiABKAlCDbpICsgBAXIFEAEYgAISGQoEbXV0ZRgDIAEoCEIGukgDyAEBSACIAQFCBwoFX211dGUiNwoMTXV0ZVJlc3BvbnNlEgsKA3VpZBgBIAEoCRIRCgRtdXRlGAIgASgISACIAQFCBwoFX211dGUiggEKE0dldFBzdG5TdGF0ZVJlcXVlc3QSIAoKcGFzc3BocmFzZRgBIAEoCUIKukgHcgUQARiAAkgAEjcKCmNoYW5uZWxfaWQYAiABKAlCIbpIHnIcEAEY/wEyFV5bXnt9XHgwMC1ceDFGXHg3Rl0rJEgAQhAKB2NoYW5uZWwSBbpIAggBImoKCVBzdG5TdGF0ZRISCgpjaGFubmVsX2lkGAEgASgJEjEKDHBhcnRpY2lwYW50cxgCIAMoCzIbLmNoYW5uZWwudjEuUHN0blBhcnRpY2lwYW50EhYKDmFzX29mX2V2ZW50X2lkGAMgASgJIn4KD1BzdG5QYXJ0aWNpcGFudBILCgN1aWQYASABKAkSEQoEbXV0ZRgCIAEoCEgAiAEBEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCnVwZGF0ZWRfYnkYBCABKAlCBwoFX211dGUicwoWV2F0Y2hQc3RuRXZlbnRzUmVxdWVzdBI/CgtjaGFubmVsX2lkcxgBIAMoCUIqukgnkgEkCAEYASIechwQARj/ATIVXltee31ceDAwLVx4MUZceDdGXSskEhgKBWFmdGVyGAIgASgJQgm6SAZyBBiAgAQingEKCVBzdG5FdmVudBIQCghldmVudF9pZBgBIAEoCRIOCgZjdXJzb3IYAiABKAkSEgoKY2hhbm5lbF9pZBgDIAEoCRILCgN1aWQYBCABKAkSEQoEbXV0ZRgFIAEoCEgAiAEBEgoKAmJ5GAYgASgJEiYKAmF0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIHCgVfbXV0ZTLPAgoLUHN0blNlcnZpY2USWwoETXV0ZRIXLmNoYW5uZWwudjEuTXV0ZVJlcXVlc3QaGC5jaGFubmVsLnYxLk11dGVSZXNwb25zZSIggtPkkwIaOgEqIhUvdjEvY2hhbm5lbC9wc3RuL211dGUSaQoMR2V0UHN0blN0YXRlEh8uY2hhbm5lbC52MS5HZXRQc3RuU3RhdGVSZXF1ZXN0GhUuY2hhbm5lbC52MS5Qc3RuU3RhdGUiIYLT5JMCGzoBKiIWL3YxL2NoYW5uZWwvcHN0bi9zdGF0ZRJ4Cg9XYXRjaFBzdG5FdmVudHMSIi5jaGFubmVsLnYxLldhdGNoUHN0bkV2ZW50c1JlcXVlc3QaFS5jaGFubmVsLnYxLlBzdG5FdmVudCIogtPkkwIiOgEqIh0vdjEvY2hhbm5lbC9wc3RuL2V2ZW50czp3YXRjaDABYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("ChVjaGFubmVsL3YxL3BzdG4ucHJvdG8SCmNoYW5uZWwudjEiigEKC011dGVSZXF1ZXN0EjQKA3VpZBgBIAEoCUInukgkyAEBch8QARj/ATIYXlteXHgwMC1ceDFGXHg3Ri1ceDlGXSskEiEKCnBhc3NwaHJhc2UYAiABKAlCDbpICsgBAXIFEAEYgAISGQoEbXV0ZRgDIAEoCEIGukgDyAEBSACIAQFCBwoFX211dGUiNwoMTXV0ZVJlc3BvbnNlEgsKA3VpZBgBIAEoCRIRCgRtdXRlGAIgASgISACIAQFCBwoFX211dGUiggEKE0dldFBzdG5TdGF0ZVJlcXVlc3QSIAoKcGFzc3BocmFzZRgBIAEoCUIKukgHcgUQARiAAkgAEjcKCmNoYW5uZWxfaWQYAiABKAlCIbpIHnIcEAEY/wEyFV5bXnt9XHgwMC1ceDFGXHg3Rl0rJEgAQhAKB2NoYW5uZWwSBbpIAggBIpIBCglQc3RuU3RhdGUSEgoKY2hhbm5lbF9pZBgBIAEoCRIxCgxwYXJ0aWNpcGFudHMYAiADKAsyGy5jaGFubmVsLnYxLlBzdG5QYXJ0aWNpcGFudBIWCg5hc19vZl9ldmVudF9pZBgDIAEoCRImCgZwb2xpY3kYBCABKAsyFi5jaGFubmVsLnYxLlBzdG5Qb2xpY3kiuwIKD1BzdG5QYXJ0aWNpcGFudBILCgN1aWQYASABKAkSEQoEbXV0ZRgCIAEoCEgAiAEBEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCnVwZGF0ZWRfYnkYBCABKAkSDwoHb25fbGluZRgFIAEoCBImCgZzZXR0ZXIYBiABKA4yFi5jaGFubmVsLnYxLlBzdG5TZXR0ZXISEQoJY2FsbGVyX2lkGAcgASgJEi0KCWpvaW5lZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLaGFuZF9yYWlzZWQYCSABKAgSKwoHaGFuZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBwoFX211dGUiPQoKUHN0blBvbGljeRIUCgxtdXRlX29uX2pvaW4YASABKAgSGQoRYWxsb3dfc2VsZl91bm11dGUYAiABKAgiiQEKFldhdGNoUHN0bkV2ZW50c1JlcXVlc3QSPwoLY2hhbm5lbF9pZHMYASADKAlCKrpIJ5IBJAgBGAEiHnIcEAEY/wEyFV5bXnt9XHgwMC1ceDFGXHg3Rl0rJBIYCgVhZnRlchgCIAEoCUIJukgGcgQYgIAEEhQKDGluY2x1ZGVfbGluZRgDIAEoCCKVAwoJUHN0bkV2ZW50EhAKCGV2ZW50X2lkGAEgASgJEg4KBmN1cnNvchgCIAEoCRISCgpjaGFubmVsX2lkGAMgASgJEgsKA3VpZBgEIAEoCRIRCgRtdXRlGAUgASgISACIAQESCgoCYnkYBiABKAkSJgoCYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKBGtpbmQYCCABKA4yGS5jaGFubmVsLnYxLlBzdG5FdmVudEtpbmQSJgoGc2V0dGVyGAkgASgOMhYuY2hhbm5lbC52MS5Qc3RuU2V0dGVyEhEKCWNhbGxlcl9pZBgKIAEoCRITCgtoYW5kX3JhaXNlZBgLIAEoCBIQCghtdXRlX2FsbBgMIAEoCBImCgZwb2xpY3kYDSABKAsyFi5jaGFubmVsLnYxLlBzdG5Qb2xpY3kSDwoHY2hhbmdlZBgOIAEoDRIxCgxsZWF2ZV9yZWFzb24YDyABKA4yGy5jaGFubmVsLnYxLlBzdG5MZWF2ZVJlYXNvbkIHCgVfbXV0ZSKEAwoRUmVwb3J0TGluZVJlcXVlc3QSOAoKY2hhbm5lbF9pZBgBIAEoCUIkukghyAEBchwQARj/ATIVXltee31ceDAwLVx4MUZceDdGXSskEjQKA3VpZBgCIAEoCUInukgkyAEBch8QARj/ATIYXlteXHgwMC1ceDFGXHg3Ri1ceDlGXSskEhkKCHNlcXVlbmNlGAMgASgEQge6SAQyAiAAEiQKBGpvaW4YBCABKAsyFC5jaGFubmVsLnYxLkxpbmVKb2luSAASJgoFbGVhdmUYBSABKAsyFS5jaGFubmVsLnYxLkxpbmVMZWF2ZUgAEiwKCHByZXNlbmNlGAYgASgLMhguY2hhbm5lbC52MS5MaW5lUHJlc2VuY2VIABIxCgtrZXlwYWRfbXV0ZRgHIAEoCzIaLmNoYW5uZWwudjEuTGluZUtleXBhZE11dGVIABIkCgRoYW5kGAggASgLMhQuY2hhbm5lbC52MS5MaW5lSGFuZEgAQg8KBmNoYW5nZRIFukgCCAEijQEKCExpbmVKb2luElIKCWNhbGxlcl9pZBgBIAEoCUI/ukg8cjoYIDI2XlteMC05XHgwMC1ceDFGXHg3Rl0qKFswLTldW14wLTlceDAwLVx4MUZceDdGXSopezAsNH0kEi0KCWpvaW5lZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiCwoJTGluZUxlYXZlIg4KDExpbmVQcmVzZW5jZSI0Cg5MaW5lS2V5cGFkTXV0ZRIZCgRtdXRlGAEgASgIQga6SAPIAQFIAIgBAUIHCgVfbXV0ZSIyCghMaW5lSGFuZBIbCgZyYWlzZWQYASABKAhCBrpIA8gBAUgAiAEBQgkKB19yYWlzZWQigAEKElJlcG9ydExpbmVSZXNwb25zZRIoCgdvdXRjb21lGAEgASgOMhcuY2hhbm5lbC52MS5MaW5lT3V0Y29tZRIwCgtwYXJ0aWNpcGFudBgCIAEoCzIbLmNoYW5uZWwudjEuUHN0blBhcnRpY2lwYW50Eg4KBnJlYXNvbhgDIAEoCSKaAQoPU3luY0xpbmVSZXF1ZXN0EjgKCmNoYW5uZWxfaWQYASABKAlCJLpIIcgBAXIcEAEY/wEyFV5bXnt9XHgwMC1ceDFGXHg3Rl0rJBIZCghzZXF1ZW5jZRgCIAEoBEIHukgEMgIgABIyCgdtZW1iZXJzGAMgAygLMhYuY2hhbm5lbC52MS5MaW5lTWVtYmVyQgm6SAaSAQMQiCcixQEKCkxpbmVNZW1iZXISNAoDdWlkGAEgASgJQie6SCTIAQFyHxABGP8BMhheW15ceDAwLVx4MUZceDdGLVx4OUZdKyQSUgoJY2FsbGVyX2lkGAIgASgJQj+6SDxyOhggMjZeW14wLTlceDAwLVx4MUZceDdGXSooWzAtOV1bXjAtOVx4MDAtXHgxRlx4N0ZdKil7MCw0fSQSLQoJam9pbmVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJWChBTeW5jTGluZVJlc3BvbnNlEg4KBmpvaW5lZBgBIAEoDRIMCgRsZWZ0GAIgASgNEiQKBXN0YXRlGAMgASgLMhUuY2hhbm5lbC52MS5Qc3RuU3RhdGUiyAEKDk11dGVBbGxSZXF1ZXN0EiEKCnBhc3NwaHJhc2UYASABKAlCDbpICsgBAXIFEAEYgAISGQoEbXV0ZRgCIAEoCEIGukgDyAEBSACIAQESQwoLZXhjZXB0X3VpZHMYAyADKAlCLrpIK5IBKBDoBxgBIiFyHxABGP8BMhheW15ceDAwLVx4MUZceDdGLVx4OUZdKyQSGQoMbXV0ZV9vbl9qb2luGAQgASgISAGIAQFCBwoFX211dGVCDwoNX211dGVfb25fam9pbiJvCg9NdXRlQWxsUmVzcG9uc2USDwoHY2hhbmdlZBgBIAEoDRIRCgl1bmNoYW5nZWQYAiABKA0SJgoGcG9saWN5GAMgASgLMhYuY2hhbm5lbC52MS5Qc3RuUG9saWN5EhAKCGV2ZW50X2lkGAQgASgJIuUBChRTZXRQc3RuUG9saWN5UmVxdWVzdBIgCgpwYXNzcGhyYXNlGAEgASgJQgq6SAdyBRABGIACSAASNwoKY2hhbm5lbF9pZBgCIAEoCUIhukgechwQARj/ATIVXltee31ceDAwLVx4MUZceDdGXSskSAASGQoMbXV0ZV9vbl9qb2luGAMgASgISAGIAQESHgoRYWxsb3dfc2VsZl91bm11dGUYBCABKAhIAogBAUIQCgdjaGFubmVsEgW6SAIIAUIPCg1fbXV0ZV9vbl9qb2luQhQKEl9hbGxvd19zZWxmX3VubXV0ZSI/ChVTZXRQc3RuUG9saWN5UmVzcG9uc2USJgoGcG9saWN5GAEgASgLMhYuY2hhbm5lbC52MS5Qc3RuUG9saWN5InQKEUxvd2VySGFuZHNSZXF1ZXN0EiEKCnBhc3NwaHJhc2UYASABKAlCDbpICsgBAXIFEAEYgAISPAoEdWlkcxgCIAMoCUIuukgrkgEoEOgHGAEiIXIfEAEY/wEyGF5bXlx4MDAtXHgxRlx4N0YtXHg5Rl0rJCIlChJMb3dlckhhbmRzUmVzcG9uc2USDwoHbG93ZXJlZBgBIAEoDSptCgpQc3RuU2V0dGVyEhsKF1BTVE5fU0VUVEVSX1VOU1BFQ0lGSUVEEAASFAoQUFNUTl9TRVRURVJfSE9TVBABEhQKEFBTVE5fU0VUVEVSX1NFTEYQAhIWChJQU1ROX1NFVFRFUl9QT0xJQ1kQAyrTAQoNUHN0bkV2ZW50S2luZBIfChtQU1ROX0VWRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIYChRQU1ROX0VWRU5UX0tJTkRfTVVURRABEhgKFFBTVE5fRVZFTlRfS0lORF9KT0lOEAISGQoVUFNUTl9FVkVOVF9LSU5EX0xFQVZFEAMSGAoUUFNUTl9FVkVOVF9LSU5EX0hBTkQQBBIaChZQU1ROX0VWRU5UX0tJTkRfUE9MSUNZEAUSHAoYUFNUTl9FVkVOVF9LSU5EX01VVEVfQUxMEAYqjQEKD1BzdG5MZWF2ZVJlYXNvbhIhCh1QU1ROX0xFQVZFX1JFQVNPTl9VTlNQRUNJRklFRBAAEh4KGlBTVE5fTEVBVkVfUkVBU09OX1JFUE9SVEVEEAESGgoWUFNUTl9MRUFWRV9SRUFTT05fU1lOQxACEhsKF1BTVE5fTEVBVkVfUkVBU09OX0xFQVNFEAMq6QEKC0xpbmVPdXRjb21lEhwKGExJTkVfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhgKFExJTkVfT1VUQ09NRV9BUFBMSUVEEAESGgoWTElORV9PVVRDT01FX0RVUExJQ0FURRACEhYKEkxJTkVfT1VUQ09NRV9TVEFMRRADEhgKFExJTkVfT1VUQ09NRV9SRUZVU0VEEAQSHAoYTElORV9PVVRDT01FX05PVF9PTl9MSU5FEAUSGgoWTElORV9PVVRDT01FX0xJTkVfRlVMTBAGEhoKFkxJTkVfT1VUQ09NRV9VTkNIQU5HRUQQBzKNBwoLUHN0blNlcnZpY2USWwoETXV0ZRIXLmNoYW5uZWwudjEuTXV0ZVJlcXVlc3QaGC5jaGFubmVsLnYxLk11dGVSZXNwb25zZSIggtPkkwIaOgEqIhUvdjEvY2hhbm5lbC9wc3RuL211dGUSaQoMR2V0UHN0blN0YXRlEh8uY2hhbm5lbC52MS5HZXRQc3RuU3RhdGVSZXF1ZXN0GhUuY2hhbm5lbC52MS5Qc3RuU3RhdGUiIYLT5JMCGzoBKiIWL3YxL2NoYW5uZWwvcHN0bi9zdGF0ZRJ4Cg9XYXRjaFBzdG5FdmVudHMSIi5jaGFubmVsLnYxLldhdGNoUHN0bkV2ZW50c1JlcXVlc3QaFS5jaGFubmVsLnYxLlBzdG5FdmVudCIogtPkkwIiOgEqIh0vdjEvY2hhbm5lbC9wc3RuL2V2ZW50czp3YXRjaDABEnQKClJlcG9ydExpbmUSHS5jaGFubmVsLnYxLlJlcG9ydExpbmVSZXF1ZXN0Gh4uY2hhbm5lbC52MS5SZXBvcnRMaW5lUmVzcG9uc2UiJ4LT5JMCIToBKiIcL3YxL2NoYW5uZWwvcHN0bi9saW5lOnJlcG9ydBJsCghTeW5jTGluZRIbLmNoYW5uZWwudjEuU3luY0xpbmVSZXF1ZXN0GhwuY2hhbm5lbC52MS5TeW5jTGluZVJlc3BvbnNlIiWC0+STAh86ASoiGi92MS9jaGFubmVsL3BzdG4vbGluZTpzeW5jEmgKB011dGVBbGwSGi5jaGFubmVsLnYxLk11dGVBbGxSZXF1ZXN0GhsuY2hhbm5lbC52MS5NdXRlQWxsUmVzcG9uc2UiJILT5JMCHjoBKiIZL3YxL2NoYW5uZWwvcHN0bi9tdXRlOmFsbBJ4Cg1TZXRQc3RuUG9saWN5EiAuY2hhbm5lbC52MS5TZXRQc3RuUG9saWN5UmVxdWVzdBohLmNoYW5uZWwudjEuU2V0UHN0blBvbGljeVJlc3BvbnNlIiKC0+STAhw6ASoiFy92MS9jaGFubmVsL3BzdG4vcG9saWN5EnQKCkxvd2VySGFuZHMSHS5jaGFubmVsLnYxLkxvd2VySGFuZHNSZXF1ZXN0Gh4uY2hhbm5lbC52MS5Mb3dlckhhbmRzUmVzcG9uc2UiJ4LT5JMCIToBKiIcL3YxL2NoYW5uZWwvcHN0bi9oYW5kczpsb3dlcmIGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * MuteRequest names the participant and the wanted state.
@@ -121,7 +121,8 @@ export const GetPstnStateRequestSchema: GenMessage<GetPstnStateRequest> = /*@__P
   messageDesc(file_channel_v1_pstn, 2);
 
 /**
- * PstnState is the mute state of a channel's telephone participants.
+ * PstnState is a channel's line: who is on it now, and every participant
+ * whose mute state was ever set.
  *
  * @generated from message channel.v1.PstnState
  */
@@ -134,19 +135,27 @@ export type PstnState = Message<"channel.v1.PstnState"> & {
   channelId: string;
 
   /**
-   * Every participant whose mute state was ever set, ordered by uid.
+   * Everyone on the line now, and every participant whose mute state was
+   * ever set, ordered by uid.
    *
    * @generated from field: repeated channel.v1.PstnParticipant participants = 2;
    */
   participants: PstnParticipant[];
 
   /**
-   * The id of the last mute event included ("0-0" when there is none yet):
+   * The id of the last event included ("0-0" when there is none yet):
    * watch with `after` set to it and nothing is missed in between.
    *
    * @generated from field: string as_of_event_id = 3;
    */
   asOfEventId: string;
+
+  /**
+   * How the line treats its participants.
+   *
+   * @generated from field: channel.v1.PstnPolicy policy = 4;
+   */
+  policy?: PstnPolicy | undefined;
 };
 
 /**
@@ -190,6 +199,50 @@ export type PstnParticipant = Message<"channel.v1.PstnParticipant"> & {
    * @generated from field: string updated_by = 4;
    */
   updatedBy: string;
+
+  /**
+   * Whether the participant is on the line now (a join reported and no
+   * leave since, with a presence lease still running).
+   *
+   * @generated from field: bool on_line = 5;
+   */
+  onLine: boolean;
+
+  /**
+   * What set the mute state: the host, the participant from the keypad, or
+   * the channel's policy when they joined (unspecified when unknown).
+   *
+   * @generated from field: channel.v1.PstnSetter setter = 6;
+   */
+  setter: PstnSetter;
+
+  /**
+   * The masked caller id the gateway reported (at most 4 digits).
+   *
+   * @generated from field: string caller_id = 7;
+   */
+  callerId: string;
+
+  /**
+   * When the participant joined (absent when not on the line).
+   *
+   * @generated from field: google.protobuf.Timestamp joined_at = 8;
+   */
+  joinedAt?: Timestamp | undefined;
+
+  /**
+   * Whether their hand is raised.
+   *
+   * @generated from field: bool hand_raised = 9;
+   */
+  handRaised: boolean;
+
+  /**
+   * When the hand was last raised or lowered (absent when never).
+   *
+   * @generated from field: google.protobuf.Timestamp hand_at = 10;
+   */
+  handAt?: Timestamp | undefined;
 };
 
 /**
@@ -198,6 +251,36 @@ export type PstnParticipant = Message<"channel.v1.PstnParticipant"> & {
  */
 export const PstnParticipantSchema: GenMessage<PstnParticipant> = /*@__PURE__*/
   messageDesc(file_channel_v1_pstn, 4);
+
+/**
+ * PstnPolicy is how a channel's line treats its participants.
+ *
+ * @generated from message channel.v1.PstnPolicy
+ */
+export type PstnPolicy = Message<"channel.v1.PstnPolicy"> & {
+  /**
+   * Newcomers start muted.
+   *
+   * @generated from field: bool mute_on_join = 1;
+   */
+  muteOnJoin: boolean;
+
+  /**
+   * A participant muted by the host or the policy may unmute from the
+   * keypad. When false, such a keypad unmute is refused (ReportLine answers
+   * OUTCOME_REFUSED) and changes nothing. Default true.
+   *
+   * @generated from field: bool allow_self_unmute = 2;
+   */
+  allowSelfUnmute: boolean;
+};
+
+/**
+ * Describes the message channel.v1.PstnPolicy.
+ * Use `create(PstnPolicySchema)` to create a new message.
+ */
+export const PstnPolicySchema: GenMessage<PstnPolicy> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 5);
 
 /**
  * WatchPstnEventsRequest names the channels to watch and where to resume.
@@ -223,6 +306,16 @@ export type WatchPstnEventsRequest = Message<"channel.v1.WatchPstnEventsRequest"
    * @generated from field: string after = 2;
    */
   after: string;
+
+  /**
+   * Also stream the line's events: joins, leaves, hands, policy changes and
+   * mute-all summaries. Without it a watch streams only mute changes, as it
+   * always did, so a client that reads only `uid` and `mute` sees nothing
+   * new.
+   *
+   * @generated from field: bool include_line = 3;
+   */
+  includeLine: boolean;
 };
 
 /**
@@ -230,10 +323,14 @@ export type WatchPstnEventsRequest = Message<"channel.v1.WatchPstnEventsRequest"
  * Use `create(WatchPstnEventsRequestSchema)` to create a new message.
  */
 export const WatchPstnEventsRequestSchema: GenMessage<WatchPstnEventsRequest> = /*@__PURE__*/
-  messageDesc(file_channel_v1_pstn, 5);
+  messageDesc(file_channel_v1_pstn, 6);
 
 /**
- * PstnEvent is one mute or unmute, as stored on the channel's event stream.
+ * PstnEvent is one event of a channel's line, as stored on the channel's
+ * event stream: a mute or unmute (`kind` unspecified or MUTE), or with
+ * `include_line` a join, a leave, a hand, a policy change or a mute-all.
+ * `mute` is always the participant's mute state after the event, so a
+ * client that reads only `uid` and `mute` applies every event harmlessly.
  *
  * @generated from message channel.v1.PstnEvent
  */
@@ -288,6 +385,63 @@ export type PstnEvent = Message<"channel.v1.PstnEvent"> & {
    * @generated from field: google.protobuf.Timestamp at = 7;
    */
   at?: Timestamp | undefined;
+
+  /**
+   * What happened.
+   *
+   * @generated from field: channel.v1.PstnEventKind kind = 8;
+   */
+  kind: PstnEventKind;
+
+  /**
+   * What set the mute state (MUTE events; JOIN when the policy muted).
+   *
+   * @generated from field: channel.v1.PstnSetter setter = 9;
+   */
+  setter: PstnSetter;
+
+  /**
+   * The masked caller id (JOIN).
+   *
+   * @generated from field: string caller_id = 10;
+   */
+  callerId: string;
+
+  /**
+   * Whether the hand is raised (HAND).
+   *
+   * @generated from field: bool hand_raised = 11;
+   */
+  handRaised: boolean;
+
+  /**
+   * The mute change is part of a MuteAll (MUTE events).
+   *
+   * @generated from field: bool mute_all = 12;
+   */
+  muteAll: boolean;
+
+  /**
+   * The policy after the change (POLICY).
+   *
+   * @generated from field: channel.v1.PstnPolicy policy = 13;
+   */
+  policy?: PstnPolicy | undefined;
+
+  /**
+   * Participants whose state the MuteAll changed (MUTE_ALL), or hands
+   * lowered.
+   *
+   * @generated from field: uint32 changed = 14;
+   */
+  changed: number;
+
+  /**
+   * Why the participant left (LEAVE).
+   *
+   * @generated from field: channel.v1.PstnLeaveReason leave_reason = 15;
+   */
+  leaveReason: PstnLeaveReason;
 };
 
 /**
@@ -295,7 +449,764 @@ export type PstnEvent = Message<"channel.v1.PstnEvent"> & {
  * Use `create(PstnEventSchema)` to create a new message.
  */
 export const PstnEventSchema: GenMessage<PstnEvent> = /*@__PURE__*/
-  messageDesc(file_channel_v1_pstn, 6);
+  messageDesc(file_channel_v1_pstn, 7);
+
+/**
+ * ReportLineRequest is one thing that happened to one participant on the
+ * line, as the telephone gateway saw it.
+ *
+ * @generated from message channel.v1.ReportLineRequest
+ */
+export type ReportLineRequest = Message<"channel.v1.ReportLineRequest"> & {
+  /**
+   * The channel id within the token's project, as for GetPstnState.
+   *
+   * @generated from field: string channel_id = 1;
+   */
+  channelId: string;
+
+  /**
+   * The telephone participant, as for Mute.
+   *
+   * @generated from field: string uid = 2;
+   */
+  uid: string;
+
+  /**
+   * The gateway's own order of its reports of this participant: a number
+   * that grows with every report (a counter, or a clock in nanoseconds).
+   * A report whose sequence is not above the last one applied changes
+   * nothing (OUTCOME_DUPLICATE or OUTCOME_STALE).
+   *
+   * @generated from field: uint64 sequence = 3;
+   */
+  sequence: bigint;
+
+  /**
+   * What happened.
+   *
+   * @generated from oneof channel.v1.ReportLineRequest.change
+   */
+  change: {
+    /**
+     * The participant joined.
+     *
+     * @generated from field: channel.v1.LineJoin join = 4;
+     */
+    value: LineJoin;
+    case: "join";
+  } | {
+    /**
+     * The participant left (hung up).
+     *
+     * @generated from field: channel.v1.LineLeave leave = 5;
+     */
+    value: LineLeave;
+    case: "leave";
+  } | {
+    /**
+     * The participant is still there: refreshes the presence lease only.
+     *
+     * @generated from field: channel.v1.LinePresence presence = 6;
+     */
+    value: LinePresence;
+    case: "presence";
+  } | {
+    /**
+     * The participant muted or unmuted from the keypad.
+     *
+     * @generated from field: channel.v1.LineKeypadMute keypad_mute = 7;
+     */
+    value: LineKeypadMute;
+    case: "keypadMute";
+  } | {
+    /**
+     * The participant raised or lowered their hand from the keypad.
+     *
+     * @generated from field: channel.v1.LineHand hand = 8;
+     */
+    value: LineHand;
+    case: "hand";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message channel.v1.ReportLineRequest.
+ * Use `create(ReportLineRequestSchema)` to create a new message.
+ */
+export const ReportLineRequestSchema: GenMessage<ReportLineRequest> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 8);
+
+/**
+ * LineJoin is a participant joining the line.
+ *
+ * @generated from message channel.v1.LineJoin
+ */
+export type LineJoin = Message<"channel.v1.LineJoin"> & {
+  /**
+   * The caller id, masked: at most 4 digits (e.g. "***1234"), never the full
+   * number; empty when withheld.
+   *
+   * @generated from field: string caller_id = 1;
+   */
+  callerId: string;
+
+  /**
+   * When the participant joined, by the gateway's clock (absent: now).
+   *
+   * @generated from field: google.protobuf.Timestamp joined_at = 2;
+   */
+  joinedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message channel.v1.LineJoin.
+ * Use `create(LineJoinSchema)` to create a new message.
+ */
+export const LineJoinSchema: GenMessage<LineJoin> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 9);
+
+/**
+ * LineLeave is a participant leaving the line.
+ *
+ * @generated from message channel.v1.LineLeave
+ */
+export type LineLeave = Message<"channel.v1.LineLeave"> & {
+};
+
+/**
+ * Describes the message channel.v1.LineLeave.
+ * Use `create(LineLeaveSchema)` to create a new message.
+ */
+export const LineLeaveSchema: GenMessage<LineLeave> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 10);
+
+/**
+ * LinePresence says a participant is still on the line.
+ *
+ * @generated from message channel.v1.LinePresence
+ */
+export type LinePresence = Message<"channel.v1.LinePresence"> & {
+};
+
+/**
+ * Describes the message channel.v1.LinePresence.
+ * Use `create(LinePresenceSchema)` to create a new message.
+ */
+export const LinePresenceSchema: GenMessage<LinePresence> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 11);
+
+/**
+ * LineKeypadMute is a participant's own mute or unmute.
+ *
+ * @generated from message channel.v1.LineKeypadMute
+ */
+export type LineKeypadMute = Message<"channel.v1.LineKeypadMute"> & {
+  /**
+   * true mutes, false unmutes. Required, as for Mute.
+   *
+   * @generated from field: optional bool mute = 1;
+   */
+  mute?: boolean | undefined;
+};
+
+/**
+ * Describes the message channel.v1.LineKeypadMute.
+ * Use `create(LineKeypadMuteSchema)` to create a new message.
+ */
+export const LineKeypadMuteSchema: GenMessage<LineKeypadMute> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 12);
+
+/**
+ * LineHand is a participant raising or lowering their hand.
+ *
+ * @generated from message channel.v1.LineHand
+ */
+export type LineHand = Message<"channel.v1.LineHand"> & {
+  /**
+   * true raises, false lowers. Required.
+   *
+   * @generated from field: optional bool raised = 1;
+   */
+  raised?: boolean | undefined;
+};
+
+/**
+ * Describes the message channel.v1.LineHand.
+ * Use `create(LineHandSchema)` to create a new message.
+ */
+export const LineHandSchema: GenMessage<LineHand> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 13);
+
+/**
+ * ReportLineResponse says what the report did and where the participant
+ * stands now.
+ *
+ * @generated from message channel.v1.ReportLineResponse
+ */
+export type ReportLineResponse = Message<"channel.v1.ReportLineResponse"> & {
+  /**
+   * What the report did.
+   *
+   * @generated from field: channel.v1.LineOutcome outcome = 1;
+   */
+  outcome: LineOutcome;
+
+  /**
+   * The participant's state after the report: for a join, `mute` is the
+   * state to start the caller in; for a refused keypad unmute, the state to
+   * keep.
+   *
+   * @generated from field: channel.v1.PstnParticipant participant = 2;
+   */
+  participant?: PstnParticipant | undefined;
+
+  /**
+   * Why, for OUTCOME_REFUSED and OUTCOME_LINE_FULL (safe to tell the caller).
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message channel.v1.ReportLineResponse.
+ * Use `create(ReportLineResponseSchema)` to create a new message.
+ */
+export const ReportLineResponseSchema: GenMessage<ReportLineResponse> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 14);
+
+/**
+ * SyncLineRequest is the gateway's whole roster of one channel.
+ *
+ * @generated from message channel.v1.SyncLineRequest
+ */
+export type SyncLineRequest = Message<"channel.v1.SyncLineRequest"> & {
+  /**
+   * The channel id within the token's project.
+   *
+   * @generated from field: string channel_id = 1;
+   */
+  channelId: string;
+
+  /**
+   * The gateway's order, as for ReportLine: a participant on the line and
+   * not listed leaves only when its last report is older than this.
+   *
+   * @generated from field: uint64 sequence = 2;
+   */
+  sequence: bigint;
+
+  /**
+   * Everyone on the line, by uid, no repeats (at most 5000).
+   *
+   * @generated from field: repeated channel.v1.LineMember members = 3;
+   */
+  members: LineMember[];
+};
+
+/**
+ * Describes the message channel.v1.SyncLineRequest.
+ * Use `create(SyncLineRequestSchema)` to create a new message.
+ */
+export const SyncLineRequestSchema: GenMessage<SyncLineRequest> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 15);
+
+/**
+ * LineMember is one participant of a roster sync.
+ *
+ * @generated from message channel.v1.LineMember
+ */
+export type LineMember = Message<"channel.v1.LineMember"> & {
+  /**
+   * The telephone participant, as for Mute.
+   *
+   * @generated from field: string uid = 1;
+   */
+  uid: string;
+
+  /**
+   * As LineJoin's.
+   *
+   * @generated from field: string caller_id = 2;
+   */
+  callerId: string;
+
+  /**
+   * As LineJoin's.
+   *
+   * @generated from field: google.protobuf.Timestamp joined_at = 3;
+   */
+  joinedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message channel.v1.LineMember.
+ * Use `create(LineMemberSchema)` to create a new message.
+ */
+export const LineMemberSchema: GenMessage<LineMember> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 16);
+
+/**
+ * SyncLineResponse is the line after a sync.
+ *
+ * @generated from message channel.v1.SyncLineResponse
+ */
+export type SyncLineResponse = Message<"channel.v1.SyncLineResponse"> & {
+  /**
+   * Participants the sync added (each was a join).
+   *
+   * @generated from field: uint32 joined = 1;
+   */
+  joined: number;
+
+  /**
+   * Participants the sync removed (each was a leave).
+   *
+   * @generated from field: uint32 left = 2;
+   */
+  left: number;
+
+  /**
+   * The channel's line after the sync, as GetPstnState answers it: the
+   * newcomers' `mute` is the state to start them in.
+   *
+   * @generated from field: channel.v1.PstnState state = 3;
+   */
+  state?: PstnState | undefined;
+};
+
+/**
+ * Describes the message channel.v1.SyncLineResponse.
+ * Use `create(SyncLineResponseSchema)` to create a new message.
+ */
+export const SyncLineResponseSchema: GenMessage<SyncLineResponse> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 17);
+
+/**
+ * MuteAllRequest mutes or unmutes everyone on the line.
+ *
+ * @generated from message channel.v1.MuteAllRequest
+ */
+export type MuteAllRequest = Message<"channel.v1.MuteAllRequest"> & {
+  /**
+   * The host passphrase of the channel, 1 to 256 characters.
+   *
+   * @generated from field: string passphrase = 1;
+   */
+  passphrase: string;
+
+  /**
+   * true mutes, false unmutes. Required.
+   *
+   * @generated from field: optional bool mute = 2;
+   */
+  mute?: boolean | undefined;
+
+  /**
+   * Participants left as they are (at most 1000, no repeats).
+   *
+   * @generated from field: repeated string except_uids = 3;
+   */
+  exceptUids: string[];
+
+  /**
+   * Sets the policy's `mute_on_join` in the same step (absent: unchanged).
+   *
+   * @generated from field: optional bool mute_on_join = 4;
+   */
+  muteOnJoin?: boolean | undefined;
+};
+
+/**
+ * Describes the message channel.v1.MuteAllRequest.
+ * Use `create(MuteAllRequestSchema)` to create a new message.
+ */
+export const MuteAllRequestSchema: GenMessage<MuteAllRequest> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 18);
+
+/**
+ * MuteAllResponse says what MuteAll changed.
+ *
+ * @generated from message channel.v1.MuteAllResponse
+ */
+export type MuteAllResponse = Message<"channel.v1.MuteAllResponse"> & {
+  /**
+   * Participants whose state changed.
+   *
+   * @generated from field: uint32 changed = 1;
+   */
+  changed: number;
+
+  /**
+   * Participants on the line already in that state, or excepted.
+   *
+   * @generated from field: uint32 unchanged = 2;
+   */
+  unchanged: number;
+
+  /**
+   * The policy after the call.
+   *
+   * @generated from field: channel.v1.PstnPolicy policy = 3;
+   */
+  policy?: PstnPolicy | undefined;
+
+  /**
+   * The id of the call's last event ("0-0" when it changed nothing).
+   *
+   * @generated from field: string event_id = 4;
+   */
+  eventId: string;
+};
+
+/**
+ * Describes the message channel.v1.MuteAllResponse.
+ * Use `create(MuteAllResponseSchema)` to create a new message.
+ */
+export const MuteAllResponseSchema: GenMessage<MuteAllResponse> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 19);
+
+/**
+ * SetPstnPolicyRequest names the channel and the settings to change.
+ *
+ * @generated from message channel.v1.SetPstnPolicyRequest
+ */
+export type SetPstnPolicyRequest = Message<"channel.v1.SetPstnPolicyRequest"> & {
+  /**
+   * Exactly one of them.
+   *
+   * @generated from oneof channel.v1.SetPstnPolicyRequest.channel
+   */
+  channel: {
+    /**
+     * The host passphrase of the channel, 1 to 256 characters.
+     *
+     * @generated from field: string passphrase = 1;
+     */
+    value: string;
+    case: "passphrase";
+  } | {
+    /**
+     * The channel id within the token's project; needs the scope
+     * `channels.admin`.
+     *
+     * @generated from field: string channel_id = 2;
+     */
+    value: string;
+    case: "channelId";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * Newcomers start muted (absent: unchanged).
+   *
+   * @generated from field: optional bool mute_on_join = 3;
+   */
+  muteOnJoin?: boolean | undefined;
+
+  /**
+   * A participant muted by the host or the policy may unmute from the
+   * keypad (absent: unchanged).
+   *
+   * @generated from field: optional bool allow_self_unmute = 4;
+   */
+  allowSelfUnmute?: boolean | undefined;
+};
+
+/**
+ * Describes the message channel.v1.SetPstnPolicyRequest.
+ * Use `create(SetPstnPolicyRequestSchema)` to create a new message.
+ */
+export const SetPstnPolicyRequestSchema: GenMessage<SetPstnPolicyRequest> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 20);
+
+/**
+ * SetPstnPolicyResponse is the policy after the change.
+ *
+ * @generated from message channel.v1.SetPstnPolicyResponse
+ */
+export type SetPstnPolicyResponse = Message<"channel.v1.SetPstnPolicyResponse"> & {
+  /**
+   * The policy now.
+   *
+   * @generated from field: channel.v1.PstnPolicy policy = 1;
+   */
+  policy?: PstnPolicy | undefined;
+};
+
+/**
+ * Describes the message channel.v1.SetPstnPolicyResponse.
+ * Use `create(SetPstnPolicyResponseSchema)` to create a new message.
+ */
+export const SetPstnPolicyResponseSchema: GenMessage<SetPstnPolicyResponse> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 21);
+
+/**
+ * LowerHandsRequest names the hands to lower.
+ *
+ * @generated from message channel.v1.LowerHandsRequest
+ */
+export type LowerHandsRequest = Message<"channel.v1.LowerHandsRequest"> & {
+  /**
+   * The host passphrase of the channel, 1 to 256 characters.
+   *
+   * @generated from field: string passphrase = 1;
+   */
+  passphrase: string;
+
+  /**
+   * The participants whose hands to lower (at most 1000, no repeats); empty:
+   * everyone's.
+   *
+   * @generated from field: repeated string uids = 2;
+   */
+  uids: string[];
+};
+
+/**
+ * Describes the message channel.v1.LowerHandsRequest.
+ * Use `create(LowerHandsRequestSchema)` to create a new message.
+ */
+export const LowerHandsRequestSchema: GenMessage<LowerHandsRequest> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 22);
+
+/**
+ * LowerHandsResponse says how many hands were lowered.
+ *
+ * @generated from message channel.v1.LowerHandsResponse
+ */
+export type LowerHandsResponse = Message<"channel.v1.LowerHandsResponse"> & {
+  /**
+   * Hands that were raised and are lowered now.
+   *
+   * @generated from field: uint32 lowered = 1;
+   */
+  lowered: number;
+};
+
+/**
+ * Describes the message channel.v1.LowerHandsResponse.
+ * Use `create(LowerHandsResponseSchema)` to create a new message.
+ */
+export const LowerHandsResponseSchema: GenMessage<LowerHandsResponse> = /*@__PURE__*/
+  messageDesc(file_channel_v1_pstn, 23);
+
+/**
+ * PstnSetter says what set a participant's mute state.
+ *
+ * @generated from enum channel.v1.PstnSetter
+ */
+export enum PstnSetter {
+  /**
+   * Unknown (states set before boardline kept it read as the host's).
+   *
+   * @generated from enum value: PSTN_SETTER_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A host, through Mute or MuteAll (`by` names them).
+   *
+   * @generated from enum value: PSTN_SETTER_HOST = 1;
+   */
+  HOST = 1,
+
+  /**
+   * The participant, from the keypad (reported by the gateway).
+   *
+   * @generated from enum value: PSTN_SETTER_SELF = 2;
+   */
+  SELF = 2,
+
+  /**
+   * The channel's policy `mute_on_join`, when they joined.
+   *
+   * @generated from enum value: PSTN_SETTER_POLICY = 3;
+   */
+  POLICY = 3,
+}
+
+/**
+ * Describes the enum channel.v1.PstnSetter.
+ */
+export const PstnSetterSchema: GenEnum<PstnSetter> = /*@__PURE__*/
+  enumDesc(file_channel_v1_pstn, 0);
+
+/**
+ * PstnEventKind says what a PstnEvent is.
+ *
+ * @generated from enum channel.v1.PstnEventKind
+ */
+export enum PstnEventKind {
+  /**
+   * Never sent.
+   *
+   * @generated from enum value: PSTN_EVENT_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The participant's mute state changed (`mute`, `setter`, `by`).
+   *
+   * @generated from enum value: PSTN_EVENT_KIND_MUTE = 1;
+   */
+  MUTE = 1,
+
+  /**
+   * The participant joined the line (`caller_id`; `mute` is their state).
+   *
+   * @generated from enum value: PSTN_EVENT_KIND_JOIN = 2;
+   */
+  JOIN = 2,
+
+  /**
+   * The participant left the line (`leave_reason`).
+   *
+   * @generated from enum value: PSTN_EVENT_KIND_LEAVE = 3;
+   */
+  LEAVE = 3,
+
+  /**
+   * The participant raised or lowered their hand, or a host lowered it.
+   *
+   * @generated from enum value: PSTN_EVENT_KIND_HAND = 4;
+   */
+  HAND = 4,
+
+  /**
+   * The channel's policy changed (`policy`; `uid` empty).
+   *
+   * @generated from enum value: PSTN_EVENT_KIND_POLICY = 5;
+   */
+  POLICY = 5,
+
+  /**
+   * A host muted or unmuted everyone (`mute`, `by`, `changed`; `uid`
+   * empty). Each participant changed has its own MUTE event too, before it.
+   *
+   * @generated from enum value: PSTN_EVENT_KIND_MUTE_ALL = 6;
+   */
+  MUTE_ALL = 6,
+}
+
+/**
+ * Describes the enum channel.v1.PstnEventKind.
+ */
+export const PstnEventKindSchema: GenEnum<PstnEventKind> = /*@__PURE__*/
+  enumDesc(file_channel_v1_pstn, 1);
+
+/**
+ * PstnLeaveReason says why a participant left the line.
+ *
+ * @generated from enum channel.v1.PstnLeaveReason
+ */
+export enum PstnLeaveReason {
+  /**
+   * Not a leave.
+   *
+   * @generated from enum value: PSTN_LEAVE_REASON_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The gateway reported it (hang-up).
+   *
+   * @generated from enum value: PSTN_LEAVE_REASON_REPORTED = 1;
+   */
+  REPORTED = 1,
+
+  /**
+   * A roster sync no longer listed them.
+   *
+   * @generated from enum value: PSTN_LEAVE_REASON_SYNC = 2;
+   */
+  SYNC = 2,
+
+  /**
+   * Their presence lease ran out: the gateway stopped reporting them.
+   *
+   * @generated from enum value: PSTN_LEAVE_REASON_LEASE = 3;
+   */
+  LEASE = 3,
+}
+
+/**
+ * Describes the enum channel.v1.PstnLeaveReason.
+ */
+export const PstnLeaveReasonSchema: GenEnum<PstnLeaveReason> = /*@__PURE__*/
+  enumDesc(file_channel_v1_pstn, 2);
+
+/**
+ * LineOutcome says what a report did.
+ *
+ * @generated from enum channel.v1.LineOutcome
+ */
+export enum LineOutcome {
+  /**
+   * Never sent.
+   *
+   * @generated from enum value: LINE_OUTCOME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The report changed the state, and events say so.
+   *
+   * @generated from enum value: LINE_OUTCOME_APPLIED = 1;
+   */
+  APPLIED = 1,
+
+  /**
+   * The same report was applied before (same sequence): nothing changed.
+   *
+   * @generated from enum value: LINE_OUTCOME_DUPLICATE = 2;
+   */
+  DUPLICATE = 2,
+
+  /**
+   * A newer report of this participant was applied: nothing changed.
+   *
+   * @generated from enum value: LINE_OUTCOME_STALE = 3;
+   */
+  STALE = 3,
+
+  /**
+   * The policy refuses it (a keypad unmute with `allow_self_unmute` false):
+   * nothing changed; tell the caller.
+   *
+   * @generated from enum value: LINE_OUTCOME_REFUSED = 4;
+   */
+  REFUSED = 4,
+
+  /**
+   * The participant is not on the line (keypad, hand or presence report
+   * without a join, or after a leave): nothing changed; report a join.
+   *
+   * @generated from enum value: LINE_OUTCOME_NOT_ON_LINE = 5;
+   */
+  NOT_ON_LINE = 5,
+
+  /**
+   * The line holds `PSTN_MAX_LINE` participants: the join is refused.
+   *
+   * @generated from enum value: LINE_OUTCOME_LINE_FULL = 6;
+   */
+  LINE_FULL = 6,
+
+  /**
+   * The report was accepted and changed nothing visible (a presence
+   * refresh, or a state it already had): its sequence is recorded.
+   *
+   * @generated from enum value: LINE_OUTCOME_UNCHANGED = 7;
+   */
+  UNCHANGED = 7,
+}
+
+/**
+ * Describes the enum channel.v1.LineOutcome.
+ */
+export const LineOutcomeSchema: GenEnum<LineOutcome> = /*@__PURE__*/
+  enumDesc(file_channel_v1_pstn, 3);
 
 /**
  * PstnService controls telephone (PSTN) participants of a channel.
@@ -352,6 +1263,78 @@ export const PstnService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchPstnEventsRequestSchema;
     output: typeof PstnEventSchema;
+  },
+  /**
+   * ReportLine is the telephone gateway telling what happened on the line
+   * (token scope `pstn.gateway`, else PERMISSION_DENIED): a participant
+   * joined, left, is still there, changed their own mute state from the
+   * keypad, or raised or lowered their hand. Reports are idempotent and
+   * ordered by the gateway's `sequence`: a repeated or late one changes
+   * nothing and answers so. The answer carries the participant's state, so a
+   * joining caller learns whether to start muted, and a refused keypad unmute
+   * is told to the caller. Every report refreshes the participant's presence
+   * lease (`PSTN_PRESENCE_TTL_SECONDS`): one not refreshed in time is marked
+   * left.
+   *
+   * @generated from rpc channel.v1.PstnService.ReportLine
+   */
+  reportLine: {
+    methodKind: "unary";
+    input: typeof ReportLineRequestSchema;
+    output: typeof ReportLineResponseSchema;
+  },
+  /**
+   * SyncLine is the telephone gateway's whole roster of a channel (token
+   * scope `pstn.gateway`): those listed and not on the line join, those on
+   * the line and not listed leave (unless a report newer than the sync's
+   * `sequence` says otherwise), and every listed presence lease is
+   * refreshed. Answers the roster after the sync.
+   *
+   * @generated from rpc channel.v1.PstnService.SyncLine
+   */
+  syncLine: {
+    methodKind: "unary";
+    input: typeof SyncLineRequestSchema;
+    output: typeof SyncLineResponseSchema;
+  },
+  /**
+   * MuteAll mutes or unmutes everyone on the line except the uids listed,
+   * in one step: a participant who joins meanwhile is muted either by it or
+   * by the channel's policy, which it can set in the same call
+   * (`mute_on_join`). The passphrase must be the host passphrase of a
+   * channel of the caller's project (else PERMISSION_DENIED).
+   *
+   * @generated from rpc channel.v1.PstnService.MuteAll
+   */
+  muteAll: {
+    methodKind: "unary";
+    input: typeof MuteAllRequestSchema;
+    output: typeof MuteAllResponseSchema;
+  },
+  /**
+   * SetPstnPolicy sets how the line treats its participants: whether a
+   * newcomer starts muted, and whether a participant the host muted may
+   * unmute from the keypad. The channel is named by its host passphrase, or
+   * by its channel id with a token of scope `channels.admin` (else
+   * PERMISSION_DENIED). Fields left out keep their value.
+   *
+   * @generated from rpc channel.v1.PstnService.SetPstnPolicy
+   */
+  setPstnPolicy: {
+    methodKind: "unary";
+    input: typeof SetPstnPolicyRequestSchema;
+    output: typeof SetPstnPolicyResponseSchema;
+  },
+  /**
+   * LowerHands lowers the raised hands of the uids listed, or of everyone on
+   * the line when none is listed. Host passphrase, as for Mute.
+   *
+   * @generated from rpc channel.v1.PstnService.LowerHands
+   */
+  lowerHands: {
+    methodKind: "unary";
+    input: typeof LowerHandsRequestSchema;
+    output: typeof LowerHandsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_channel_v1_pstn, 0);

@@ -18,6 +18,8 @@ import { WhiteboardService } from "../../../gen/whiteboard/v1/whiteboard_pb.js";
 import type { ChannelAdmin } from "../../services/channel/admin.js";
 import type { WhiteboardSettingsAdmin } from "../../services/channel/whiteboard-settings.js";
 import type { ConversionTasks } from "../../services/conversion/tasks.js";
+import type { LineReports } from "../../services/pstn/line-reports.js";
+import type { LineModeration } from "../../services/pstn/moderation.js";
 import type { PstnControl } from "../../services/pstn/mute.js";
 import type { PstnStateReader } from "../../services/pstn/read-state.js";
 import type { PstnWatches } from "../../services/pstn/watch-events.js";
@@ -90,6 +92,8 @@ export interface Domain {
   readonly whiteboard: WhiteboardConversions;
   readonly conversions: ConversionTasks;
   readonly pstnWatch: PstnWatches;
+  readonly lineReports: LineReports;
+  readonly lineModeration: LineModeration;
   readonly channelAdmin: ChannelAdmin;
   readonly whiteboardSettings: WhiteboardSettingsAdmin;
 }
@@ -106,6 +110,7 @@ export function servedMethods(domain: Domain): ServedMethod[] {
   return [
     served(PstnService.method.mute, (caller, req) => domain.pstn.mute(caller, req)),
     served(PstnService.method.getPstnState, (caller, req) => domain.pstnState.getState(caller, req)),
+    ...lineMethods(domain),
     served(WhiteboardService.method.convertFile, (caller, req, cancellation, metadata) =>
       domain.whiteboard.convertFile(caller, req, cancellation.signal, metadata.idempotencyKey),
     ),
@@ -114,6 +119,18 @@ export function servedMethods(domain: Domain): ServedMethod[] {
       domain.conversions.cancelConversion(caller, req, cancellation.signal),
     ),
     ...channelAdminMethods(domain),
+  ];
+}
+
+/** The phone line: the gateway's reports (scope `pstn.gateway`) and the host's moderation. */
+function lineMethods({ lineReports, lineModeration }: Domain): ServedMethod[] {
+  const m = PstnService.method;
+  return [
+    served(m.reportLine, (caller, req) => lineReports.report(caller, req)),
+    served(m.syncLine, (caller, req) => lineReports.sync(caller, req)),
+    served(m.muteAll, (caller, req) => lineModeration.muteAll(caller, req)),
+    served(m.setPstnPolicy, (caller, req) => lineModeration.setPolicy(caller, req)),
+    served(m.lowerHands, (caller, req) => lineModeration.lowerHands(caller, req)),
   ];
 }
 

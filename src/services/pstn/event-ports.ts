@@ -5,13 +5,39 @@
  * "Watching mute events", says how the watch hub combines them.
  */
 
-/** One entry of a channel's mute event stream. */
+import type { LinePolicy, MuteSetter } from "./snapshot.js";
+
+/** What a line event is; a mute change when absent (as every event was before the line had others). */
+export type LineEventKind = "join" | "leave" | "hand" | "policy" | "mute_all";
+
+/** Why a participant left the line. */
+export type LeaveReason = "reported" | "sync" | "lease";
+
+/**
+ * One entry of a channel's event stream: a mute change, or (with `kind`) an
+ * event of the line. `mute` is always the participant's mute state after it
+ * (for the channel-wide kinds, `policy` and `mute_all`, whose `uid` is "",
+ * the state mute-all set).
+ */
 export interface MuteEvent {
   readonly id: string;
   readonly uid: string;
   readonly mute: boolean;
   readonly by: string;
   readonly at: number;
+  readonly kind?: LineEventKind;
+  /** What set the mute state (absent: the host). */
+  readonly setter?: MuteSetter;
+  /** A mute change made by MuteAll. */
+  readonly all?: boolean;
+  readonly callerId?: string;
+  /** The hand after a `hand` event. */
+  readonly hand?: boolean;
+  /** The policy after a `policy` event. */
+  readonly policy?: LinePolicy;
+  /** Participants changed by a `mute_all`. */
+  readonly changed?: number;
+  readonly reason?: LeaveReason;
 }
 
 /** A channel of a project. */

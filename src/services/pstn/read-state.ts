@@ -8,11 +8,16 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import type { GetPstnStateRequest, PstnStateSchema } from "../../../gen/channel/v1/pstn_pb.js";
+import {
+  type GetPstnStateRequest,
+  type PstnParticipantSchema,
+  PstnSetter,
+  type PstnStateSchema,
+} from "../../../gen/channel/v1/pstn_pb.js";
 import { Failure } from "../failure.js";
 import type { Guess, PassphraseGuard } from "../passphrase-guard.js";
 import { type Caller, PSTN_GATEWAY_SCOPE, type Store } from "../ports.js";
-import { type PstnParticipantState, type PstnSnapshot, participantsByUid } from "./snapshot.js";
+import { type MuteSetter, type PstnParticipantState, type PstnSnapshot, participantsByUid } from "./snapshot.js";
 
 type PstnStateMessage = MessageInitShape<typeof PstnStateSchema>;
 
@@ -62,16 +67,35 @@ export class PstnStateReader {
   }
 }
 
-function stateMessage(channel: string, snapshot: PstnSnapshot): PstnStateMessage {
+/** The state message of a snapshot (GetPstnState; SyncLine answers it too). */
+export function stateMessage(channel: string, snapshot: PstnSnapshot): PstnStateMessage {
   const participants = participantsByUid(snapshot).map(participantMessage);
-  return { channelId: channel, participants, asOfEventId: snapshot.asOfEventId };
+  return { channelId: channel, participants, asOfEventId: snapshot.asOfEventId, policy: snapshot.policy };
 }
 
-function participantMessage(p: PstnParticipantState) {
+const SETTERS: Readonly<Record<MuteSetter, PstnSetter>> = {
+  host: PstnSetter.HOST,
+  self: PstnSetter.SELF,
+  policy: PstnSetter.POLICY,
+};
+
+/** The setter of the contract; unspecified when unknown. */
+export function setterMessage(setter: MuteSetter | undefined): PstnSetter {
+  return setter === undefined ? PstnSetter.UNSPECIFIED : SETTERS[setter];
+}
+
+/** One participant, as GetPstnState, SyncLine and ReportLine answer it. */
+export function participantMessage(p: PstnParticipantState): MessageInitShape<typeof PstnParticipantSchema> {
   return {
     uid: p.uid,
     mute: p.mute,
     updatedBy: p.updatedBy ?? "",
     ...(p.updatedAt === undefined ? {} : { updatedAt: timestampFromMs(p.updatedAt) }),
+    setter: setterMessage(p.setter),
+    onLine: p.onLine ?? false,
+    callerId: p.callerId ?? "",
+    ...(p.joinedAt === undefined ? {} : { joinedAt: timestampFromMs(p.joinedAt) }),
+    handRaised: p.hand ?? false,
+    ...(p.handAt === undefined ? {} : { handAt: timestampFromMs(p.handAt) }),
   };
 }

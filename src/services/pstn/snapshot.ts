@@ -1,10 +1,24 @@
 /**
- * What the store answers when asked for a channel's PSTN mute state: every
- * participant's state with who set it when, and how far the channel's event
+ * What the store answers when asked for a channel's line: every participant
+ * on it or with a mute state, who set that when, the policy, and how far the channel's event
  * stream had got, read at one instant (src/services/ports.ts, `Store`).
  */
 
-/** One telephone participant's mute state. */
+/** What set a participant's mute state. */
+export type MuteSetter = "host" | "self" | "policy";
+
+/** How a channel's line treats its participants. */
+export interface LinePolicy {
+  /** Newcomers start muted. */
+  readonly muteOnJoin: boolean;
+  /** A participant muted by the host or the policy may unmute from the keypad. */
+  readonly allowSelfUnmute: boolean;
+}
+
+/** The policy of a channel nobody set one for. */
+export const DEFAULT_LINE_POLICY: LinePolicy = { muteOnJoin: false, allowSelfUnmute: true };
+
+/** One telephone participant: on the line now, or with a mute state. */
 export interface PstnParticipantState {
   readonly uid: string;
   readonly mute: boolean;
@@ -12,6 +26,16 @@ export interface PstnParticipantState {
   readonly updatedAt?: number;
   /** The `sub` of the caller who last set it; absent when unknown. */
   readonly updatedBy?: string;
+  /** What set the mute state; absent when unknown (set before boardline kept it). */
+  readonly setter?: MuteSetter;
+  /** On the line now. */
+  readonly onLine?: boolean;
+  readonly callerId?: string;
+  /** When they joined (ms), while on the line. */
+  readonly joinedAt?: number;
+  readonly hand?: boolean;
+  /** When the hand was last raised or lowered (ms). */
+  readonly handAt?: number;
 }
 
 /** A channel's mute state and the id of the last mute event it includes. */
@@ -20,6 +44,7 @@ export interface PstnSnapshot {
   readonly participants: readonly PstnParticipantState[];
   /** The id of the newest entry of the channel's pstn-events stream ("0-0" when there is none). */
   readonly asOfEventId: string;
+  readonly policy: LinePolicy;
 }
 
 /** The participants ordered by uid (UTF-16 code units, as JavaScript compares strings), as GetPstnState answers them. */

@@ -6,12 +6,19 @@
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { type PstnEvent, PstnEventSchema, type WatchPstnEventsRequest } from "../../../gen/channel/v1/pstn_pb.js";
+import {
+  type PstnEvent,
+  PstnEventKind,
+  PstnEventSchema,
+  PstnLeaveReason,
+  type WatchPstnEventsRequest,
+} from "../../../gen/channel/v1/pstn_pb.js";
 import { Failure } from "../failure.js";
 import { type Caller, type MuteEvent, PSTN_GATEWAY_SCOPE } from "../ports.js";
 import type { Cancellation } from "../push-stream.js";
 import { channelHash, decodeAfter, WatchCursor } from "./cursor.js";
 import type { PstnWatchHub } from "./watch-hub.js";
+import { setterMessage } from "./read-state.js";
 import type { Present } from "./watch.js";
 
 type PstnEventMessage = MessageInitShape<typeof PstnEventSchema>;
@@ -45,7 +52,7 @@ export class PstnWatches {
         detail: `watching mute events needs a token with scope ${PSTN_GATEWAY_SCOPE}`,
       });
     }
-    return this.watch(caller.project, req.channelIds, req.after, messageOf, cancellation);
+    return this.watch(caller.project, req.channelIds, req.after, messageOf, cancellation, req.includeLine);
   }
 
   /** The events of these channels of `project` after `after` (a cursor or an event id; "" = from now on). */
@@ -64,6 +71,7 @@ export class PstnWatches {
     after: string,
     present: Present<T>,
     cancellation?: Cancellation,
+    lineEvents = false,
   ): Promise<AsyncIterable<T>> {
     const hashes = channelIds.map(channelHash);
     const start = decodeAfter(after, hashes);
@@ -73,7 +81,7 @@ export class PstnWatches {
       });
     }
     const refs = channelIds.map((channel) => ({ project, channel }));
-    return this.hub.open(refs, start, new WatchCursor(hashes, start), present, cancellation);
+    return this.hub.open(refs, start, new WatchCursor(hashes, start), present, cancellation, lineEvents);
   }
 }
 
@@ -100,6 +108,34 @@ function channelEvent(channelId: string, event: MuteEvent, cursor: string): Chan
  * a transport encodes it once for all of them (src/server/call/encoded-once.ts).
  */
 const messages = new WeakMap<MuteEvent, PstnEvent>();
+const KINDS = {
+  join: PstnEventKind.JOIN,
+  leave: PstnEventKind.LEAVE,
+  hand: PstnEventKind.HAND,
+  policy: PstnEventKind.POLICY,
+  mute_all: PstnEventKind.MUTE_ALL,
+} as const;
+
+const REASONS = {
+  reported: PstnLeaveReason.REPORTED,
+  sync: PstnLeaveReason.SYNC,
+  lease: PstnLeaveReason.LEASE,
+} as const;
+
+/** The fields of an event beyond those every mute change has always carried. */
+function lineFields(event: MuteEvent): Omit<MessageInitShape<typeof PstnEventSchema>, "$typeName"> {
+  return {
+    kind: event.kind === undefined ? PstnEventKind.MUTE : KINDS[event.kind],
+    setter: setterMessage(event.kind === undefined ? (event.setter ?? "host") : event.setter),
+    callerId: event.callerId ?? "",
+    handRaised: event.hand ?? false,
+    muteAll: event.all ?? false,
+    ...(event.policy === undefined ? {} : { policy: event.policy }),
+    changed: event.changed ?? 0,
+    leaveReason: event.reason === undefined ? PstnLeaveReason.UNSPECIFIED : REASONS[event.reason],
+  };
+}
+
 function messageOf(channelId: string, event: MuteEvent, cursor: string): PstnEvent {
   const known = messages.get(event);
   if (known !== undefined && known.cursor === cursor && known.channelId === channelId) return known;
@@ -111,6 +147,7 @@ function messageOf(channelId: string, event: MuteEvent, cursor: string): PstnEve
     mute: event.mute,
     by: event.by,
     at: timestampFromMs(event.at),
+    ...lineFields(event),
   });
   messages.set(event, message);
   return message;

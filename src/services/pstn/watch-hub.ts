@@ -73,7 +73,8 @@ export class PstnWatchHub implements PstnNotificationListener {
    * every channel is subscribed and read from its start, so a failure to do
    * that (`unavailable`, `out_of_range`) comes before any event. Takes a slot
    * (`rate_limited` when none is left). Its events go out as `present` makes
-   * them. `cancellation` ends the watch.
+   * them. `cancellation` ends the watch. Without `lineEvents` it gets the
+   * mute changes only, as every watch did before the line had other events.
    */
   async open<T>(
     channels: readonly ChannelRef[],
@@ -81,10 +82,11 @@ export class PstnWatchHub implements PstnNotificationListener {
     cursor: WatchCursor,
     present: Present<T>,
     cancellation?: Cancellation,
+    lineEvents = false,
   ): Promise<PstnWatch<T>> {
     if (this.closed) throw shuttingDown();
     const channelIds = channels.map((ref) => ref.channel);
-    const watch = new PstnWatch(cursor, channelIds, present, this.s.maxQueue, this.hooks);
+    const watch = new PstnWatch(cursor, channelIds, present, this.s.maxQueue, this.hooks, lineEvents);
     // Its channels are all of one project (watch-events.ts); the slot is given back when the watch leaves (detach).
     this.slots.takeOne(channels[0]?.project ?? "");
     this.watches.set(watch, []);

@@ -53,6 +53,8 @@ export class PstnWatch<T> implements PushIterator<T>, AsyncIterableIterator<T> {
     private readonly present: Present<T>,
     private readonly maxQueue: number,
     private readonly hooks: WatchHooks,
+    /** Whether the line's other events (joins, leaves, hands…) go out too, or only mute changes. */
+    private readonly lineEvents: boolean,
   ) {}
 
   [Symbol.asyncIterator](): this {
@@ -62,6 +64,7 @@ export class PstnWatch<T> implements PushIterator<T>, AsyncIterableIterator<T> {
   /** The hub: an event of channel `index`, in the channel's order. */
   deliver(index: number, event: MuteEvent): void {
     if (this.ended || this.failure !== undefined) return;
+    if (event.kind !== undefined && !this.lineEvents) return;
     if (this.queue.length - this.head >= this.maxQueue) {
       this.fail(new Failure("unavailable", { detail: "the watch fell behind; watch again from the last cursor" }));
       return;

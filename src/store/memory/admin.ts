@@ -8,13 +8,8 @@ import type { AdminPrimitives } from "../checked-admin.js";
 import type { KeySchema } from "../schema/keys.js";
 import type { MemoryKeyspace, StreamEntry } from "./keyspace.js";
 import { parseWhiteboardEvent } from "../schema/conversion-records.js";
-import {
-  type Fields,
-  parseMuteEvent,
-  parseMuteState,
-  sealWhiteboardFields,
-  whiteboardFields,
-} from "../schema/channel-records.js";
+import { parseStreamEvent } from "../schema/line-records.js";
+import { type Fields, parseMuteState, sealWhiteboardFields, whiteboardFields } from "../schema/channel-records.js";
 
 export class MemoryAdmin implements AdminPrimitives {
   /** `guard` throws `Failure("unavailable")` while the store is unavailable or closed. */
@@ -28,13 +23,7 @@ export class MemoryAdmin implements AdminPrimitives {
   async deleteChannel(project: string, channel: string, passphraseKeys: readonly string[]): Promise<number> {
     this.guard();
     let deleted = 0;
-    const keys = [
-      ...passphraseKeys,
-      this.keys.pstnMute(project, channel),
-      this.keys.pstnEvents(project, channel),
-      this.keys.pstnMuteMeta(project, channel),
-      this.keys.whiteboardEvents(project, channel),
-    ];
+    const keys = [...passphraseKeys, ...this.keys.channelDataKeys(project, channel)];
     for (const key of keys) {
       if (this.data.get(key) && this.data.delete(key)) deleted++;
     }
@@ -73,7 +62,7 @@ export class MemoryAdmin implements AdminPrimitives {
   async readMuteEvents(project: string, channel: string, count: number): Promise<MuteEvent[]> {
     this.guard();
     const entries = this.newestEntries(this.keys.pstnEvents(project, channel), count);
-    return entries.flatMap((entry) => parseMuteEvent(entry.id, entry.fields) ?? []);
+    return entries.flatMap((entry) => parseStreamEvent(entry.id, entry.fields) ?? []);
   }
 
   async readWhiteboardEvents(project: string, channel: string, count: number): Promise<WhiteboardEvent[]> {

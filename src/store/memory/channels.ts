@@ -110,12 +110,7 @@ export class MemoryChannels implements ChannelPrimitives {
   async removeChannelData(project: string, channel: string, withRecord: boolean): Promise<number> {
     this.guard();
     let removed = 0;
-    for (const key of [
-      this.keys.pstnMute(project, channel),
-      this.keys.pstnEvents(project, channel),
-      this.keys.pstnMuteMeta(project, channel),
-      this.keys.whiteboardEvents(project, channel),
-    ]) {
+    for (const key of this.keys.channelDataKeys(project, channel)) {
       if (this.data.get(key) !== undefined && this.data.delete(key)) removed++;
     }
     if (withRecord) this.data.delete(this.keys.channelRecord(project, channel));

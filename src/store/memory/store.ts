@@ -13,7 +13,15 @@
  */
 import { developmentKeyRing, type KeyRing } from "../../secrets/key-ring.js";
 import { Failure } from "../../services/failure.js";
-import type { AdminStore, GuessTaken, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
+import {
+  type AdminStore,
+  DEFAULT_LINE_LIMITS,
+  type GuessTaken,
+  type LineLimits,
+  type MuteChange,
+  type PassphraseRecord,
+  type WhiteboardSettings,
+} from "../../services/ports.js";
 import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
 import { CheckedAdmin } from "../checked-admin.js";
 import { lookUpPassphrase } from "../channels/lookup-passphrase.js";
@@ -33,13 +41,9 @@ import { MemoryConversions } from "./conversions.js";
 import { MemoryIdempotency } from "./idempotency.js";
 import { MemoryKeyspace } from "./keyspace.js";
 import { MemoryPstnEvents } from "./pstn-events.js";
-import {
-  muteEventFields,
-  muteFlag,
-  muteMetaValue,
-  openWhiteboard,
-  parsePstnSnapshot,
-} from "../schema/channel-records.js";
+import { MemoryPhoneLine } from "./line.js";
+import { parseLineSnapshot } from "../schema/line-records.js";
+import { muteEventFields, muteFlag, muteMetaValue, openWhiteboard } from "../schema/channel-records.js";
 
 export interface MemoryStoreOptions {
   keyPrefix?: string;
@@ -53,6 +57,8 @@ export interface MemoryStoreOptions {
   idempotencyTtlSeconds?: number;
   /** SECRETS_KEYS, which seal the whiteboard record's secrets; default the development key. */
   secretsKeys?: KeyRing;
+  /** The phone line's lease and size; default DEFAULT_LINE_LIMITS. */
+  line?: LineLimits;
 }
 
 export class MemoryStore extends CheckedAdmin implements AdminStore {
@@ -62,6 +68,7 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
   protected readonly primitives: MemoryAdmin;
   readonly conversions: ConversionSteps;
   readonly pstnEvents: MemoryPstnEvents;
+  readonly line: MemoryPhoneLine;
   readonly idempotency: MemoryIdempotency;
   readonly channels: ChannelSteps;
   protected readonly secretsKeys: KeyRing;
@@ -79,6 +86,13 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
       new MemoryConversions(this.data, this.keys, () => this.guard(), retentionSeconds),
     );
     this.pstnEvents = new MemoryPstnEvents(this.data, this.keys, () => this.guard());
+    this.line = new MemoryPhoneLine(
+      this.data,
+      this.keys,
+      () => this.guard(),
+      options.line ?? DEFAULT_LINE_LIMITS,
+      (ref, id) => this.pstnEvents.notifications.publish(ref, id),
+    );
     const idempotencyTtlSeconds = options.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS;
     this.idempotency = new MemoryIdempotency(this.data, this.keys, () => this.guard(), idempotencyTtlSeconds);
     this.channels = new ChannelSteps(
@@ -137,8 +151,14 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
     };
     const stream = this.data.get(this.keys.pstnEvents(project, channel));
     const newest = stream?.type === "stream" ? stream.entries.at(-1)?.id : undefined;
-    const mute = hash(this.keys.pstnMute(project, channel));
-    return parsePstnSnapshot(mute, hash(this.keys.pstnMuteMeta(project, channel)), newest ?? "0-0");
+    const k = this.keys.channelKeys(project, channel);
+    const hashes = {
+      mute: hash(k.mute),
+      meta: hash(k.meta),
+      line: hash(k.line),
+      policy: Object.fromEntries(hash(k.policy)),
+    };
+    return parseLineSnapshot(hashes, newest ?? "0-0");
   }
 
   async takeGuess(callerKey: string, slot: string, limit: number, windowSeconds: number): Promise<GuessTaken> {

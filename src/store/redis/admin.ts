@@ -11,10 +11,10 @@ import type { ChangedBy, MuteEvent, WhiteboardEvent, WhiteboardSettings } from "
 import type { AdminPrimitives } from "../checked-admin.js";
 import type { KeySchema } from "../schema/keys.js";
 import { parseWhiteboardEvent } from "../schema/conversion-records.js";
+import { parseStreamEvent } from "../schema/line-records.js";
 import {
   type Fields,
   pairsToFields,
-  parseMuteEvent,
   parseMuteState,
   sealWhiteboardFields,
   whiteboardFields,
@@ -38,14 +38,7 @@ export class RedisAdmin implements AdminPrimitives {
     const counts = await Promise.all([
       ...passKeys.map((k) => this.calls.write("deleteChannel", k, (c) => c.unlink(k))),
       // Same hash tag, same slot: one command is fine here.
-      this.calls.write("deleteChannel", muteKey, (c) =>
-        c.unlink(
-          muteKey,
-          this.keys.pstnEvents(project, channel),
-          this.keys.pstnMuteMeta(project, channel),
-          this.keys.whiteboardEvents(project, channel),
-        ),
-      ),
+      this.calls.write("deleteChannel", muteKey, (c) => c.unlink(...this.keys.channelDataKeys(project, channel))),
     ]);
     return counts.reduce((sum, n) => sum + n, 0);
   }
@@ -84,7 +77,7 @@ export class RedisAdmin implements AdminPrimitives {
 
   async readMuteEvents(project: string, channel: string, count: number): Promise<MuteEvent[]> {
     const entries = await this.newestEntries("getMuteEvents", this.keys.pstnEvents(project, channel), count);
-    return entries.flatMap(({ id, fields }) => parseMuteEvent(id, fields) ?? []);
+    return entries.flatMap(({ id, fields }) => parseStreamEvent(id, fields) ?? []);
   }
 
   async readWhiteboardEvents(project: string, channel: string, count: number): Promise<WhiteboardEvent[]> {

@@ -100,12 +100,7 @@ export class RedisChannels implements ChannelPrimitives {
   }
 
   async removeChannelData(project: string, channel: string, withRecord: boolean): Promise<number> {
-    const data = [
-      this.keys.pstnMute(project, channel),
-      this.keys.pstnEvents(project, channel),
-      this.keys.pstnMuteMeta(project, channel),
-      this.keys.whiteboardEvents(project, channel),
-    ];
+    const data = this.keys.channelDataKeys(project, channel);
     const record = this.keys.channelRecord(project, channel);
     // One slot (the channel's tag): one MULTI, so the data and the hash go together.
     return this.calls.write("removeChannelData", record, async (c) => {

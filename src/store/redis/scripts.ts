@@ -48,10 +48,11 @@ return id
 `;
 
 /**
- * A channel's PSTN snapshot in one step, so no mute lands between reading the
+ * A channel's PSTN snapshot in one step, so no event lands between reading the
  * state and reading how far the event stream got. KEYS: mute hash, meta hash,
- * event stream. Answers {mute hash pairs, meta hash pairs, newest event id or
- * "0-0"}; a key of another type reads as empty (a malformed record is absent).
+ * event stream, line hash, policy hash. Answers {mute hash pairs, meta hash
+ * pairs, newest event id or "0-0", line hash pairs, policy hash pairs}; a key
+ * of another type reads as empty (a malformed record is absent).
  */
 const PSTN_SNAPSHOT = `
 local function pairs_of(key)
@@ -63,7 +64,7 @@ if redis.call('TYPE', KEYS[3]).ok == 'stream' then
   local newest = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
   if newest[1] then last = newest[1][1] end
 end
-return {pairs_of(KEYS[1]), pairs_of(KEYS[2]), last}
+return {pairs_of(KEYS[1]), pairs_of(KEYS[2]), last, pairs_of(KEYS[4]), pairs_of(KEYS[5])}
 `;
 
 /**
@@ -158,7 +159,13 @@ export interface ScriptCommands {
     /** The channel's expiry (ms since the epoch), or "". */
     expireAt: string,
   ): Promise<string>;
-  blPstnSnapshot(muteKey: string, metaKey: string, eventsKey: string): Promise<[string[], string[], string]>;
+  blPstnSnapshot(
+    muteKey: string,
+    metaKey: string,
+    eventsKey: string,
+    lineKey: string,
+    policyKey: string,
+  ): Promise<[string[], string[], string, string[], string[]]>;
   blClaimPassphrase(
     key: string,
     project: string,
@@ -175,7 +182,7 @@ export type ClaimReply = [0, string, string] | [1] | [2];
 
 export function defineScripts(client: RedisClient): ScriptCommands {
   client.defineCommand("blSetMute", { numberOfKeys: 5, lua: SET_MUTE });
-  client.defineCommand("blPstnSnapshot", { numberOfKeys: 3, lua: PSTN_SNAPSHOT });
+  client.defineCommand("blPstnSnapshot", { numberOfKeys: 5, lua: PSTN_SNAPSHOT });
   client.defineCommand("blClaimPassphrase", { numberOfKeys: 1, lua: CLAIM_PASSPHRASE });
   client.defineCommand("blTakeGuess", { numberOfKeys: 1, lua: TAKE_GUESS });
   client.defineCommand("blKeepGuess", { numberOfKeys: 1, lua: KEEP_GUESS });

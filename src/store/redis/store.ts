@@ -18,7 +18,15 @@
 import type { Logger } from "../../log.js";
 import { developmentKeyRing, type KeyRing } from "../../secrets/key-ring.js";
 import { Failure } from "../../services/failure.js";
-import type { AdminStore, GuessTaken, MuteChange, PassphraseRecord, WhiteboardSettings } from "../../services/ports.js";
+import {
+  type AdminStore,
+  DEFAULT_LINE_LIMITS,
+  type GuessTaken,
+  type LineLimits,
+  type MuteChange,
+  type PassphraseRecord,
+  type WhiteboardSettings,
+} from "../../services/ports.js";
 import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
 import { CheckedAdmin } from "../checked-admin.js";
 import { lookUpPassphrase } from "../channels/lookup-passphrase.js";
@@ -32,7 +40,8 @@ import {
   keySchema,
   MUTE_EVENTS_MAXLEN,
 } from "../schema/keys.js";
-import { muteFlag, muteMetaHead, openWhiteboard, pairsToMap, parsePstnSnapshot } from "../schema/channel-records.js";
+import { muteFlag, muteMetaHead, openWhiteboard, pairsToMap } from "../schema/channel-records.js";
+import { parseLineSnapshot } from "../schema/line-records.js";
 import { RedisAdmin } from "./admin.js";
 import { RedisChannels } from "./channels.js";
 import { pingMasters, perConnection } from "./cluster-connections.js";
@@ -49,6 +58,7 @@ import {
 } from "./connection.js";
 import { RedisNotifications } from "./notifications.js";
 import { RedisPstnEvents } from "./pstn-events.js";
+import { RedisPhoneLine } from "./line.js";
 import { defineScripts, type ScriptCommands } from "./scripts.js";
 import type { ReplicaAck } from "./replica-ack.js";
 
@@ -74,6 +84,8 @@ export interface RedisStoreSettings {
   idempotencyTtlSeconds?: number;
   /** SECRETS_KEYS, which seal the whiteboard record's secrets; default the development key. */
   secretsKeys?: KeyRing;
+  /** PSTN_PRESENCE_TTL_SECONDS and PSTN_MAX_LINE; default DEFAULT_LINE_LIMITS. */
+  line?: LineLimits;
 }
 
 /** The store's scripts on a connection: the client's, or (writes with WAIT on a Cluster) a node's own. */
@@ -101,6 +113,7 @@ export function createRedisStore(options: RedisConnectionOptions, settings: Redi
     ackClient: replicated ? createRedisClient(options, tuning, "boardline-acked-writes") : undefined,
     idempotencyTtlSeconds: settings.idempotencyTtlSeconds,
     secretsKeys: settings.secretsKeys,
+    line: settings.line,
   });
 }
 
@@ -137,6 +150,7 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
   private readonly scripts: ScriptCommands;
   readonly conversions: ConversionSteps;
   readonly pstnEvents: RedisPstnEvents;
+  readonly line: RedisPhoneLine;
   readonly idempotency: RedisIdempotency;
   readonly channels: ChannelSteps;
   protected readonly secretsKeys: KeyRing;
@@ -155,6 +169,8 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
       idempotencyTtlSeconds?: number | undefined;
       /** Default the development key. */
       secretsKeys?: KeyRing | undefined;
+      /** The phone line's lease and size; default DEFAULT_LINE_LIMITS. */
+      line?: LineLimits | undefined;
     },
   ) {
     super();
@@ -172,6 +188,7 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
       this.keys,
       new RedisNotifications(client, this.keys, timeoutMs),
     );
+    this.line = new RedisPhoneLine(this.calls, this.keys, settings.line ?? DEFAULT_LINE_LIMITS);
     const idempotencyTtlSeconds = settings.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS;
     this.idempotency = new RedisIdempotency(this.calls, this.keys, idempotencyTtlSeconds);
     this.channels = new ChannelSteps(new RedisChannels(this.calls, this.keys, scriptsOn), this.primitives, this.keys);
@@ -222,14 +239,17 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
   }
 
   async getPstnSnapshot(project: string, channel: string): Promise<PstnSnapshot> {
-    const [mute, meta, asOf] = await this.calls.call("getPstnSnapshot", () =>
-      this.scripts.blPstnSnapshot(
-        this.keys.pstnMute(project, channel),
-        this.keys.pstnMuteMeta(project, channel),
-        this.keys.pstnEvents(project, channel),
-      ),
+    const k = this.keys.channelKeys(project, channel);
+    const [mute, meta, asOf, line, policy] = await this.calls.call("getPstnSnapshot", () =>
+      this.scripts.blPstnSnapshot(k.mute, k.meta, k.events, k.line, k.policy),
     );
-    return parsePstnSnapshot(pairsToMap(mute), pairsToMap(meta), asOf);
+    const hashes = {
+      mute: pairsToMap(mute),
+      meta: pairsToMap(meta),
+      line: pairsToMap(line),
+      policy: Object.fromEntries(pairsToMap(policy)),
+    };
+    return parseLineSnapshot(hashes, asOf);
   }
 
   async takeGuess(callerKey: string, slot: string, limit: number, windowSeconds: number): Promise<GuessTaken> {

@@ -8,13 +8,11 @@
 import {
   type ChangedBy,
   type MuteChange,
-  type MuteEvent,
   type PassphraseRecord,
   REGIONS,
   type Region,
   type WhiteboardSettings,
 } from "../../services/ports.js";
-import type { PstnParticipantState, PstnSnapshot } from "../../services/pstn/snapshot.js";
 import { Failure } from "../../services/failure.js";
 import type { KeyRing } from "../../secrets/key-ring.js";
 import { open, SealedFieldError, seal } from "../../secrets/sealed-fields.js";
@@ -149,13 +147,6 @@ export function muteEventFields(change: MuteChange): Fields {
   return { uid: change.uid, mute: muteFlag(change.mute), by: change.by, at: String(change.at) };
 }
 
-export function parseMuteEvent(id: string, fields: Fields): MuteEvent | undefined {
-  const { uid, mute, by } = fields;
-  const at = parseMillis(fields.at);
-  if (!uid || (mute !== "1" && mute !== "0") || by === undefined || at === undefined) return undefined;
-  return { id, uid, mute: mute === "1", by, at };
-}
-
 /**
  * The start of a uid's value in the meta hash, up to where the script appends
  * the new stream entry's id and `"}`: `{"at":<ms>,"by":"<sub>","event_id":"`.
@@ -168,41 +159,6 @@ export function muteMetaHead(change: MuteChange): string {
 /** The whole meta hash value of a change whose stream entry is `eventId`. */
 export function muteMetaValue(change: MuteChange, eventId: string): string {
   return `${muteMetaHead(change)}${eventId}"}`;
-}
-
-/**
- * A channel's snapshot from its mute hash, its meta hash and the id of its
- * newest event: every uid of the mute hash with a `1`/`0` value, with `at` and
- * `by` from its meta when that is readable (another writer may have set the
- * state without it). Maps, not objects, so any uid (`__proto__` too) is a uid.
- */
-export function parsePstnSnapshot(
-  mute: ReadonlyMap<string, string>,
-  meta: ReadonlyMap<string, string>,
-  asOfEventId: string,
-): PstnSnapshot {
-  const participants: PstnParticipantState[] = [];
-  for (const [uid, value] of mute) {
-    if (value === "1" || value === "0")
-      participants.push({ uid, mute: value === "1", ...parseMuteMeta(meta.get(uid)) });
-  }
-  return { participants, asOfEventId };
-}
-
-function parseMuteMeta(value: string | undefined): { updatedAt?: number; updatedBy?: string } {
-  if (value === undefined) return {};
-  let meta: unknown;
-  try {
-    meta = JSON.parse(value);
-  } catch {
-    return {};
-  }
-  if (typeof meta !== "object" || meta === null) return {};
-  const { at, by } = meta as Record<string, unknown>;
-  return {
-    ...(typeof at === "number" && Number.isSafeInteger(at) && at >= 0 ? { updatedAt: at } : {}),
-    ...(typeof by === "string" ? { updatedBy: by } : {}),
-  };
 }
 
 /** The mute hash as uid → muted; values other than `1`/`0` are skipped. */

@@ -102,6 +102,18 @@ export interface KeySchema {
   pstnMuteMeta(project: string, channel: string): string;
   /** The sharded pub/sub channel on which a mute announces its event id (same hash tag, so same slot). */
   pstnNotify(project: string, channel: string): string;
+  /** uid → JSON of the participant's line: on it or not, the gateway's last sequence, caller id, joined, hand. */
+  pstnLine(project: string, channel: string): string;
+  /** uid → when the presence lease of a participant on the line runs out (ms, the Redis clock). */
+  pstnLeases(project: string, channel: string): string;
+  /** The line's policy: `mute_on_join`, `allow_self_unmute` (`1`/`0`). */
+  pstnPolicy(project: string, channel: string): string;
+  /** JSON `[project, channel]` → when the channel's next lease runs out (ms): the channels the sweep visits. */
+  pstnLeasesDue(): string;
+  /** JSON `[project, channel]` → `<notes>:<notes seen empty>`: how the sweep knows a channel stayed empty. */
+  pstnLeaseNotes(): string;
+  /** Every key of a channel's data (its PSTN keys and whiteboard events), not its record: what deleting it removes. */
+  channelDataKeys(project: string, channel: string): string[];
   /** The channel's record and PSTN keys, from one hash tag made once: a mute writes them all. */
   channelKeys(project: string, channel: string): ChannelKeys;
   /** Terminal states of the channel's conversion tasks, for the notifier. */
@@ -131,6 +143,9 @@ export interface ChannelKeys {
   readonly events: string;
   readonly meta: string;
   readonly notify: string;
+  readonly line: string;
+  readonly leases: string;
+  readonly policy: string;
 }
 
 const CHANNEL_RECORD = ":channel";
@@ -138,6 +153,9 @@ const PSTN_MUTE = ":pstn-mute";
 const PSTN_EVENTS = ":pstn-events";
 const PSTN_MUTE_META = ":pstn-mute-meta";
 const PSTN_NOTIFY = ":pstn-notify";
+const PSTN_LINE = ":pstn-line";
+const PSTN_LEASES = ":pstn-leases";
+const PSTN_POLICY = ":pstn-policy";
 
 export function keySchema(
   prefix: string = DEFAULT_KEY_PREFIX,
@@ -186,16 +204,17 @@ export function keySchema(
     pstnEvents: (project, channel) => channelTag(project, channel) + PSTN_EVENTS,
     pstnMuteMeta: (project, channel) => channelTag(project, channel) + PSTN_MUTE_META,
     pstnNotify: (project, channel) => channelTag(project, channel) + PSTN_NOTIFY,
-    channelKeys: (project, channel) => {
-      const tag = channelTag(project, channel);
-      return {
-        record: tag + CHANNEL_RECORD,
-        mute: tag + PSTN_MUTE,
-        events: tag + PSTN_EVENTS,
-        meta: tag + PSTN_MUTE_META,
-        notify: tag + PSTN_NOTIFY,
-      };
+    pstnLine: (project, channel) => channelTag(project, channel) + PSTN_LINE,
+    pstnLeases: (project, channel) => channelTag(project, channel) + PSTN_LEASES,
+    pstnPolicy: (project, channel) => channelTag(project, channel) + PSTN_POLICY,
+    // One hash tag for both, so one script reads and writes them on a Cluster.
+    pstnLeasesDue: () => `${prefix}{pstn-leases}:due`,
+    pstnLeaseNotes: () => `${prefix}{pstn-leases}:notes`,
+    channelDataKeys: (project, channel) => {
+      const k = channelKeysOf(channelTag(project, channel));
+      return [k.mute, k.events, k.meta, k.line, k.leases, k.policy, k.whiteboardEvents];
     },
+    channelKeys: (project, channel) => channelKeysOf(channelTag(project, channel)),
     whiteboardEvents: (project, channel) => `${channelTag(project, channel)}:whiteboard-events`,
     conversion: (uuid) => `${prefix}conv:{${uuid}}`,
     conversionChanges: (uuid) => `${prefix}conv:{${uuid}}:changes`,
@@ -205,6 +224,21 @@ export function keySchema(
     idempotency: (project, subject, key) =>
       `${prefix}idem:{${project}}:${hashPassphrase(JSON.stringify([subject, key]))}`,
     guesses: (callerKey) => `${prefix}guesses:{${hashPassphrase(callerKey)}}`,
+  };
+}
+
+/** A channel's keys under its hash tag. */
+function channelKeysOf(tag: string): ChannelKeys & { readonly whiteboardEvents: string } {
+  return {
+    record: tag + CHANNEL_RECORD,
+    mute: tag + PSTN_MUTE,
+    events: tag + PSTN_EVENTS,
+    meta: tag + PSTN_MUTE_META,
+    notify: tag + PSTN_NOTIFY,
+    line: tag + PSTN_LINE,
+    leases: tag + PSTN_LEASES,
+    policy: tag + PSTN_POLICY,
+    whiteboardEvents: `${tag}:whiteboard-events`,
   };
 }
 

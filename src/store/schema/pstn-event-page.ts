@@ -12,7 +12,8 @@
  */
 import type { MuteEvent, PstnEventPage } from "../../services/ports.js";
 import { laterStreamId, STREAM_START } from "../../services/pstn/stream-ids.js";
-import { type Fields, parseMuteEvent } from "./channel-records.js";
+import type { Fields } from "./channel-records.js";
+import { parseStreamEvent } from "./line-records.js";
 
 /** What a read learned about the stream, with the entries it read. */
 export interface StreamRead {
@@ -35,7 +36,7 @@ export interface StreamRead {
 export function pstnEventPage(read: StreamRead, after: string | undefined, count: number): PstnEventPage {
   const events: MuteEvent[] = [];
   for (const { id, fields } of read.entries) {
-    const event = parseMuteEvent(id, fields);
+    const event = parseStreamEvent(id, fields);
     if (event !== undefined) events.push(event);
   }
   const lastRead = read.entries.at(-1)?.id;

@@ -40,7 +40,7 @@ export function grpcJsWatch(
 ): GrpcJsWatch {
   const metadata = new grpc.Metadata();
   metadata.set("authorization", `Bearer ${token}`);
-  const input = { $typeName: "channel.v1.WatchPstnEventsRequest", after: "", ...request } as const;
+  const input = { $typeName: "channel.v1.WatchPstnEventsRequest", after: "", includeLine: false, ...request } as const;
   const call = client.makeServerStreamRequest(
     WATCH_RPC,
     (m: typeof input) => Buffer.from(toBinary(WatchPstnEventsRequestSchema, m)),
