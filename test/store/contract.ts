@@ -22,6 +22,7 @@ import { channelRepairContract } from "./channel-repair-contract.js";
 import { conversionFollowContract } from "./conversion-contract.js";
 import { conversionWebhookContract } from "./conversion-webhook-contract.js";
 import { idempotencyContract } from "./idempotency-contract.js";
+import { CONTRACT_LINE_LIMITS, lineContract } from "./line-contract.js";
 import { pstnSnapshotContract } from "./pstn-snapshot-contract.js";
 import { pstnEventsContract } from "./pstn-events-contract.js";
 import { uniquePrefix } from "../harness/redis-url.js";
@@ -881,6 +882,7 @@ export function storeContract(name: string, options: ContractOptions): void {
     conversionFollowContract(() => subject);
     conversionWebhookContract(() => subject);
     pstnEventsContract(() => subject);
+    lineContract(() => subject);
     idempotencyContract(() => subject);
     channelDirectoryContract(() => subject, options);
     channelRepairContract(() => subject);
@@ -971,6 +973,7 @@ export async function redisSubject(o: RedisSubjectOptions): Promise<ContractSubj
     keyPrefix,
     logger: silentLogger(),
     secretsKeys: CONTRACT_SECRETS_KEYS,
+    line: CONTRACT_LINE_LIMITS,
     ...replicaAck,
   });
   await store.waitUntilReady();

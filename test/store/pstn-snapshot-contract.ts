@@ -9,7 +9,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { AdminStore, MuteChange } from "../../src/services/ports.js";
-import type { PstnSnapshot } from "../../src/services/pstn/snapshot.js";
+import { DEFAULT_LINE_POLICY, type PstnSnapshot } from "../../src/services/pstn/snapshot.js";
 import type { KeySchema } from "../../src/store/schema/keys.js";
 import type { ContractSubject, RawAccess } from "./contract.js";
 
@@ -30,6 +30,13 @@ function compareIds(a: string, b: string): number {
 function byUid(snapshot: PstnSnapshot): Record<string, unknown> {
   return Object.fromEntries(snapshot.participants.map((p) => [p.uid, p]));
 }
+
+/** A channel nobody muted in, or whose keys cannot be read. */
+const EMPTY: PstnSnapshot = { participants: [], asOfEventId: "0-0", policy: DEFAULT_LINE_POLICY };
+/** A participant not on the line (no line record). */
+const OFF_LINE = { onLine: false } as const;
+/** A state the host set (a meta without a setter). */
+const BY_HOST = { setter: "host", onLine: false } as const;
 
 export function pstnSnapshotContract(current: () => ContractSubject): void {
   let store: AdminStore;
@@ -61,7 +68,7 @@ export function pstnSnapshotContract(current: () => ContractSubject): void {
     it("a channel nobody muted in is empty, as of 0-0", async () => {
       setUp();
       const ch = ids();
-      expect(await store.getPstnSnapshot(ch.project, ch.channel)).toEqual({ participants: [], asOfEventId: "0-0" });
+      expect(await store.getPstnSnapshot(ch.project, ch.channel)).toEqual(EMPTY);
     });
 
     it("answers every participant with who set its state when, as of the newest event", async () => {
@@ -75,14 +82,11 @@ export function pstnSnapshotContract(current: () => ContractSubject): void {
       const snapshot = await store.getPstnSnapshot(ch.project, ch.channel);
       expect(snapshot.asOfEventId).toBe(entries.at(-1)?.id);
       expect(byUid(snapshot)).toEqual({
-        a: { uid: "a", mute: true, updatedAt: 2000, updatedBy: "bob" },
-        b: { uid: "b", mute: false, updatedAt: 3000, updatedBy: "carol" },
+        a: { uid: "a", mute: true, updatedAt: 2000, updatedBy: "bob", ...BY_HOST },
+        b: { uid: "b", mute: false, updatedAt: 3000, updatedBy: "carol", ...BY_HOST },
       });
       // Another project's channel of the same name is another channel.
-      expect(await store.getPstnSnapshot(`${ch.project}x`, ch.channel)).toEqual({
-        participants: [],
-        asOfEventId: "0-0",
-      });
+      expect(await store.getPstnSnapshot(`${ch.project}x`, ch.channel)).toEqual(EMPTY);
     });
 
     it("reads states other writers set without meta, and ignores what it cannot read", async () => {
@@ -104,11 +108,11 @@ export function pstnSnapshotContract(current: () => ContractSubject): void {
       const snapshot = await store.getPstnSnapshot(ch.project, ch.channel);
       expect(snapshot.asOfEventId).toBe("0-0");
       expect(byUid(snapshot)).toEqual({
-        old: { uid: "old", mute: true },
-        ["__proto__"]: { uid: "__proto__", mute: false },
-        constructor: { uid: "constructor", mute: true },
-        "not json": { uid: "not json", mute: false },
-        "wrong types": { uid: "wrong types", mute: true },
+        old: { uid: "old", mute: true, ...OFF_LINE },
+        ["__proto__"]: { uid: "__proto__", mute: false, ...OFF_LINE },
+        constructor: { uid: "constructor", mute: true, ...OFF_LINE },
+        "not json": { uid: "not json", mute: false, ...OFF_LINE },
+        "wrong types": { uid: "wrong types", mute: true, ...BY_HOST },
       });
     });
 
@@ -118,7 +122,7 @@ export function pstnSnapshotContract(current: () => ContractSubject): void {
       await raw.setString(keys.pstnMute(ch.project, ch.channel), "x");
       await raw.setString(keys.pstnMuteMeta(ch.project, ch.channel), "x");
       await raw.setString(keys.pstnEvents(ch.project, ch.channel), "x");
-      expect(await store.getPstnSnapshot(ch.project, ch.channel)).toEqual({ participants: [], asOfEventId: "0-0" });
+      expect(await store.getPstnSnapshot(ch.project, ch.channel)).toEqual(EMPTY);
 
       const other = ids();
       await raw.setString(keys.pstnMuteMeta(other.project, other.channel), "not a hash");
@@ -162,7 +166,13 @@ export function pstnSnapshotContract(current: () => ContractSubject): void {
         for (const { id, fields } of entries) {
           if (compareIds(id, snapshot.asOfEventId) > 0) break;
           const f = Object.fromEntries(fields);
-          replayed[f.uid ?? ""] = { uid: f.uid, mute: f.mute === "1", updatedAt: Number(f.at), updatedBy: f.by };
+          replayed[f.uid ?? ""] = {
+            uid: f.uid,
+            mute: f.mute === "1",
+            updatedAt: Number(f.at),
+            updatedBy: f.by,
+            ...BY_HOST,
+          };
         }
         expect(byUid(snapshot), snapshot.asOfEventId).toEqual(replayed);
       }
@@ -175,7 +185,7 @@ export function pstnSnapshotContract(current: () => ContractSubject): void {
       await store.setMute({ ...ch, uid: "u", mute: true, by: "s", at: 1 });
       expect(await store.deleteChannel(ch.project, ch.channel)).toBe(4);
       expect(await raw.exists(keys.pstnMuteMeta(ch.project, ch.channel))).toBe(false);
-      expect(await store.getPstnSnapshot(ch.project, ch.channel)).toEqual({ participants: [], asOfEventId: "0-0" });
+      expect(await store.getPstnSnapshot(ch.project, ch.channel)).toEqual(EMPTY);
     });
   });
 }

@@ -6,6 +6,7 @@ import { Redis } from "ioredis";
 import { MemoryStore } from "../../src/store/memory/store.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "../harness/redis-url.js";
 import { CONTRACT_SECRETS_KEYS, type ContractSubject, redisSubject, storeContract } from "./contract.js";
+import { CONTRACT_LINE_LIMITS } from "./line-contract.js";
 import { memoryRaw } from "./memory-raw.js";
 
 storeContract("RedisStore", {
@@ -29,6 +30,7 @@ storeContract("MemoryStore", {
       keyPrefix: uniquePrefix(),
       now: () => Date.now() + offset,
       secretsKeys: CONTRACT_SECRETS_KEYS,
+      line: CONTRACT_LINE_LIMITS,
     });
     return {
       store,

@@ -6,6 +6,7 @@
  */
 import type {
   LineCall,
+  LineChange,
   LineOutcome,
   LinePolicy,
   LineReport,
@@ -41,19 +42,19 @@ export class RedisPhoneLine implements PhoneLine {
   ) {}
 
   async report(report: LineReport): Promise<ReportAnswer> {
-    const c = report.change;
-    if (c.kind === "join") await this.note(report);
-    const value =
-      c.kind === "join"
-        ? c.callerId
-        : c.kind === "keypad_mute"
-          ? muteFlag(c.mute)
-          : c.kind === "hand"
-            ? muteFlag(c.raised)
-            : "";
-    const joinedAt = c.kind === "join" ? String(c.joinedAt) : "";
+    const change = report.change;
+    if (change.kind === "join") await this.note(report);
+    const { value, joinedAt } = scriptValues(change);
     const [outcome, flag, meta, line] = await this.run(report, "reportLine", (c, keys, args) =>
-      scriptsOn(c).blLineReport(...keys, ...args, report.uid, sequenceKey(report.sequence), c.kind, value, joinedAt),
+      scriptsOn(c).blLineReport(
+        ...keys,
+        ...args,
+        report.uid,
+        sequenceKey(report.sequence),
+        change.kind,
+        value,
+        joinedAt,
+      ),
     );
     return {
       outcome: outcome as LineOutcome,
@@ -152,6 +153,20 @@ export class RedisPhoneLine implements PhoneLine {
       String(this.limits.maxLine),
     ];
     return this.calls.write(operation, k.mute, (c) => script(c, keys, args));
+  }
+}
+
+/** The report script's value (caller id, or the flag) and joined-at arguments of a change. */
+function scriptValues(change: LineChange): { value: string; joinedAt: string } {
+  switch (change.kind) {
+    case "join":
+      return { value: change.callerId, joinedAt: String(change.joinedAt) };
+    case "keypad_mute":
+      return { value: muteFlag(change.mute), joinedAt: "" };
+    case "hand":
+      return { value: muteFlag(change.raised), joinedAt: "" };
+    default:
+      return { value: "", joinedAt: "" };
   }
 }
 
