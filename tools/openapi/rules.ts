@@ -57,6 +57,17 @@ const STRING: Keywords = {
   example: (v) => ({ examples: list(v) }),
 };
 
+/**
+ * 64-bit integers are strings of digits in JSON (schemas.ts), so a bound is a
+ * pattern; only the bound the contract uses, "above zero", has one.
+ */
+const UINT64: Keywords = {
+  gt: (v) => {
+    if (num(v) !== 0) throw new Error(`uint64 gt ${String(v)}: only gt 0 has a pattern`);
+    return { pattern: "^0*[1-9][0-9]*$" };
+  },
+};
+
 const BOOL: Keywords = { const: (v) => ({ const: v }), example: (v) => ({ examples: list(v) }) };
 
 const REPEATED: Keywords = {
@@ -81,6 +92,7 @@ const BY_CASE: Readonly<Record<string, Keywords>> = {
   sint32: NUMBER,
   fixed32: NUMBER,
   sfixed32: NUMBER,
+  uint64: UINT64,
   bool: BOOL,
   string: STRING,
   repeated: REPEATED,
