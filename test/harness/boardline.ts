@@ -16,6 +16,7 @@ import {
   type AdminStore,
   type Authenticator,
   type ConversionApi,
+  DEFAULT_LINE_LIMITS,
   PSTN_GATEWAY_SCOPE,
 } from "../../src/services/ports.js";
 import { MemoryStore } from "../../src/store/memory/store.js";
@@ -113,6 +114,8 @@ export interface BoardlineOptions {
   readonly webhooks?: { readonly secret: Uint8Array };
   /** How long an Idempotency-Key's answer is kept (the store's setting; default 24 hours). */
   readonly idempotencyTtlSeconds?: number;
+  /** The phone line's presence lease (the store's setting, and the sweep's; default DEFAULT_LINE_LIMITS'). */
+  readonly presenceLeaseMs?: number;
   /** How long a call holds its Idempotency-Key (default: `retryLockMs` of the backend's and Redis's deadlines). */
   readonly idempotencyLockMs?: number;
 }
@@ -120,7 +123,7 @@ export interface BoardlineOptions {
 /** The options that set up one instance (a server and its backend client), for `startTwin`. */
 export type InstanceOptions = Omit<
   BoardlineOptions,
-  "store" | "redisUrl" | "prefix" | "secret" | "seed" | "idempotencyTtlSeconds"
+  "store" | "redisUrl" | "prefix" | "secret" | "seed" | "idempotencyTtlSeconds" | "presenceLeaseMs"
 >;
 
 export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardline> {
@@ -132,6 +135,7 @@ export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardlin
     prefix,
     logger,
     o.idempotencyTtlSeconds,
+    o.presenceLeaseMs,
   );
   const world = newWorld();
   if (o.seed !== false) await seedWorld(store, world);
@@ -141,7 +145,7 @@ export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardlin
   });
   const secret = o.secret ?? new Uint8Array(randomBytes(32));
   const shared: Shared = { store, prefix, redisUrl: url, simulator, secret, world };
-  const instance = await startInstance(shared, o, logger);
+  const instance = await startInstance(shared, o, logger, o.presenceLeaseMs);
   return {
     ...shared,
     ...instance,
@@ -173,7 +177,12 @@ export async function startTwin(of: Boardline, o: InstanceOptions = {}): Promise
 type Shared = Pick<Boardline, "store" | "prefix" | "redisUrl" | "simulator" | "secret" | "world">;
 type Instance = Pick<Boardline, "url" | "port" | "server" | "backend" | "close">;
 
-async function startInstance(shared: Shared, o: InstanceOptions, logger: Logger): Promise<Instance> {
+async function startInstance(
+  shared: Shared,
+  o: InstanceOptions,
+  logger: Logger,
+  presenceLeaseMs?: number,
+): Promise<Instance> {
   // The webhook base names the port, so it is picked before the server listens on it.
   const port = o.webhooks === undefined ? 0 : await freePort();
   const timeoutMs = o.conversionTimeoutMs ?? 2000;
@@ -196,6 +205,7 @@ async function startInstance(shared: Shared, o: InstanceOptions, logger: Logger)
     ...(o.maxWatchesPerProject === undefined ? {} : { maxWatchesPerProject: o.maxWatchesPerProject }),
     ...(o.maxWatchChannels === undefined ? {} : { maxWatchChannels: o.maxWatchChannels }),
     ...(o.pstnWatch === undefined ? {} : { pstnWatch: o.pstnWatch }),
+    ...(presenceLeaseMs === undefined ? {} : { presenceLeaseMs }),
     idempotencyLockMs: o.idempotencyLockMs ?? retryLockMs(timeoutMs, 1000),
     store: shared.store,
     authenticator:
@@ -229,8 +239,12 @@ async function openStore(
   prefix: string,
   logger: Logger,
   idempotencyTtlSeconds: number | undefined,
+  presenceLeaseMs: number | undefined,
 ): Promise<AdminStore> {
-  const ttl = idempotencyTtlSeconds === undefined ? {} : { idempotencyTtlSeconds };
+  const ttl = {
+    ...(idempotencyTtlSeconds === undefined ? {} : { idempotencyTtlSeconds }),
+    ...(presenceLeaseMs === undefined ? {} : { line: { ...DEFAULT_LINE_LIMITS, leaseMs: presenceLeaseMs } }),
+  };
   if (at === undefined) return new MemoryStore({ keyPrefix: prefix, ...ttl });
   const connection: RedisConnectionOptions = typeof at === "string" ? { mode: "single", url: at } : at;
   const redis: RedisStore = createRedisStore(connection, { keyPrefix: prefix, logger, ...ttl });
