@@ -178,7 +178,7 @@ function refusalLog(logger: Logger): (inUse: number, why: Refusal, project: stri
   return (inUse, why, project) => (why === "instance" ? full(inUse) : share(inUse, project));
 }
 
-/** Warns of stream openings refused because the line of those waiting to open was full, at most once a second. */
+/** Warns of stream openings refused because the queue of those waiting to open was full, at most once a second. */
 function linedUpLog(logger: Logger): (waiting: number) => void {
   return atMostOncePer(1_000, (passedOver, waiting: number) =>
     logger.warn(

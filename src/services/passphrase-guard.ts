@@ -12,7 +12,7 @@
  * candidate it tries still costs one.
  *
  * Calls beyond the limit whose guesses are still being judged wait rather than
- * fail: on this instance in line (at most `attempts` of a caller's guesses in
+ * fail: on this instance in a queue (at most `attempts` of a caller's guesses in
  * flight at once), and for those other instances hold, a moment at a time. So
  * a caller using many right passphrases at once is slowed, never refused.
  */
@@ -81,7 +81,7 @@ export class MissLimitGuard implements PassphraseGuard {
   /** Slots are this instance's prefix and a counter: unique across instances without a random draw per call. */
   private readonly instance = randomBytes(9).toString("base64url");
   private taken = 0;
-  /** Per caller key: its guesses in flight on this instance, and the calls in line for one. */
+  /** Per caller key: its guesses in flight on this instance, and the calls queued for one. */
   private readonly lines = new Map<string, Line>();
   readonly holders: ProvenHolders | undefined;
 
@@ -148,7 +148,7 @@ export class MissLimitGuard implements PassphraseGuard {
       ? this.store.returnGuess(key, slot).catch(() => {})
       : this.store.keepGuess(key, slot).catch(() => {});
     if (right && holder !== undefined) this.holders?.remember(holder);
-    // The next in line goes once the store has this guess's outcome, so it is not told the window is held by it.
+    // The next queued call goes once the store has this guess's outcome, so it is not told the window is held by it.
     return settling.then(() => {
       if (line !== undefined) this.release(key, line);
     });

@@ -46,6 +46,11 @@ afterAll(async () => {
   await bl?.close();
 });
 
+/** The policy of a channel nobody set one for, as every protocol renders it. */
+const NO_POLICY = { mute_on_join: false, allow_self_unmute: true };
+/** The line's fields of a participant a host muted and who is not on the line (no gateway reports here). */
+const NOBODY_ON_LINE = { on_line: false, caller_id: "", hand_raised: false };
+
 /** The snapshot the Redis records say the world channel is in, as the JSON route renders it. */
 async function expectedState(): Promise<JsonObject> {
   const [mute, meta, newest] = await Promise.all([
@@ -57,9 +62,16 @@ async function expectedState(): Promise<JsonObject> {
     .sort()
     .map((uid) => {
       const m = JSON.parse(meta[uid] ?? "{}") as { at: number; by: string };
-      return { uid, mute: mute[uid] === "1", updated_at: new Date(m.at).toISOString(), updated_by: m.by };
+      return {
+        uid,
+        mute: mute[uid] === "1",
+        updated_at: new Date(m.at).toISOString(),
+        updated_by: m.by,
+        ...NOBODY_ON_LINE,
+        setter: "PSTN_SETTER_HOST",
+      };
     });
-  return { channel_id: bl.world.channel, participants, as_of_event_id: newest[0]?.[0] ?? "0-0" };
+  return { channel_id: bl.world.channel, participants, as_of_event_id: newest[0]?.[0] ?? "0-0", policy: NO_POLICY };
 }
 
 /** Timestamps compared as instants (proto JSON may print 0, 3, 6 or 9 fractional digits). */
@@ -103,7 +115,7 @@ describe.each(STATE_PROTOCOLS)("%s", (protocol) => {
     const w = bl.world;
     const empty = (channel: string) => ({
       ok: true,
-      state: { channel_id: channel, participants: [], as_of_event_id: "0-0" },
+      state: { channel_id: channel, participants: [], as_of_event_id: "0-0", policy: NO_POLICY },
     });
     expect(await readState(bl, protocol, { channel_id: w.otherChannel }, gateway)).toEqual(empty(w.otherChannel));
     expect(await readState(bl, protocol, { channel_id: "nobody muted here" }, gateway)).toEqual(

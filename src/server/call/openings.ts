@@ -17,11 +17,11 @@
  * (those are `MAX_WATCHES`'s). Deadlines and cancellation run as before: the
  * transport arms them when the call comes, so a call may end while it waits.
  *
- * The line itself is bounded (`maxWaiting`): past it an opening is refused at
+ * The queue itself is bounded (`maxWaiting`): past it an opening is refused at
  * once, `rate_limited` with a jittered `Retry-After` like a refused watch, so a
- * flood of openings cannot grow the line, and the memory each waiting call
+ * flood of openings cannot grow the queue, and the memory each waiting call
  * holds, without end. The server bounds it by MAX_WATCHES: a storm in which
- * every watch of a full instance reconnects still waits in line whole, and
+ * every watch of a full instance reconnects still waits in the queue whole, and
  * more waiting than watches can be open would only wait to be refused.
  */
 import { Failure } from "../../services/failure.js";
@@ -52,10 +52,10 @@ export class Openings {
     private readonly random: () => number = Math.random,
   ) {
     if (!(atOnce >= 1)) throw new RangeError("at least one stream must be opened at a time");
-    if (!(maxWaiting >= 0)) throw new RangeError("the line cannot be shorter than empty");
+    if (!(maxWaiting >= 0)) throw new RangeError("the queue cannot be shorter than empty");
   }
 
-  /** Openings refused so far because the line was full. */
+  /** Openings refused so far because the queue was full. */
   get refused(): number {
     return this.refusals;
   }
@@ -99,7 +99,7 @@ export class Openings {
     return opening;
   }
 
-  /** A turn ended: the next in line runs (keeping the running count), or one fewer runs. */
+  /** A turn ended: the next in the queue runs (keeping the running count), or one fewer runs. */
   private next(): void {
     if (this.head === this.waiting.length) {
       this.running--;

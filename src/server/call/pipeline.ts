@@ -181,7 +181,7 @@ export class StreamCall<I extends DescMessage = DescMessage, O extends DescMessa
         span === undefined
           ? this.runStreamCall(caller, readRequest, started, undefined)
           : span.within(() => this.runStreamCall(caller, readRequest, started, span)),
-      // Refused a place in line: reported, counted and traced as any call that failed to start.
+      // Refused a place in the queue: reported, counted and traced as any call that failed to start.
       (refusal) => Promise.reject(this.failedStart(refusal, started, span)),
     );
   }

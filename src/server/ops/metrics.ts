@@ -45,7 +45,7 @@ export class Metrics {
     this.pollLateness.observe(lateMs / 1000);
   }
 
-  /** `boardline_watch_refusals_total`: watches refused for want of a slot or of a place in line, as `read` counts them. */
+  /** `boardline_watch_refusals_total`: watches refused for want of a slot or of a place in the queue, as `read` counts them. */
   countWatchRefusals(read: () => number): void {
     new Counter({
       name: "boardline_watch_refusals_total",
