@@ -1277,9 +1277,9 @@ export const PstnService: GenService<{
    * ordered by the gateway's `sequence`: a repeated or late one changes
    * nothing and answers so. The answer carries the participant's state, so a
    * joining caller learns whether to start muted, and a refused keypad unmute
-   * is told to the caller. Every report refreshes the participant's presence
-   * lease (`PSTN_PRESENCE_TTL_SECONDS`): one not refreshed in time is marked
-   * left.
+   * is told to the caller. Every report of a participant on the line that is
+   * neither repeated nor late refreshes their presence lease
+   * (`PSTN_PRESENCE_TTL_SECONDS`): one not refreshed in time is marked left.
    *
    * @generated from rpc channel.v1.PstnService.ReportLine
    */
