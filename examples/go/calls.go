@@ -33,6 +33,39 @@ func runMute(ctx context.Context, c channelv1.PstnServiceClient, uid, passphrase
 	return err
 }
 
+// runJoin is the gateway reporting that a caller joined the line, and acting
+// on the answer. The sequence is chosen once, before the first attempt: a
+// retry of a report that did land answers DUPLICATE with the same state.
+func runJoin(ctx context.Context, c channelv1.PstnServiceClient, channel, uid, callerID string, sequence uint64) error {
+	var res *channelv1.ReportLineResponse
+	err := call(ctx, "ReportLine", func(ctx context.Context) (err error) {
+		res, err = c.ReportLine(ctx, &channelv1.ReportLineRequest{
+			ChannelId: channel,
+			Uid:       uid,
+			Sequence:  sequence,
+			Change:    &channelv1.ReportLineRequest_Join{Join: &channelv1.LineJoin{CallerId: callerID}},
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	// What the bridge does with the caller: docs/pstn-line.md, "Outcomes".
+	action := "admit"
+	switch res.GetOutcome() {
+	case channelv1.LineOutcome_LINE_OUTCOME_STALE:
+		action = "ignore" // a newer report of this caller (their leave) was applied first
+	case channelv1.LineOutcome_LINE_OUTCOME_LINE_FULL:
+		action = "refuse" // tell the caller `reason`
+	}
+	emit("join", map[string]any{
+		"uid": uid, "sequence": sequence, "outcome": res.GetOutcome().String(), "action": action,
+		"start_muted": res.GetParticipant().GetMute(), "on_line": res.GetParticipant().GetOnLine(),
+		"reason": res.GetReason(),
+	})
+	return nil
+}
+
 // runState reads the channel's state by its id (a pstn.gateway token).
 func runState(ctx context.Context, c channelv1.PstnServiceClient, channel string) (*channelv1.PstnState, error) {
 	var res *channelv1.PstnState

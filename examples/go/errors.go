@@ -100,7 +100,8 @@ func decide(a answer, b *retryWait) (time.Duration, *failure) {
 }
 
 // call runs one unary call with a deadline per attempt, retrying as decide
-// says until ctx ends. A Mute sets a state, so repeating it is safe.
+// says until ctx ends. A Mute sets a state and a report carries its sequence,
+// so repeating either is safe.
 func call(ctx context.Context, name string, attempt func(context.Context) error) error {
 	var b retryWait
 	for n := 1; ; n++ {

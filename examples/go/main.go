@@ -1,7 +1,8 @@
 // Command boardline-go mutes telephone participants, reads a channel's mute
-// state and watches its mute events over gRPC. It is the start of a Go
-// integration: context deadlines, a Bearer token per call, and each error
-// handled as boardline's docs/errors.md says (see errors.go).
+// state and watches its mute events over gRPC, and, as the telephone gateway,
+// reports a caller joining the line. It is the start of a Go integration:
+// context deadlines, a Bearer token per call, and each error handled as
+// boardline's docs/errors.md says (see errors.go).
 //
 // Every step prints one JSON line on stdout.
 package main
@@ -25,6 +26,7 @@ import (
 const usage = `usage: boardline-go <command> [flags]
   mute  -uid U [-mute=false] [-passphrase P]   mute or unmute (BOARDLINE_TOKEN, host passphrase)
   state                                        the channel's mute state (BOARDLINE_GATEWAY_TOKEN)
+  join  -uid U [-caller-id C] [-sequence N]    report a caller joining; whether to start them muted (BOARDLINE_GATEWAY_TOKEN)
   watch [-after CURSOR] [-count N]             the channel's mute events, resuming after a drop
 environment: BOARDLINE_URL BOARDLINE_TOKEN BOARDLINE_GATEWAY_TOKEN BOARDLINE_CHANNEL BOARDLINE_HOST_PASSPHRASE`
 
@@ -35,9 +37,11 @@ func main() {
 	}
 	flags := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	deadline := flags.Duration("deadline", 0, "give up after this long, retries included (default 30s; watch: never)")
-	uid := flags.String("uid", "pstn-1001", "mute: the telephone participant")
+	uid := flags.String("uid", "pstn-1001", "mute, join: the telephone participant")
 	mute := flags.Bool("mute", true, "mute: true mutes, false unmutes")
 	passphrase := flags.String("passphrase", os.Getenv("BOARDLINE_HOST_PASSPHRASE"), "mute: the host passphrase")
+	callerID := flags.String("caller-id", "***1234", "join: the caller id, masked (at most 4 digits)")
+	sequence := flags.Uint64("sequence", 0, "join: the gateway's order of this report (default: the clock in ns)")
 	after := flags.String("after", "", "watch: resume after this cursor (default: a snapshot's as_of_event_id)")
 	count := flags.Int("count", 0, "watch: stop after this many events (0: never)")
 	_ = flags.Parse(os.Args[2:])
@@ -54,6 +58,11 @@ func main() {
 	switch os.Args[1] {
 	case "mute":
 		err = runMute(ctx, dial(env("BOARDLINE_TOKEN")), *uid, *passphrase, *mute)
+	case "join":
+		if *sequence == 0 {
+			*sequence = uint64(time.Now().UnixNano())
+		}
+		err = runJoin(ctx, dial(env("BOARDLINE_GATEWAY_TOKEN")), env("BOARDLINE_CHANNEL"), *uid, *callerID, *sequence)
 	case "state":
 		_, err = runState(ctx, dial(env("BOARDLINE_GATEWAY_TOKEN")), env("BOARDLINE_CHANNEL"))
 	case "watch":

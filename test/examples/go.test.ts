@@ -6,8 +6,9 @@
  * (UNAUTHENTICATED, not retried), a refused passphrase and a missing scope
  * (PERMISSION_DENIED, not retried), the wrong-passphrase limit
  * (RESOURCE_EXHAUSTED: it waits retry_after_seconds, then succeeds) and Redis
- * down (UNAVAILABLE: it backs off until Redis is up again); and a watch
- * resumes from its cursor after the connection is cut.
+ * down (UNAVAILABLE: it backs off until Redis is up again); a watch
+ * resumes from its cursor after the connection is cut; and, as the telephone
+ * gateway, it reports a caller's join and acts on the answer.
  */
 import { type ChildProcess, execFile } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -237,6 +238,60 @@ test("a watch resumes from its last cursor after the connection is cut: the next
   const retries = steps(o, "retry");
   expect(retries.length).toBeGreaterThanOrEqual(1);
   for (const r of retries) expect(r).toMatchObject({ call: "WatchPstnEvents", code: "Unavailable" });
+});
+
+/** Sets the channel's policy by its id, as a meeting backend does (scope `channels.admin`). */
+async function setPolicy(policy: { mute_on_join: boolean }): Promise<void> {
+  const res = await fetch(`${live.url}/v1/channel/pstn/policy`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${live.tokens.admin}`, "content-type": "application/json" },
+    body: JSON.stringify({ channel_id: live.channel, ...policy }),
+  });
+  expect(res.status).toBe(200);
+}
+
+// Last: the callers it joins stay on the line (the mute test above reads the whole state).
+test("as the gateway it reports a join and starts the caller as the answer says; a repeat and a late join change nothing", async () => {
+  const first = await program(["join", "-uid", "pstn-go-join-1", "-sequence", "1"]);
+  expect(first.code, said(first)).toBe(0);
+  expect(steps(first, "join")).toEqual([
+    expect.objectContaining({
+      uid: "pstn-go-join-1",
+      outcome: "LINE_OUTCOME_APPLIED",
+      action: "admit",
+      start_muted: false,
+      on_line: true,
+    }),
+  ]);
+  const repeated = await program(["join", "-uid", "pstn-go-join-1", "-sequence", "1"]);
+  expect(steps(repeated, "join")).toEqual([
+    expect.objectContaining({ outcome: "LINE_OUTCOME_DUPLICATE", action: "admit", start_muted: false }),
+  ]);
+
+  await setPolicy({ mute_on_join: true });
+  try {
+    const muted = await program(["join", "-uid", "pstn-go-join-2", "-caller-id", "***5678"]);
+    expect(muted.code, said(muted)).toBe(0);
+    expect(steps(muted, "join")).toEqual([
+      expect.objectContaining({ outcome: "LINE_OUTCOME_APPLIED", action: "admit", start_muted: true }),
+    ]);
+  } finally {
+    await setPolicy({ mute_on_join: false });
+  }
+
+  // The caller hung up (sequence 2) before the gateway's join (sequence 1) arrived: the join is late.
+  const left = await fetch(`${live.url}/v1/channel/pstn/line:report`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${live.tokens.gateway}`, "content-type": "application/json" },
+    body: JSON.stringify({ channel_id: live.channel, uid: "pstn-go-join-3", sequence: "2", leave: {} }),
+  });
+  expect(left.status).toBe(200);
+  const late = await program(["join", "-uid", "pstn-go-join-3", "-sequence", "1"]);
+  expect(late.code, said(late)).toBe(0);
+  expect(steps(late, "join")).toEqual([
+    expect.objectContaining({ outcome: "LINE_OUTCOME_STALE", action: "ignore", on_line: false }),
+  ]);
+  expect(steps(late, "retry")).toEqual([]);
 });
 
 function onPath(command: string): boolean {

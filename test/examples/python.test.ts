@@ -2,7 +2,8 @@
  * The Python example (examples/python/): generated from proto/ with Debian's
  * protoc and grpc_python_plugin by its own generate.sh, then run with Debian's
  * python3 against a live boardline and its conversion simulator. It converts a
- * document and prints the pages, and each error a caller must handle happens
+ * document and prints the pages; it reads a channel's telephone line (who is
+ * on it, their state, the policy) as the gateway does; and each error a caller must handle happens
  * to it once: an expired token (UNAUTHENTICATED, no retry), the wrong-passphrase
  * limit (RESOURCE_EXHAUSTED, it waits retry_after_seconds), Redis down
  * (UNAVAILABLE, it backs off and retries with the same idempotency key: one
@@ -54,9 +55,9 @@ function missingPackages(): string[] {
     .map(([, , pkg]) => pkg);
 }
 
-function runProgram(env: Record<string, string>, args: string[] = []): Run {
+function runProgram(env: Record<string, string>, args: string[] = [], script = "convert.py"): Run {
   const start = Date.now();
-  const proc = spawnTied(PYTHON, [join(EXAMPLE, "convert.py"), ...args], {
+  const proc = spawnTied(PYTHON, [join(EXAMPLE, script), ...args], {
     env: { PATH: process.env.PATH ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -127,6 +128,54 @@ test("converts with the attendee passphrase and prints every page", async () => 
   expect(pages.map((p) => p.page)).toEqual(Array.from({ length: task?.pageCount ?? 0 }, (_, i) => i + 1));
   // The page images the simulator serves (as the demo's does), one per page.
   for (const p of pages) expect(p.url).toBe(`${live.simulator.url}/files/staticConvert/${task?.uuid}/${p.page}.png`);
+  expect(events(run, "retry")).toEqual([]);
+});
+
+/** The gateway's report of one participant, over JSON. */
+async function report(uid: string, sequence: number, change: Record<string, unknown>): Promise<void> {
+  const res = await fetch(`${live.url}/v1/channel/pstn/line:report`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${live.tokens.gateway}`, "content-type": "application/json" },
+    body: JSON.stringify({ channel_id: live.channel, uid, sequence: String(sequence), ...change }),
+  });
+  expect(res.status).toBe(200);
+}
+
+test("reads the channel's line as the gateway: who is on it, their mute, caller id and hand, and the policy", async () => {
+  await report("pstn-py-1", 1, { join: { caller_id: "***1234" } });
+  await report("pstn-py-2", 1, { join: { caller_id: "" } });
+  await report("pstn-py-2", 2, { hand: { raised: true } });
+  await report("pstn-py-2", 3, { keypad_mute: { mute: true } });
+  await report("pstn-py-3", 1, { join: {} });
+  await report("pstn-py-3", 2, { leave: {} });
+  const run = runProgram(live.env, [], "roster.py");
+  const { code, stderr } = await run.exited;
+  expect(code, `${JSON.stringify(run.lines)} ${stderr}`).toBe(0);
+  const byUid = new Map(events(run, "participant").map((p) => [p.uid, p]));
+  expect(byUid.get("pstn-py-1")).toMatchObject({
+    on_line: true,
+    mute: false,
+    caller_id: "***1234",
+    hand_raised: false,
+    joined_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+  });
+  expect(byUid.get("pstn-py-2")).toMatchObject({
+    on_line: true,
+    mute: true,
+    setter: "PSTN_SETTER_SELF",
+    hand_raised: true,
+  });
+  // Gone, and never muted: the roster lists those on the line and those whose mute state was ever set.
+  expect(byUid.has("pstn-py-3")).toBe(false);
+  expect(events(run, "roster")).toEqual([
+    expect.objectContaining({
+      channel_id: live.channel,
+      on_line: 2,
+      hands_raised: 1,
+      mute_on_join: false,
+      allow_self_unmute: true,
+    }),
+  ]);
   expect(events(run, "retry")).toEqual([]);
 });
 

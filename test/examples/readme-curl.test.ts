@@ -6,7 +6,8 @@
  * answer must have the status and the shape of the `# 200 {…}` comment under
  * the command (every field it names; for server-sent events, its `id:` /
  * `data:` lines). And every route of the API tables (README.md's and
- * docs/api.md's) has such a checked example.
+ * docs/api.md's) has such a checked example, and every JSON route of the
+ * protos (the generated OpenAPI document) is in both tables.
  *
  * Every example is checked (expect.soft), so one run lists every stale comment.
  *
@@ -234,6 +235,18 @@ test.each(API_TABLES)("every route of %s's API table has a curl example with the
   });
   expect(routes.length).toBeGreaterThanOrEqual(16);
   expect(missing).toEqual([]);
+});
+
+test.each(API_TABLES)("%s's API table lists every JSON route of the protos", (document) => {
+  const openapi = JSON.parse(readFileSync("openapi/boardline.v1.json", "utf8")) as {
+    paths: Record<string, Record<string, unknown>>;
+  };
+  const listed = new Set(apiTableRoutes(DOCUMENTS.get(document) ?? "").map((r) => `${r.method} ${r.path}`));
+  const routes = Object.entries(openapi.paths).flatMap(([path, methods]) =>
+    Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`),
+  );
+  expect(routes.length).toBeGreaterThanOrEqual(16);
+  expect(routes.filter((route) => !listed.has(route))).toEqual([]);
 });
 
 test("each curl example of the documents answers with the status and shape of its comment", async () => {

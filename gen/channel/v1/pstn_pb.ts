@@ -166,7 +166,8 @@ export const PstnStateSchema: GenMessage<PstnState> = /*@__PURE__*/
   messageDesc(file_channel_v1_pstn, 3);
 
 /**
- * PstnParticipant is one telephone participant's mute state.
+ * PstnParticipant is one telephone participant's state: mute, presence on
+ * the line and hand.
  *
  * @generated from message channel.v1.PstnParticipant
  */
@@ -268,7 +269,7 @@ export type PstnPolicy = Message<"channel.v1.PstnPolicy"> & {
   /**
    * A participant muted by the host or the policy may unmute from the
    * keypad. When false, such a keypad unmute is refused (ReportLine answers
-   * OUTCOME_REFUSED) and changes nothing. Default true.
+   * LINE_OUTCOME_REFUSED) and changes nothing. Default true.
    *
    * @generated from field: bool allow_self_unmute = 2;
    */
@@ -359,7 +360,7 @@ export type PstnEvent = Message<"channel.v1.PstnEvent"> & {
   channelId: string;
 
   /**
-   * The telephone participant.
+   * The telephone participant (empty for POLICY and MUTE_ALL).
    *
    * @generated from field: string uid = 4;
    */
@@ -373,7 +374,8 @@ export type PstnEvent = Message<"channel.v1.PstnEvent"> & {
   mute?: boolean | undefined;
 
   /**
-   * Who set it: the `sub` of the caller's token.
+   * Who caused it: the `sub` of the caller's token (the gateway's for its
+   * reports; empty when a presence lease ran out).
    *
    * @generated from field: string by = 6;
    */
@@ -394,7 +396,8 @@ export type PstnEvent = Message<"channel.v1.PstnEvent"> & {
   kind: PstnEventKind;
 
   /**
-   * What set the mute state (MUTE events; JOIN when the policy muted).
+   * What set the mute state (MUTE events; JOIN when the policy muted), or
+   * who raised or lowered the hand (HAND: SELF, or HOST for LowerHands).
    *
    * @generated from field: channel.v1.PstnSetter setter = 9;
    */
@@ -429,8 +432,7 @@ export type PstnEvent = Message<"channel.v1.PstnEvent"> & {
   policy?: PstnPolicy | undefined;
 
   /**
-   * Participants whose state the MuteAll changed (MUTE_ALL), or hands
-   * lowered.
+   * Participants whose state the MuteAll changed (MUTE_ALL).
    *
    * @generated from field: uint32 changed = 14;
    */
@@ -476,7 +478,7 @@ export type ReportLineRequest = Message<"channel.v1.ReportLineRequest"> & {
    * The gateway's own order of its reports of this participant: a number
    * that grows with every report (a counter, or a clock in nanoseconds).
    * A report whose sequence is not above the last one applied changes
-   * nothing (OUTCOME_DUPLICATE or OUTCOME_STALE).
+   * nothing (LINE_OUTCOME_DUPLICATE or LINE_OUTCOME_STALE).
    *
    * @generated from field: uint64 sequence = 3;
    */
@@ -662,7 +664,8 @@ export type ReportLineResponse = Message<"channel.v1.ReportLineResponse"> & {
   participant?: PstnParticipant | undefined;
 
   /**
-   * Why, for OUTCOME_REFUSED and OUTCOME_LINE_FULL (safe to tell the caller).
+   * Why, for LINE_OUTCOME_REFUSED and LINE_OUTCOME_LINE_FULL (safe to tell
+   * the caller).
    *
    * @generated from field: string reason = 3;
    */
@@ -1228,15 +1231,16 @@ export const PstnService: GenService<{
     output: typeof MuteResponseSchema;
   },
   /**
-   * GetPstnState answers the mute state of a channel's telephone
-   * participants, and the id of the last mute event it includes, so a reader
-   * can take this snapshot and then watch from `as_of_event_id` with no gap.
+   * GetPstnState answers a channel's line: its telephone participants (who
+   * is on the line, their mute state and hands) and its policy, and the id of
+   * the last event it includes, so a reader can take this snapshot and then
+   * watch from `as_of_event_id` with no gap.
    * The channel is named by a passphrase of the channel (host or attendee:
    * reading is not a control action; any other passphrase is
    * PERMISSION_DENIED, as for Mute) or, with a token of scope `pstn.gateway`,
    * by its channel id within the token's project (without that scope:
-   * PERMISSION_DENIED). A channel nobody has muted in is simply empty. Over
-   * JSON it is a POST, so a passphrase never goes in a URL.
+   * PERMISSION_DENIED). A channel nobody has joined or muted in is simply
+   * empty. Over JSON it is a POST, so a passphrase never goes in a URL.
    * buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
    *
    * @generated from rpc channel.v1.PstnService.GetPstnState
@@ -1248,7 +1252,8 @@ export const PstnService: GenService<{
   },
   /**
    * WatchPstnEvents streams the mute events of channels of the caller's
-   * project, for the telephone gateway (token scope `pstn.gateway`, else
+   * project (with `include_line`, the line's other events too), for the
+   * telephone gateway (token scope `pstn.gateway`, else
    * PERMISSION_DENIED): in order per channel, at least once across
    * reconnects when the client resumes with the `cursor` of the last event
    * it received. Resuming from events that were trimmed away is
@@ -1272,9 +1277,9 @@ export const PstnService: GenService<{
    * ordered by the gateway's `sequence`: a repeated or late one changes
    * nothing and answers so. The answer carries the participant's state, so a
    * joining caller learns whether to start muted, and a refused keypad unmute
-   * is told to the caller. Every report refreshes the participant's presence
-   * lease (`PSTN_PRESENCE_TTL_SECONDS`): one not refreshed in time is marked
-   * left.
+   * is told to the caller. Every report of a participant on the line that is
+   * neither repeated nor late refreshes their presence lease
+   * (`PSTN_PRESENCE_TTL_SECONDS`): one not refreshed in time is marked left.
    *
    * @generated from rpc channel.v1.PstnService.ReportLine
    */
