@@ -856,7 +856,8 @@ export type MuteAllResponse = Message<"channel.v1.MuteAllResponse"> & {
   policy?: PstnPolicy | undefined;
 
   /**
-   * The id of the call's last event ("0-0" when it changed nothing).
+   * The id of the call's MUTE_ALL event, its last: watch after it and
+   * nothing of the call is seen again.
    *
    * @generated from field: string event_id = 4;
    */

@@ -37,7 +37,9 @@ export const guidance: Readonly<Record<FailureKind | TransportFailure["kind"], E
     callerAction: "Do not retry: the passphrase or the token's scope does not allow it. Tell the user or the operator.",
     cases: [
       "ConvertFile: the whiteboard is not set up for the caller's project",
-      "Mute: the passphrase is unknown, not the host passphrase, or of another project",
+      "Mute, MuteAll, LowerHands, SetPstnPolicy: the passphrase is unknown, not the host passphrase, or of another project",
+      "SetPstnPolicy: a `channel_id` with a token without the scope `channels.admin`",
+      "ReportLine and SyncLine without a token of the scope `pstn.gateway`",
       "GetPstnState: the passphrase is unknown or of another project, or a `channel_id` with a token without the scope `pstn.gateway`",
       "WatchPstnEvents without a token of the scope `pstn.gateway`",
       "ChannelAdminService without a token of the scope `channels.admin`",
@@ -78,7 +80,7 @@ export const guidance: Readonly<Record<FailureKind | TransportFailure["kind"], E
   },
   unavailable: {
     callerAction:
-      "Retry with exponential back-off (say 100 ms doubling to 5 s, jittered, within your own deadline), no sooner than `Retry-After` when it is given. A write's outcome is unknown: a Mute sets a state, so repeating it is safe; repeat a ConvertFile only with the same `Idempotency-Key`.",
+      "Retry with exponential back-off (say 100 ms doubling to 5 s, jittered, within your own deadline), no sooner than `Retry-After` when it is given. A write's outcome is unknown: a Mute or a MuteAll sets a state, and a ReportLine or SyncLine sent again with the same `sequence` is answered as a duplicate, so repeating them is safe; repeat a ConvertFile only with the same `Idempotency-Key`.",
   },
   deadline_exceeded: {
     callerAction:
