@@ -298,10 +298,13 @@ async function main() {
   const turn = connections.map(() => ({ at: 0, visitor: 0 }));
   /** Each participant's mute state as the cells last set it, so every Mute and keypad report changes it. */
   const muted = new Map();
-  const next = (/** @type {number} */ w) => {
+  const nextUid = (/** @type {number} */ w) => {
     const t = turn[w] ?? { at: 0, visitor: 0 };
     const uids = ownUids(w);
-    const uid = uids[t.at++ % uids.length] ?? uidOf(0);
+    return uids[t.at++ % uids.length] ?? uidOf(0);
+  };
+  const next = (/** @type {number} */ w) => {
+    const uid = nextUid(w);
     const mute = !muted.get(uid);
     muted.set(uid, mute);
     return { uid, mute };
@@ -314,8 +317,7 @@ async function main() {
       return undefined;
     },
     "ReportLine presence": async (w, c) => {
-      const { uid } = next(w);
-      return outcomeOf(await c.call(REPORT_LINE, report(uid, { case: "presence", value: {} })));
+      return outcomeOf(await c.call(REPORT_LINE, report(nextUid(w), { case: "presence", value: {} })));
     },
     "ReportLine keypad mute": async (w, c) => {
       const { uid, mute } = next(w);
