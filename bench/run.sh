@@ -3,7 +3,7 @@
 # the same run (the floor, the floor plus one Redis write, the bare servers doing the same work). Each
 # part writes its own section of docs/performance.md; the full run writes them all.
 #
-#   npm run bench                         every mode below, in turn (about 25 minutes)
+#   npm run bench                         every mode below, in turn (about 27 minutes)
 #   bash bench/run.sh MODE                one mode (or BENCH_ONLY=MODE npm run bench; npm run bench:MODE)
 #   bash bench/run.sh --help              the modes and knobs
 #
