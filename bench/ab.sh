@@ -11,14 +11,18 @@
 #   flags   with BENCH_AB_FLAGS="<node flags>": this tree, tracing off, run with those flags instead of
 #           package.json's config.nodeFlags — and then only "off" and "flags" run (no tracing variants)
 # Servers and Redis on the first CPU, load generator and sink on the second (as bench/run.sh).
-#   bash bench/ab.sh            knobs: BENCH_AB_BEFORE, BENCH_AB_FLAGS, BENCH_AB_ROUNDS (5), BENCH_SECONDS (5),
-#                               BENCH_WARMUP (1), BENCH_AB_C (16), BENCH_SKIP_BUILD=1
+#   bash bench/ab.sh            knobs: BENCH_AB_BEFORE, BENCH_AB_LABEL (what the earlier build is, e.g. its
+#                               commit), BENCH_AB_FLAGS, BENCH_AB_ROUNDS (5), BENCH_SECONDS (5), BENCH_WARMUP (1),
+#                               BENCH_AB_C (16), BENCH_SKIP_BUILD=1, BENCH_AB_WRITE=1
 # Prints one line per cell and, at the end, each variant's median req/s, p99 and CPU time per call (the
 # server process's user + system time over the cell ÷ its requests: much steadier than req/s or p99 on a
-# shared machine, where other work takes the CPUs away at random).
+# shared machine, where other work takes the CPUs away at random). With BENCH_AB_WRITE=1 it also writes
+# the "ab" section of docs/performance.md (bench/report/ab.mjs), with a verdict on this tree against the
+# earlier build per protocol; without it, it writes nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${BENCH_AB_ROUNDS:-5}
+STARTED_MS=$(($(date +%s) * 1000))
 SECONDS_PER_CELL=${BENCH_SECONDS:-5}
 WARMUP=${BENCH_WARMUP:-1}
 C=${BENCH_AB_C:-16}
@@ -149,3 +153,7 @@ node -e '
     const med = (k, d) => median(cells.map((r) => r[k])).toFixed(d);
     console.log(`${proto} ${v}: median ${med("rps", 0)} req/s, p99 ${med("p99_ms", 2)} ms, ${med("cpu_us", 0)} µs CPU/call | req/s ${fmt("rps", 0)} | p99 ${fmt("p99_ms", 2)} | µs ${fmt("cpu_us", 0)}`);
   }' "$RESULTS"
+if [[ -n ${BENCH_AB_WRITE:-} ]]; then
+  BENCH_AB_STARTED=$STARTED_MS BENCH_AB_ROUNDS=$ROUNDS BENCH_SECONDS=$SECONDS_PER_CELL BENCH_WARMUP=$WARMUP BENCH_AB_C=$C \
+    node bench/report/ab.mjs "$RESULTS" >/dev/null
+fi

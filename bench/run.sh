@@ -3,7 +3,7 @@
 # the same run (the floor, the floor plus one Redis write, the bare servers doing the same work). Each
 # part writes its own section of docs/performance.md; the full run writes them all.
 #
-#   npm run bench                         every mode below, in turn (about 25 minutes)
+#   npm run bench                         every mode below, in turn (about 27 minutes)
 #   bash bench/run.sh MODE                one mode (or BENCH_ONLY=MODE npm run bench; npm run bench:MODE)
 #   bash bench/run.sh --help              the modes and knobs
 #
@@ -44,7 +44,7 @@ BENCH_SECONDS=${BENCH_SECONDS:-5}
 BENCH_WARMUP=${BENCH_WARMUP:-1}
 BENCH_P99_RUNS=${BENCH_P99_RUNS:-3}
 BENCH_CONCURRENCY=${BENCH_CONCURRENCY:-"1 16 64"}
-MODES="mute conversions pstn-watchers channels follow reconnect-storm watch-fanout"
+MODES="mute conversions pstn-watchers channels follow reconnect-storm watch-fanout pstn-line"
 usage() {
   cat <<'USAGE'
 Usage: bash bench/run.sh [MODE]     (npm run bench runs every mode; npm run bench:MODE runs one)
@@ -57,6 +57,7 @@ Modes, each writing its own section of docs/performance.md:
   follow           how many conversions in flight one or three instances follow on time
   reconnect-storm  watchers reconnecting all at once against paced
   watch-fanout     10 000 mute-event watches on one instance against the bare fan-out floor
+  pstn-line        MuteAll on 1 000 participants (answer, Redis and event-loop time); ReportLine reports/s against Mute's
 Knobs: see the top of bench/run.sh and bench/README.md.
 USAGE
 }
@@ -239,6 +240,8 @@ part follow "conversions in flight followed" "${COMMON[@]}" node bench/scenarios
 part reconnect-storm "reconnect storm" "${COMMON[@]}" node bench/scenarios/reconnect-storm.mjs
 # 10 000 watches on one instance against the bare fan-out floor; about 3 min; needs `ulimit -n` ≥ 6 000.
 part watch-fanout "watch fan-out" "${COMMON[@]}" node bench/scenarios/watch-fanout.mjs
+# MuteAll on a line of 1 000, and the gateway's reports a second against Mute's; about 2 min.
+part pstn-line "phone line" "${COMMON[@]}" node bench/scenarios/pstn-line.mjs
 
 read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT FH_PORT FG_PORT RH_PORT RG_PORT < <(node -e '
   const net = require("node:net");

@@ -4,8 +4,17 @@
  */
 import { fromBuild } from "./build.mjs";
 
-export const { MuteRequestSchema, MuteResponseSchema, PstnEventSchema, WatchPstnEventsRequestSchema } =
-  /** @type {typeof import("../../gen/channel/v1/pstn_pb.js")} */ (await fromBuild("gen/channel/v1/pstn_pb.js"));
+export const {
+  LineOutcome,
+  MuteAllRequestSchema,
+  MuteAllResponseSchema,
+  MuteRequestSchema,
+  MuteResponseSchema,
+  PstnEventSchema,
+  ReportLineRequestSchema,
+  ReportLineResponseSchema,
+  WatchPstnEventsRequestSchema,
+} = /** @type {typeof import("../../gen/channel/v1/pstn_pb.js")} */ (await fromBuild("gen/channel/v1/pstn_pb.js"));
 export const {
   ConversionSchema,
   ConvertFileRequestSchema,

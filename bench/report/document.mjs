@@ -17,7 +17,8 @@ export const DOCUMENT = new URL("../../docs/performance.md", import.meta.url);
 /**
  * The document's parts in order: the heading (kept stable: other docs link to its anchor), what it
  * measures and against what, and the mode that measures it (`npm run bench:<mode>`).
- * @type {{ id: string, heading: string, about: string, mode?: string }[]}
+ * A part run some other way than a mode names its `command` instead.
+ * @type {{ id: string, heading: string, about: string, mode?: string, command?: string }[]}
  */
 const PARTS = [
   {
@@ -79,6 +80,23 @@ const PARTS = [
       "10 000 mute-event watches on one instance against the bare fan-out floor: memory per watch, mutes with " +
       "the watches open, the delay to every watcher of one channel, and attaching the watches.",
   },
+  {
+    id: "pstn-line",
+    heading: "Phone line",
+    mode: "pstn-line",
+    about:
+      "MuteAll on a line of 1 000 participants: its time at the client, the script's time in Redis and " +
+      "boardline's event-loop delay meanwhile; the gateway's ReportLine reports a second beside Mute's, " +
+      "same client and concurrency, in alternating rounds.",
+  },
+  {
+    id: "ab",
+    heading: "Mute before and after a change",
+    command: "BENCH_AB_BEFORE=<dir> BENCH_AB_WRITE=1 bash bench/ab.sh",
+    about:
+      "JSON and gRPC Mute of this tree against an earlier commit's build, on one Redis in alternating rounds: " +
+      "whether the change left Mute as it was.",
+  },
 ];
 
 const HEAD = `# Performance
@@ -128,9 +146,15 @@ const endMarker = (id) => `<!-- bench:${id}:end -->`;
 /** @param {Map<string, string>} sections */
 function render(sections) {
   const parts = PARTS.map((p) => {
-    const run = p.mode === undefined ? "`npm run bench`" : `\`npm run bench:${p.mode}\``;
+    const run =
+      p.command !== undefined
+        ? `\`${p.command}\``
+        : p.mode === undefined
+          ? "`npm run bench`"
+          : `\`npm run bench:${p.mode}\``;
     const body = sections.get(p.id) ?? `_Not measured yet: run ${run}._`;
-    return `## ${p.heading}\n\n${p.about}${p.mode === undefined ? "" : ` Measured by ${run}.`}\n\n${startMarker(p.id)}\n${body}\n${endMarker(p.id)}\n`;
+    const by = p.mode === undefined && p.command === undefined ? "" : ` Measured by ${run}.`;
+    return `## ${p.heading}\n\n${p.about}${by}\n\n${startMarker(p.id)}\n${body}\n${endMarker(p.id)}\n`;
   });
   return `${HEAD}\n${parts.join("\n")}`;
 }
@@ -191,15 +215,16 @@ export function commit() {
  * The line that opens each section: when, on which commit, by which command, on which machine.
  * @param {string} mode the part's mode
  * @param {Date} [startedAt]
+ * @param {string} [how] the command that ran it, for a part that is not a mode of the full run
  */
-export function measuredLine(mode, startedAt = new Date()) {
+export function measuredLine(mode, startedAt = new Date(), how = `\`npm run bench:${mode}\` (or the full run)`) {
   const m = machine();
   const load = os
     .loadavg()
     .map((l) => l.toFixed(2))
     .join(" ");
   return (
-    `_Measured ${utc(startedAt)} UTC on commit ${commit()} by \`npm run bench:${mode}\` (or the full run): ` +
+    `_Measured ${utc(startedAt)} UTC on commit ${commit()} by ${how}: ` +
     `${m.cpus} CPUs (${m.cpuModel}), ${m.memGiB.toFixed(1)} GiB, ${m.kernel}; Node ${m.node}, ${m.allocator}; ` +
     `load average ${load} when it ended._`
   );
