@@ -3,7 +3,7 @@
  * `Store.line` offers it): the telephone gateway's reports, the host's
  * moderation of everyone on the line, the channel's policy, and the sweep of
  * presence leases that ran out. Each call is one atomic step on the channel's
- * keys, with its events (docs/architecture.md, "The phone line").
+ * keys, with its events (docs/pstn-line.md).
  */
 import type { LinePolicy, PstnParticipantState } from "./snapshot.js";
 
