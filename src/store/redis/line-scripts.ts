@@ -26,8 +26,11 @@ end
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local last_id = false
+-- The keys written, which finish gives the channel's expiry: only those, as a report is frequent.
+local touched = {}
 local function emit(f)
   last_id = redis.call('XADD', KEYS[3], 'MAXLEN', '~', maxlen, '*', unpack(f))
+  touched[3] = true
   return last_id
 end
 local function flag(uid)
@@ -42,9 +45,11 @@ local function record(uid)
 end
 local function save(uid, r)
   redis.call('HSET', KEYS[6], uid, cjson.encode(r))
+  touched[6] = true
 end
 local function lease(uid)
   redis.call('ZADD', KEYS[7], now + lease_ms, uid)
+  touched[7] = true
 end
 local function setter_of(uid)
   local m = redis.call('HGET', KEYS[2], uid)
@@ -63,6 +68,8 @@ local function set_mute(uid, mute, setter, all)
   local tail = ''
   if setter ~= 'host' then tail = ',"setter":"' .. setter .. '"' end
   redis.call('HSET', KEYS[2], uid, '{"at":' .. at .. ',"by":' .. cjson.encode(by) .. ',"event_id":"' .. id .. '"' .. tail .. '}')
+  touched[1] = true
+  touched[2] = true
 end
 local function policy()
   local p = redis.call('HMGET', KEYS[8], 'mute_on_join', 'allow_self_unmute')
@@ -73,6 +80,7 @@ local function set_policy(moj, allow)
   if moj == was_moj and allow == was_allow then return end
   local m, a = moj and '1' or '0', allow and '1' or '0'
   redis.call('HSET', KEYS[8], 'mute_on_join', m, 'allow_self_unmute', a)
+  touched[8] = true
   emit({'kind', 'policy', 'uid', '', 'mute', '0', 'by', by, 'at', at, 'mute_on_join', m, 'allow_self_unmute', a})
 end
 local function join(uid, seq, caller, joined)
@@ -94,12 +102,12 @@ local function leave(uid, r, reason)
 end
 local function finish()
   if last_id then redis.pcall('SPUBLISH', KEYS[4], last_id) end
-  local written = {1, 2, 3, 6, 7, 8}
+  if next(touched) == nil then return end
   if expire_at ~= '' then
-    for _, i in ipairs(written) do redis.call('PEXPIREAT', KEYS[i], expire_at) end
+    for i in pairs(touched) do redis.call('PEXPIREAT', KEYS[i], expire_at) end
   else
     local ttl = redis.call('PTTL', KEYS[5])
-    if ttl > 0 then for _, i in ipairs(written) do redis.call('PEXPIRE', KEYS[i], ttl) end end
+    if ttl > 0 then for i in pairs(touched) do redis.call('PEXPIRE', KEYS[i], ttl) end end
   end
 end
 `;

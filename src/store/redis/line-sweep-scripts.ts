@@ -22,8 +22,8 @@ for _, uid in ipairs(due) do
   if r and r.on == 1 then leave(uid, r, 'lease') else redis.call('ZREM', KEYS[7], uid) end
 end
 if #due > 0 then finish() end
-local next = redis.call('ZRANGE', KEYS[7], 0, 0, 'WITHSCORES')
-return {#due, next[2] or ''}
+local first = redis.call('ZRANGE', KEYS[7], 0, 0, 'WITHSCORES')
+return {#due, first[2] or ''}
 `;
 
 /**
