@@ -22,7 +22,9 @@ import { join } from "node:path";
 import { ROOT } from "./build-dist.js";
 import { spawnTied } from "./tied-spawn.js";
 
-export const BASE_TAG = "localhost/boardline-base:bookworm";
+/** The bases deploy/image/build-base.sh builds: the runtime stage's and the build stage's. */
+export const BASE_TAG = "localhost/deploy/image/build-base.sh:bookworm";
+export const BUILD_BASE_TAG = "localhost/deploy/image/build-base.sh:bookworm-build";
 
 let conf: string | undefined;
 /** The environment for podman and for scripts that run it: CONTAINERS_CONF set to the generated file. */
@@ -118,19 +120,18 @@ export async function inspectContainer(container: string): Promise<ContainerInsp
 }
 
 /**
- * The base (deploy/image/build-base.sh), unless an image of the same recipe is there already: the
- * script labels the image with its own sha256. Resolves to the tag.
+ * The bases (deploy/image/build-base.sh), unless images of the same recipe are there already: the
+ * script labels both with its own sha256. Resolves to the runtime base's tag.
  */
 export async function buildBase(): Promise<string> {
   const recipe = createHash("sha256")
     .update(readFileSync(join(ROOT, "deploy/image/build-base.sh")))
     .digest("hex");
-  const exists = await podman(["image", "exists", BASE_TAG], { check: false });
-  if (exists.code === 0) {
-    const labels = (await inspectImage(BASE_TAG)).Config.Labels ?? {};
-    if (labels["boardline.base.recipe"] === recipe) return BASE_TAG;
-  }
-  await runCommand("bash", ["deploy/image/build-base.sh", BASE_TAG]);
+  const current = async (tag: string) =>
+    (await podman(["image", "exists", tag], { check: false })).code === 0 &&
+    (await inspectImage(tag)).Config.Labels?.["boardline.base.recipe"] === recipe;
+  if ((await current(BASE_TAG)) && (await current(BUILD_BASE_TAG))) return BASE_TAG;
+  await runCommand("bash", ["deploy/image/build-base.sh", BASE_TAG, BUILD_BASE_TAG]);
   return BASE_TAG;
 }
 
