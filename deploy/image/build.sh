@@ -19,8 +19,9 @@
 # - builds the bases when they are missing or stale;
 # - refuses to build when the Containerfile's ENTRYPOINT flags differ from package.json's
 #   config.nodeFlags (an exec-form ENTRYPOINT cannot take them from a build argument);
-# - passes the version, revision and licence labels, and --timestamp with the commit's time, so two
-#   builds of one commit give the same layers.
+# - passes the version, revision, source and licence labels (with --label: podman's layer cache would
+#   keep an earlier build's values of a LABEL made of build arguments), and --timestamp with the
+#   commit's time, so two builds of one commit give the same layers.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -58,7 +59,9 @@ ca=${BUILD_CA_FILE:-${NODE_EXTRA_CA_CERTS:-$(npm config get cafile 2>/dev/null |
 secrets=()
 [[ -n $ca && -f $ca ]] && secrets=(--secret "id=build-ca,src=$ca")
 
+label=org.opencontainers.image
 podman build --file Containerfile --tag "$tag" --timestamp "$epoch" \
-  --build-arg BASE="$base" --build-arg BUILD_BASE="$build_base" --build-arg VERSION="$version" \
-  --build-arg REVISION="$revision" --build-arg SOURCE="$source" --build-arg LICENSES="$licenses" \
+  --build-arg BASE="$base" --build-arg BUILD_BASE="$build_base" \
+  --label "$label.version=$version" --label "$label.revision=$revision" \
+  --label "$label.source=$source" --label "$label.licenses=$licenses" \
   "${secrets[@]}" "$@" .
