@@ -54,8 +54,9 @@ function proxyFor(url) {
   if (!proxy) return undefined;
   const host = url.hostname.toLowerCase();
   const bypass = (process.env.no_proxy || process.env.NO_PROXY || "")
+    .toLowerCase()
     .split(",")
-    .map((h) => h.trim().toLowerCase().replace(/^\*?\./, ""))
+    .map((h) => h.trim().replace(/^\*?\./, ""))
     .some((h) => h === "*" || host === h || host.endsWith(`.${h}`));
   return bypass ? undefined : new URL(proxy);
 }
@@ -63,9 +64,8 @@ function proxyFor(url) {
 /** A socket to url's host through the proxy's CONNECT. */
 function tunnel(proxy, url) {
   const target = `${url.hostname}:${url.port || 443}`;
-  const auth = proxy.username
-    ? { "proxy-authorization": `Basic ${Buffer.from(`${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`).toString("base64")}` }
-    : {};
+  const credentials = `${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`;
+  const auth = proxy.username ? { "proxy-authorization": `Basic ${Buffer.from(credentials).toString("base64")}` } : {};
   return new Promise((resolve, reject) => {
     const req = http.request({
       host: proxy.hostname,
@@ -86,14 +86,15 @@ function tunnel(proxy, url) {
   });
 }
 
-/** GET `url` into a Buffer, following redirects. */
+/** GET `url` into a Buffer, following redirects. A plain http URL (a registry on loopback) goes direct. */
 async function get(url, redirects = 5) {
-  const proxy = proxyFor(url);
+  const secure = url.protocol === "https:";
+  const proxy = secure ? proxyFor(url) : undefined;
   const socket = proxy === undefined ? undefined : await tunnel(proxy, url);
   const options =
     socket === undefined ? {} : { createConnection: () => tls.connect({ socket, servername: url.hostname }) };
   const res = await new Promise((resolve, reject) => {
-    const req = https.get(url, options, resolve);
+    const req = (secure ? https : http).get(url, options, resolve);
     req.setTimeout(IDLE_TIMEOUT_MS, () => req.destroy(new Error(`no data from ${url.host} for a minute`)));
     req.once("error", reject);
   });
@@ -182,7 +183,9 @@ const pinned = locked(lockfile, name);
 const tarball = await download(pinned.url);
 const digest = createHash("sha512").update(tarball).digest("base64");
 if (!pinned.sha512.includes(digest)) {
-  fail(`${pinned.url} is not what ${lockfile} pins: sha512-${digest}, the lock says sha512-${pinned.sha512.join(" or sha512-")}`);
+  fail(
+    `${pinned.url} is not what ${lockfile} pins: sha512-${digest}, the lock says sha512-${pinned.sha512.join(" or sha512-")}`,
+  );
 }
 const files = untar(gunzipSync(tarball), folder);
 console.log(`fetch-locked: ${name}@${pinned.version}, sha512 as ${lockfile} pins, ${files} files into ${folder}`);

@@ -10,15 +10,25 @@
  * Both are in a containers.conf this module writes once per process and passes through
  * CONTAINERS_CONF to every podman it runs (`podmanEnv()` gives the same environment to a script).
  *
- * `buildBase()` and `buildImage()` run deploy/image/build-base.sh and deploy/image/build.sh, the
- * commands docs/deploy.md documents; `runContainer()` starts the image read-only, as uid 10001, on the
- * host's network, and removes it when the test process exits.
+ * `buildBase()` and `buildImage()` run deploy/image/build-base.sh and deploy/image/build.sh, and
+ * `buildPlain()` a bare `podman build` of a `cleanCheckout()`, the commands docs/deploy.md documents;
+ * `runContainer()` starts the image read-only, as uid 10001, on the host's network, and removes it
+ * when the test process exits.
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { ROOT } from "./build-dist.js";
 import { spawnTied } from "./tied-spawn.js";
 
@@ -139,8 +149,41 @@ export interface BuiltImage {
   /** The full image id (sha256:…). */
   readonly id: string;
   readonly tag: string;
-  /** How long deploy/image/build.sh took. */
+  /** How long the build took. */
   readonly ms: number;
+}
+
+/**
+ * A copy of the checkout as a fresh clone holds it, in a new temporary folder: the files git tracks and
+ * the new ones it does not ignore, as the working tree has them (uncommitted edits count), and none
+ * that it ignores, such as installed node_modules folders.
+ */
+export function cleanCheckout(): string {
+  const dir = mkdtempSync(join(tmpdir(), "bl-checkout-"));
+  const listed = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
+    cwd: ROOT,
+    encoding: "utf8",
+  });
+  for (const file of new Set(listed.split("\0").filter((f) => f !== ""))) {
+    const from = join(ROOT, file);
+    const stat = lstatSync(from, { throwIfNoEntry: false });
+    if (stat === undefined) continue; // deleted in the working tree
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    if (stat.isSymbolicLink()) symlinkSync(readlinkSync(from), join(dir, file));
+    else copyFileSync(from, join(dir, file));
+  }
+  return dir;
+}
+
+/** `podman build --tag <tag> <context>`, nothing more: no build argument, no secret (and --iidfile). */
+export async function buildPlain(
+  context: string,
+  o: { tag: string; extraArgs?: readonly string[] },
+): Promise<BuiltImage> {
+  const iidfile = join(mkdtempSync(join(tmpdir(), "bl-iid-")), "iid");
+  const started = Date.now();
+  await podman(["build", "--iidfile", iidfile, "--tag", o.tag, ...(o.extraArgs ?? []), context]);
+  return { id: readFileSync(iidfile, "utf8").trim(), tag: o.tag, ms: Date.now() - started };
 }
 
 /** deploy/image/build.sh (podman's layer cache makes a second build of one checkout quick). */
