@@ -6,7 +6,7 @@
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -57,6 +57,7 @@ function tgz(entries: readonly Entry[]): Buffer {
 
 const sha512 = (b: Buffer) => `sha512-${createHash("sha512").update(b).digest("base64")}`;
 const served = new Map<string, Buffer>();
+const folders: string[] = [];
 let server: Server;
 let registry: string;
 
@@ -68,11 +69,15 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   registry = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+afterAll(async () => {
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  for (const dir of folders) rmSync(dir, { recursive: true, force: true });
+});
 
 /** Serves `tarball`, writes a lock pinning it with `integrity` (its sha512 unless given), and runs the script. */
 async function fetchLocked(tarball: Buffer, o: { integrity?: string } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "bl-fetch-locked-"));
+  folders.push(dir);
   const path = `/demo/-/demo-1.2.3-${served.size}.tgz`;
   served.set(path, tarball);
   const lock = join(dir, "package-lock.json");
