@@ -1,16 +1,20 @@
 /**
- * boardline's image, built and run for real with Debian's podman (test/harness/podman.ts):
- * deploy/image/build-base.sh and deploy/image/build.sh build it as docs/deploy.md says, then it runs
- * read-only, as uid 10001, on the host's network, against a redis-server and the conversion
- * simulator started here on loopback. Through it: a JSON mute, a gRPC Mute over h2c, a ConvertFile
- * watched to Finished over gRPC. And what the image promises: its labels and entrypoint, no shell
- * nor npm inside, a non-root process on a read-only root, JSON logs on stdout, and `podman stop`
- * draining (readiness 503 during SHUTDOWN_DELAY_MS) and exiting 0 well within the grace.
+ * boardline's image, built and run for real with Debian's podman (test/harness/podman.ts), as
+ * docs/deploy.md says: deploy/image/build-base.sh builds the bases, then a bare `podman build` of a
+ * clean copy of the checkout (no prepared .ci/node or deploy/image/npm, no build argument, no secret)
+ * builds the image, and deploy/image/build.sh builds it again with the release labels. It runs
+ * read-only, as uid 10001, on the host's network, against a redis-server and the conversion simulator
+ * started here on loopback. Through it: a JSON mute, a gRPC Mute over h2c, a ConvertFile watched to
+ * Finished over gRPC. And what the image promises: build.sh's image is the same but for its labels,
+ * a build without the bases names the script that makes them, the entrypoint, no shell nor npm
+ * inside, a non-root process on a read-only root, JSON logs on stdout, and `podman stop` draining
+ * (readiness 503 during SHUTDOWN_DELAY_MS) and exiting 0 well within the grace.
  *
- * Layers are cached by podman between runs; in CI (an empty cache) the build takes about a minute.
+ * Layers are cached by podman between runs, and build.sh reuses the bare build's; with an empty
+ * cache the build stage fetches Node, npm and the dependencies from the npm registry.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SignJWT } from "jose";
@@ -21,9 +25,13 @@ import { type ConversionSimulator, startConversionSimulator } from "../../src/de
 import { ROOT } from "../harness/build-dist.js";
 import { DEVELOPMENT_KEYS } from "../harness/development-keys.js";
 import {
+  BASE_TAG,
+  BUILD_BASE_TAG,
   type BuiltImage,
   buildBase,
   buildImage,
+  buildPlain,
+  cleanCheckout,
   inspectImage,
   podman,
   type RunningContainer,
@@ -43,7 +51,11 @@ const pkg = JSON.parse(readFileSync(`${ROOT}/package.json`, "utf8")) as {
   config: { nodeFlags: string };
 };
 
+let checkout: string;
+/** `podman build` of the clean checkout: what the tests run. */
 let image: BuiltImage;
+/** deploy/image/build.sh's build of the working tree. */
+let released: BuiltImage;
 let redis: RedisServerHandle;
 let simulator: ConversionSimulator;
 let container: RunningContainer;
@@ -82,10 +94,29 @@ async function ready(deadlineMs: number): Promise<void> {
   }
 }
 
+/** A digest of what the image holds of its own: the node binary and /app, names, modes and contents. */
+async function contentDigest(id: string): Promise<string> {
+  const probe = `
+    const fs = require("node:fs");
+    const hash = require("node:crypto").createHash("sha256");
+    const walk = (p) => {
+      const stat = fs.lstatSync(p);
+      hash.update(p + "\\0" + stat.mode + "\\0");
+      if (stat.isDirectory()) for (const e of fs.readdirSync(p).sort()) walk(p + "/" + e);
+      else hash.update(stat.isSymbolicLink() ? fs.readlinkSync(p) : fs.readFileSync(p));
+    };
+    ["/usr/local/bin/node", "/app"].forEach(walk);
+    console.log(hash.digest("hex"));`;
+  const args = ["run", "--rm", "--network", "none", "--read-only", "--entrypoint", "node", id, "-e", probe];
+  return (await podman(args)).stdout.trim();
+}
+
 beforeAll(async () => {
   await buildBase();
-  image = await buildImage({ tag: "localhost/boardline:test" });
-  console.log(`image built in ${image.ms} ms`);
+  checkout = cleanCheckout();
+  image = await buildPlain(checkout, { tag: "localhost/boardline:test" });
+  released = await buildImage({ tag: "localhost/boardline:test-release" });
+  console.log(`podman build of a clean checkout: ${image.ms} ms; deploy/image/build.sh after it: ${released.ms} ms`);
   redis = await startRedisServer();
   simulator = await startConversionSimulator({ credentials: { keys: [KEY] }, progressMs: 200 });
   const port = await freePort();
@@ -123,13 +154,14 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
+  if (checkout !== undefined) rmSync(checkout, { recursive: true, force: true });
   await container?.remove();
   await simulator?.close();
   await redis?.stop();
 });
 
 describe("the image", () => {
-  it("carries the labels, the user, the signal and package.json's node flags", async () => {
+  it("is what a bare `podman build` of a clean checkout makes: the user, the signal, package.json's node flags", async () => {
     const { Config } = await inspectImage(image.id);
     expect(Config.Entrypoint).toEqual(["node", ...pkg.config.nodeFlags.split(/\s+/), "dist/src/main.js"]);
     expect(Config.User).toBe("10001:10001");
@@ -137,10 +169,32 @@ describe("the image", () => {
     expect(Config.Env).toEqual(expect.arrayContaining(["NODE_ENV=production", "HOST=0.0.0.0", "PORT=8080"]));
     expect(Object.keys(Config.ExposedPorts ?? {}).sort()).toEqual(["8080/tcp", "9090/tcp"]);
     const labels = Config.Labels ?? {};
+    expect(labels["org.opencontainers.image.title"]).toBe("boardline");
+    // The release labels are build.sh's (--label), never a value cached from another build.
+    expect(labels).not.toHaveProperty(["org.opencontainers.image.version"]);
+  });
+
+  it("is what deploy/image/build.sh makes too, with the release labels", async () => {
+    const { Labels: _plainLabels, ...plain } = (await inspectImage(image.id)).Config;
+    const { Labels: labels = {}, ...release } = (await inspectImage(released.id)).Config;
+    expect(release).toEqual(plain);
     expect(labels["org.opencontainers.image.version"]).toBe(pkg.version);
     expect(labels["org.opencontainers.image.licenses"]).toBe(pkg.license);
     expect(labels["org.opencontainers.image.revision"]).toMatch(/^[0-9a-f]{40}$/);
     expect(labels).toHaveProperty(["org.opencontainers.image.source"]);
+    expect(await contentDigest(released.id)).toBe(await contentDigest(image.id));
+  });
+
+  it("is built on the bases build-base.sh makes, whose absence names that script", async () => {
+    const containerfile = readFileSync(`${ROOT}/Containerfile`, "utf8");
+    expect(containerfile).toContain(`\nARG BASE=${BASE_TAG}\n`);
+    expect(containerfile).toContain(`\nARG BUILD_BASE=${BUILD_BASE_TAG}\n`);
+    const absent = "localhost/deploy/image/build-base.sh:absent";
+    const build = await podman(["build", "--retry", "0", "--build-arg", `BUILD_BASE=${absent}`, checkout], {
+      check: false,
+    });
+    expect(build.code).not.toBe(0);
+    expect(build.stderr).toContain(`${absent}: `);
   });
 
   it("holds no shell, no npm, no compiler: node is its only program", async () => {

@@ -10,19 +10,31 @@
  * Both are in a containers.conf this module writes once per process and passes through
  * CONTAINERS_CONF to every podman it runs (`podmanEnv()` gives the same environment to a script).
  *
- * `buildBase()` and `buildImage()` run deploy/image/build-base.sh and deploy/image/build.sh, the
- * commands docs/deploy.md documents; `runContainer()` starts the image read-only, as uid 10001, on the
- * host's network, and removes it when the test process exits.
+ * `buildBase()` and `buildImage()` run deploy/image/build-base.sh and deploy/image/build.sh, and
+ * `buildPlain()` a bare `podman build` of a `cleanCheckout()`, the commands docs/deploy.md documents;
+ * `runContainer()` starts the image read-only, as uid 10001, on the host's network, and removes it
+ * when the test process exits.
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { ROOT } from "./build-dist.js";
 import { spawnTied } from "./tied-spawn.js";
 
-export const BASE_TAG = "localhost/boardline-base:bookworm";
+/** The bases deploy/image/build-base.sh builds: the runtime stage's and the build stage's. */
+export const BASE_TAG = "localhost/deploy/image/build-base.sh:bookworm";
+export const BUILD_BASE_TAG = "localhost/deploy/image/build-base.sh:bookworm-build";
 
 let conf: string | undefined;
 /** The environment for podman and for scripts that run it: CONTAINERS_CONF set to the generated file. */
@@ -118,19 +130,18 @@ export async function inspectContainer(container: string): Promise<ContainerInsp
 }
 
 /**
- * The base (deploy/image/build-base.sh), unless an image of the same recipe is there already: the
- * script labels the image with its own sha256. Resolves to the tag.
+ * The bases (deploy/image/build-base.sh), unless images of the same recipe are there already: the
+ * script labels both with its own sha256. Resolves to the runtime base's tag.
  */
 export async function buildBase(): Promise<string> {
   const recipe = createHash("sha256")
     .update(readFileSync(join(ROOT, "deploy/image/build-base.sh")))
     .digest("hex");
-  const exists = await podman(["image", "exists", BASE_TAG], { check: false });
-  if (exists.code === 0) {
-    const labels = (await inspectImage(BASE_TAG)).Config.Labels ?? {};
-    if (labels["boardline.base.recipe"] === recipe) return BASE_TAG;
-  }
-  await runCommand("bash", ["deploy/image/build-base.sh", BASE_TAG]);
+  const current = async (tag: string) =>
+    (await podman(["image", "exists", tag], { check: false })).code === 0 &&
+    (await inspectImage(tag)).Config.Labels?.["boardline.base.recipe"] === recipe;
+  if ((await current(BASE_TAG)) && (await current(BUILD_BASE_TAG))) return BASE_TAG;
+  await runCommand("bash", ["deploy/image/build-base.sh", BASE_TAG, BUILD_BASE_TAG]);
   return BASE_TAG;
 }
 
@@ -138,8 +149,41 @@ export interface BuiltImage {
   /** The full image id (sha256:…). */
   readonly id: string;
   readonly tag: string;
-  /** How long deploy/image/build.sh took. */
+  /** How long the build took. */
   readonly ms: number;
+}
+
+/**
+ * A copy of the checkout as a fresh clone holds it, in a new temporary folder: the files git tracks and
+ * the new ones it does not ignore, as the working tree has them (uncommitted edits count), and none
+ * that it ignores, such as installed node_modules folders.
+ */
+export function cleanCheckout(): string {
+  const dir = mkdtempSync(join(tmpdir(), "bl-checkout-"));
+  const listed = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
+    cwd: ROOT,
+    encoding: "utf8",
+  });
+  for (const file of new Set(listed.split("\0").filter((f) => f !== ""))) {
+    const from = join(ROOT, file);
+    const stat = lstatSync(from, { throwIfNoEntry: false });
+    if (stat === undefined) continue; // deleted in the working tree
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    if (stat.isSymbolicLink()) symlinkSync(readlinkSync(from), join(dir, file));
+    else copyFileSync(from, join(dir, file));
+  }
+  return dir;
+}
+
+/** `podman build --tag <tag> <context>`, nothing more: no build argument, no secret (and --iidfile). */
+export async function buildPlain(
+  context: string,
+  o: { tag: string; extraArgs?: readonly string[] },
+): Promise<BuiltImage> {
+  const iidfile = join(mkdtempSync(join(tmpdir(), "bl-iid-")), "iid");
+  const started = Date.now();
+  await podman(["build", "--iidfile", iidfile, "--tag", o.tag, ...(o.extraArgs ?? []), context]);
+  return { id: readFileSync(iidfile, "utf8").trim(), tag: o.tag, ms: Date.now() - started };
 }
 
 /** deploy/image/build.sh (podman's layer cache makes a second build of one checkout quick). */
