@@ -65,6 +65,14 @@ describe("JSON: POST /v1/channel/pstn/events:watch as server-sent events", () =>
       mute: true,
       by: "tester",
       at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      // The line's fields, at what a host's mute says in them.
+      kind: "PSTN_EVENT_KIND_MUTE",
+      setter: "PSTN_SETTER_HOST",
+      caller_id: "",
+      hand_raised: false,
+      mute_all: false,
+      changed: 0,
+      leave_reason: "PSTN_LEAVE_REASON_UNSPECIFIED",
     });
     expect(first?.id).toBe(ids[0]);
     expect(data(second)).toMatchObject({ event_id: ids[1], uid: "pstn-2", mute: false });

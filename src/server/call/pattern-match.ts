@@ -21,6 +21,12 @@ export const SAME_AS_RE2: ReadonlyMap<string, RegExp> = new Map([
   // biome-ignore lint/suspicious/noControlCharactersInRegex: the pattern excludes control characters
   ["^[^{}\\x00-\\x1F\\x7F]+$", /^[^{}\x00-\x1F\x7F]+$/],
   ["^[A-Za-z0-9_-]{1,128}$", /^[A-Za-z0-9_-]{1,128}$/],
+  // A masked caller id: at most four digits, no control characters.
+  [
+    "^[^0-9\\x00-\\x1F\\x7F]*([0-9][^0-9\\x00-\\x1F\\x7F]*){0,4}$",
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the pattern excludes control characters
+    /^[^0-9\x00-\x1F\x7F]*([0-9][^0-9\x00-\x1F\x7F]*){0,4}$/,
+  ],
 ]);
 
 /** Compiled RE2 patterns not in SAME_AS_RE2; cleared past a bound, as protovalidate bounds its own. */

@@ -8,9 +8,9 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
-import { GetPstnStateRequestSchema } from "../../../gen/channel/v1/pstn_pb.js";
+import { GetPstnStateRequestSchema, PstnSetter } from "../../../gen/channel/v1/pstn_pb.js";
 import { MissLimitGuard, noGuard, type PassphraseGuard } from "../../../src/services/passphrase-guard.js";
-import { type Caller, PSTN_GATEWAY_SCOPE } from "../../../src/services/ports.js";
+import { type Caller, DEFAULT_LINE_POLICY, PSTN_GATEWAY_SCOPE } from "../../../src/services/ports.js";
 import { PstnStateReader } from "../../../src/services/pstn/read-state.js";
 import { MemoryStore } from "../../../src/store/memory/store.js";
 import { callerOf, storeContents } from "../store-contents.js";
@@ -33,6 +33,8 @@ async function world(guard: (store: MemoryStore) => PassphraseGuard = () => noGu
   return { store, reader, muteAt, byPassphrase, byId };
 }
 
+/** A state a host set, of a participant nobody reported on the line. */
+const HOST_SET = { setter: PstnSetter.HOST, onLine: false, callerId: "", handRaised: false } as const;
 describe("the state of a channel", () => {
   it("lists its participants by uid with who changed each when, as of the newest mute event", async () => {
     const { store, muteAt, byPassphrase } = await world();
@@ -44,9 +46,10 @@ describe("the state of a channel", () => {
       channelId: "weekly",
       asOfEventId: newest,
       participants: [
-        { uid: "pstn-10", mute: true, updatedBy: "bob", updatedAt: timestampFromMs(2_000) },
-        { uid: "pstn-9", mute: false, updatedBy: "bob", updatedAt: timestampFromMs(3_000) },
+        { uid: "pstn-10", mute: true, updatedBy: "bob", updatedAt: timestampFromMs(2_000), ...HOST_SET },
+        { uid: "pstn-9", mute: false, updatedBy: "bob", updatedAt: timestampFromMs(3_000), ...HOST_SET },
       ],
+      policy: DEFAULT_LINE_POLICY,
     });
   });
 
@@ -58,7 +61,12 @@ describe("the state of a channel", () => {
 
   it("of a channel nobody muted in is empty, as of event 0-0", async () => {
     const { byPassphrase } = await world();
-    expect(await byPassphrase(HOST)).toEqual({ channelId: "weekly", asOfEventId: "0-0", participants: [] });
+    expect(await byPassphrase(HOST)).toEqual({
+      channelId: "weekly",
+      asOfEventId: "0-0",
+      participants: [],
+      policy: DEFAULT_LINE_POLICY,
+    });
   });
 
   it("by channel id needs the pstn.gateway scope, and reads within the caller's project only", async () => {
