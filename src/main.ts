@@ -197,7 +197,7 @@ async function announceDemo(
   const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
   const scheme = config.tls === undefined ? "http" : "https";
   const url = `${scheme}://${host.includes(":") ? `[${host}]` : host}:${server.port}`;
-  process.stdout.write(`${demoBanner(url, seed, tokens)}\n`);
+  process.stdout.write(`${demoBanner(url, seed, tokens, config.demoPhoneGatewayMs > 0)}\n`);
   return { url, tokens };
 }
 
