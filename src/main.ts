@@ -9,7 +9,8 @@ import { type Server, launch } from "./compose.js";
 import { type Config, ConfigError, type JwtKeyConfig, loadConfig, type WebhookConfig } from "./config/index.js";
 import { NetlessConversionClient } from "./netless/client.js";
 import { type ConversionSimulator, startConversionSimulator } from "./demo/simulator/index.js";
-import { type DemoSeed, demoBanner, demoSeed, seedDemo } from "./demo/demo.js";
+import { type DemoSeed, type DemoTokens, demoBanner, demoSeed, seedDemo } from "./demo/demo.js";
+import { type PhoneGateway, startPhoneGateway } from "./demo/phone-gateway/index.js";
 import { createLogger, type Logger } from "./log.js";
 import { MissLimitGuard } from "./services/passphrase-guard.js";
 import { type AdminStore, CHANNELS_ADMIN_SCOPE, PSTN_GATEWAY_SCOPE } from "./services/ports.js";
@@ -61,8 +62,14 @@ async function main(): Promise<void> {
       "using the fixed development key for these variables: anyone can derive it, so NODE_ENV=production refuses it",
     );
   }
-  if (seed !== undefined && key.kind === "secret") await announceDemo(config, server, store, seed, key.secret);
+  let phoneGateway: PhoneGateway | undefined;
+  if (seed !== undefined && key.kind === "secret") {
+    const demo = await announceDemo(config, server, store, seed, key.secret);
+    phoneGateway = demoPhoneGateway(config, logger, seed, demo);
+  }
   stopOnSignals(config, logger, server, async () => {
+    // First, so its watch is not one of the streams the drain waits for.
+    await phoneGateway?.close();
     await server.shutdown(config.shutdownGraceMs);
     conversion.backend.close();
     await conversion.simulator?.close();
@@ -156,8 +163,14 @@ async function conversionBackend(
   };
 }
 
-/** Seeds the demo project and prints a ready-to-paste command per route. */
-async function announceDemo(config: Config, server: Server, store: AdminStore, seed: DemoSeed, secret: Uint8Array) {
+/** Seeds the demo project and prints a ready-to-paste command per route; answers the URL and the tokens. */
+async function announceDemo(
+  config: Config,
+  server: Server,
+  store: AdminStore,
+  seed: DemoSeed,
+  secret: Uint8Array,
+): Promise<{ url: string; tokens: DemoTokens }> {
   await seedDemo(store, seed);
   const token = await mintToken({
     secret,
@@ -184,7 +197,28 @@ async function announceDemo(config: Config, server: Server, store: AdminStore, s
   const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
   const scheme = config.tls === undefined ? "http" : "https";
   const url = `${scheme}://${host.includes(":") ? `[${host}]` : host}:${server.port}`;
-  process.stdout.write(`${demoBanner(url, seed, tokens)}\n`);
+  process.stdout.write(`${demoBanner(url, seed, tokens, config.demoPhoneGatewayMs > 0)}\n`);
+  return { url, tokens };
+}
+
+/** The demo's telephone-gateway simulator on the seeded channel, unless DEMO_PHONE_GATEWAY_MS is 0. */
+function demoPhoneGateway(
+  config: Config,
+  logger: Logger,
+  seed: DemoSeed,
+  demo: { url: string; tokens: DemoTokens },
+): PhoneGateway | undefined {
+  if (config.demoPhoneGatewayMs === 0) return undefined;
+  return startPhoneGateway({
+    url: demo.url,
+    token: demo.tokens.gateway,
+    channel: seed.channel,
+    periodMs: config.demoPhoneGatewayMs,
+    // Well within the presence lease, as a real gateway syncs.
+    presenceMs: Math.max(1000, Math.floor(config.line.leaseMs / 3)),
+    ...(config.tls === undefined ? {} : { tls: { ca: config.tls.cert } }),
+    logger,
+  });
 }
 
 /** The first SIGTERM/SIGINT shuts down gracefully and exits 0; a second one exits at once. */

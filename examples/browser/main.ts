@@ -7,8 +7,8 @@
  */
 import { type Client, Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
+import { callError, nextTry, sleep } from "./errors.js";
 import { PstnService } from "./gen/channel/v1/pstn_pb.js";
-import { ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
 import { type Conversion, WhiteboardService } from "./gen/whiteboard/v1/whiteboard_pb.js";
 
 interface Config {
@@ -24,8 +24,6 @@ interface Config {
 class GaveUp extends Error {}
 
 const $ = (id: string) => document.getElementById(id) as HTMLElement;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const jitter = (ms: number) => Math.round(ms * (0.8 + Math.random() * 0.4));
 
 /** The BOARDLINE_* values from the query string (the form above fills it in). */
 function readConfig(query: URLSearchParams): Config | undefined {
@@ -52,47 +50,6 @@ function log(step: string, outcome: "ok" | "retrying" | "failed", text: string):
   li.dataset.outcome = outcome;
   li.textContent = `${step}: ${text}`;
   $("log").append(li);
-}
-
-/** `retry_after_seconds` from the error's google.rpc.ErrorInfo detail, if it has one. */
-function retryAfterSeconds(err: ConnectError): number | undefined {
-  const info = err.findDetails(ErrorInfoSchema).find((i) => i.domain === "boardline");
-  const seconds = Number(info?.metadata.retry_after_seconds);
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
-}
-
-/** The error of a call; a connection that failed or dropped (fetch's TypeError) counts as UNAVAILABLE. */
-function callError(e: unknown): ConnectError {
-  const err = ConnectError.from(e);
-  if (err.code !== Code.Unknown || !(e instanceof TypeError || err.cause instanceof TypeError)) return err;
-  return new ConnectError(`the connection failed: ${err.rawMessage}`, Code.Unavailable, undefined, undefined, e);
-}
-
-/** How long to wait before trying again, or why not to (docs/errors.md: "What a caller does with each error"). */
-function nextTry(err: ConnectError, attempt: number): { waitMs: number; why: string } | { giveUp: string } {
-  const code = Code[err.code].replace(/(?<=[a-z])(?=[A-Z])/g, "_").toUpperCase(); // ResourceExhausted → RESOURCE_EXHAUSTED
-  switch (err.code) {
-    case Code.Unauthenticated:
-      return { giveUp: `${code}: the token was refused (${err.rawMessage}); get a fresh token` };
-    case Code.PermissionDenied:
-      return { giveUp: `${code}: not allowed (${err.rawMessage}); check the passphrase or the token's scope` };
-    // Too many tries, or (ABORTED) a ConvertFile's Idempotency-Key still at work: wait as told, same request.
-    case Code.ResourceExhausted:
-    case Code.Aborted: {
-      const seconds = retryAfterSeconds(err);
-      if (seconds === undefined) return { giveUp: `${code}: ${err.rawMessage}; the request is too big` };
-      const waitMs = seconds * 1000 + Math.round(Math.random() * 250);
-      return { waitMs, why: `${code}: ${err.rawMessage}; waiting ${seconds} s (retry_after_seconds) then again` };
-    }
-    case Code.Unavailable:
-    case Code.DeadlineExceeded: {
-      if (attempt >= 10) return { giveUp: `${code}: still unavailable after ${attempt + 1} tries (${err.rawMessage})` };
-      const waitMs = jitter(Math.min(5000, 100 * 2 ** attempt));
-      return { waitMs, why: `${code}: unavailable (${err.rawMessage}); trying again in ${waitMs} ms` };
-    }
-    default:
-      return { giveUp: `${code}: ${err.rawMessage}; the request must change` };
-  }
 }
 
 /** Runs `call` until it succeeds or an error says to stop, showing each retry. */

@@ -2,7 +2,8 @@
  * The phone line's rows of the configuration table (variables.ts, where they
  * take their place after the watches' rows): how long a telephone
  * participant's presence lasts without a report, and how many participants
- * one channel's line holds. Kept apart only for the size of variables.ts; the
+ * one channel's line holds, and the pace of the demo's telephone-gateway
+ * simulator. Kept apart only for the size of variables.ts; the
  * same rules apply (see there).
  */
 import type { Variable } from "./variable-kinds.js";
@@ -23,5 +24,13 @@ export const LINE_VARIABLES = {
     max: 5000,
     meaning:
       "participants on one channel's line; a join past it answers `LINE_OUTCOME_LINE_FULL` and adds nobody. At most 5000, the most one SyncLine lists",
+  },
+  DEMO_PHONE_GATEWAY_MS: {
+    kind: "integer",
+    default: 2000,
+    min: 0,
+    max: 600_000,
+    meaning:
+      "demo mode only: how often a caller of the demo's telephone-gateway simulator does something (a keypad mute, a raised hand, a hang-up); `0` turns the simulator off. Elsewhere it is ignored",
   },
 } as const satisfies Record<string, Variable>;

@@ -68,6 +68,8 @@ export interface Config {
   readonly maxWatchChannels: number;
   /** PSTN_PRESENCE_TTL_SECONDS (in ms) and PSTN_MAX_LINE. */
   readonly line: { readonly leaseMs: number; readonly maxLine: number };
+  /** DEMO_PHONE_GATEWAY_MS: the demo's telephone-gateway simulator's period; 0: off (and always 0 outside the demo). */
+  readonly demoPhoneGatewayMs: number;
   readonly corsOrigins: readonly string[];
   readonly maxBodyBytes: number;
   readonly tls: { readonly cert: Buffer; readonly key: Buffer } | undefined;
@@ -142,6 +144,8 @@ export function loadConfig(env: Env = process.env): Config {
     ...readWatchShares(env),
     maxWatchChannels: readInteger(env, "MAX_WATCH_CHANNELS"),
     line: { leaseMs: readInteger(env, "PSTN_PRESENCE_TTL_SECONDS") * 1000, maxLine: readInteger(env, "PSTN_MAX_LINE") },
+    // Checked everywhere, so a wrong value is caught before anyone relies on it.
+    demoPhoneGatewayMs: readInteger(env, "DEMO_PHONE_GATEWAY_MS") * (demo ? 1 : 0),
     corsOrigins: (readList(env, "CORS_ORIGINS") ?? []).map((origin) => origin.replace(/\/$/, "")),
     maxBodyBytes: readInteger(env, "MAX_BODY_BYTES"),
     tls: readTls(env),

@@ -73,8 +73,11 @@ export interface DemoTokens {
 /** The channel the banner's CreateChannel example creates (the seeded one exists already). */
 export const DEMO_NEW_CHANNEL = "meeting-4711";
 
-/** The banner: a command per route, each with the token of the caller that makes that call. */
-export function demoBanner(url: string, seed: DemoSeed, tokens: DemoTokens): string {
+/**
+ * The banner: a command per route, each with the token of the caller that makes that call, and (when the
+ * telephone-gateway simulator runs) where to watch and moderate its callers.
+ */
+export function demoBanner(url: string, seed: DemoSeed, tokens: DemoTokens, phoneGateway = false): string {
   const token = tokens.user;
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   const curl = (path: string, body: object, bearer = token) =>
@@ -127,6 +130,13 @@ export function demoBanner(url: string, seed: DemoSeed, tokens: DemoTokens): str
     "Unmute over gRPC, with reflection (buf from node_modules):",
     `npx buf curl --protocol grpc --http2-prior-knowledge -H ${q(`Authorization: Bearer ${token}`)} \\\n  -d ${q(JSON.stringify({ uid: "pstn-1001", passphrase: seed.hostPassphrase, mute: false }))} \\\n  ${url}/channel.v1.PstnService/Mute`,
     "",
+    ...(phoneGateway
+      ? [
+          `Simulated telephone callers come and go on ${seed.channel} (DEMO_PHONE_GATEWAY_MS=0 turns them off);`,
+          "moderate them live in the browser panel, examples/browser/panel.html (examples/browser/README.md).",
+          "",
+        ]
+      : []),
     "The example callers in examples/ (Go, Python, browser) read these; paste them into their terminal:",
     ...Object.entries(exampleVariables(url, seed, tokens)).map(([name, value]) => `export ${name}=${q(value)}`),
     "",

@@ -37,6 +37,8 @@ describe("defaults", () => {
       maxWatchesPerProject: 2_500,
       maxWatchChannels: 1000,
       line: { leaseMs: 60_000, maxLine: 5000 },
+      // The telephone-gateway simulator runs only in the demo.
+      demoPhoneGatewayMs: 0,
       corsOrigins: [],
       maxBodyBytes: 65_536,
       tls: undefined,

@@ -27,6 +27,14 @@ describe("demo mode means no store and no key source at all", () => {
     expect(config.redis).toBeUndefined();
   });
 
+  it("runs the telephone-gateway simulator every 2 s unless DEMO_PHONE_GATEWAY_MS says otherwise (0: off)", () => {
+    expect(loadConfig({}).demoPhoneGatewayMs).toBe(2000);
+    expect(loadConfig({ DEMO_PHONE_GATEWAY_MS: "250" }).demoPhoneGatewayMs).toBe(250);
+    expect(loadConfig({ DEMO_PHONE_GATEWAY_MS: "0" }).demoPhoneGatewayMs).toBe(0);
+    expect(loadConfig({ JWT_SECRET: SECRET, DEMO_PHONE_GATEWAY_MS: "250" }).demoPhoneGatewayMs).toBe(0);
+    expect(configError({ DEMO_PHONE_GATEWAY_MS: "-1" }).variable).toBe("DEMO_PHONE_GATEWAY_MS");
+  });
+
   it("is off in production", () => {
     expect(configError({ NODE_ENV: "production" }).variable).toBe("REDIS_URL");
   });

@@ -11,7 +11,7 @@ import { ensureBuilt, ROOT } from "../harness/build-dist.js";
 import { eventually } from "../harness/eventually.js";
 import { ROUTES, RPC_PATHS } from "../harness/routes.js";
 import { spawnTied } from "../harness/tied-spawn.js";
-import { cleanEnv, MAIN, paste, printedCommands, startDemo } from "./demo-process.js";
+import { cleanEnv, exportedVariables, MAIN, paste, printedCommands, startDemo } from "./demo-process.js";
 
 /** Netless task uuids are 32 hex digits (dashes tolerated). */
 const UUID = /^(?:[0-9a-f]-?){31}[0-9a-f]$/i;
@@ -134,6 +134,22 @@ describe("demo mode", () => {
     // `mute` has explicit presence in MuteResponse, so protojson shows false too.
     expect(reply.mute).toBe(false);
   });
+
+  test("simulated telephone callers are on the demo channel, and the banner points at the panel", async () => {
+    expect(banner).toContain("examples/browser/panel.html");
+    const { BOARDLINE_GATEWAY_TOKEN: token = "", BOARDLINE_CHANNEL: channel } = exportedVariables(banner);
+    const onLine = async () => {
+      const res = await fetch(`${url}/v1/channel/pstn/state`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ channel_id: channel }),
+      });
+      const state = (await res.json()) as { participants: { on_line?: boolean; caller_id?: string }[] };
+      return state.participants.filter((p) => p.on_line === true);
+    };
+    await eventually(async () => (await onLine()).length > 0, 10_000, "callers on the line");
+    for (const p of await onLine()) expect(p.caller_id).toMatch(/^\*\*\*\d{4}$/);
+  }, 20_000);
 
   test("SIGTERM: exit code 0 within a few seconds", async () => {
     const exited = once(proc, "exit");

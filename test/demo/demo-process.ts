@@ -25,11 +25,11 @@ export interface RunningDemo {
   readonly url: string;
 }
 
-/** Starts the demo on a free port (dist/ must be built) and waits for its whole banner. */
-export async function startDemo(): Promise<RunningDemo> {
+/** Starts the demo on a free port (dist/ must be built), with `env` besides, and waits for its whole banner. */
+export async function startDemo(env: Record<string, string> = {}): Promise<RunningDemo> {
   const proc = spawnTied(process.execPath, [MAIN], {
     cwd: ROOT,
-    env: cleanEnv({ PORT: "0" }),
+    env: cleanEnv({ PORT: "0", ...env }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";
@@ -59,6 +59,12 @@ export function printedCommands(banner: string, prefix: string): string[] {
     commands.push(parts.join("\n"));
   }
   return commands;
+}
+
+/** The `export NAME='value'` lines of the banner, as the example callers read them. */
+export function exportedVariables(banner: string): Record<string, string> {
+  const found = [...banner.matchAll(/^export (BOARDLINE_\w+)='([^']*)'$/gm)];
+  return Object.fromEntries(found.map((m) => [m[1] ?? "", m[2] ?? ""]));
 }
 
 /** Runs a printed command exactly as pasted into bash. */

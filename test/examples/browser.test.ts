@@ -1,7 +1,7 @@
 /**
  * examples/browser in Debian's Chromium (playwright-core), over Connect and
  * over gRPC-Web: the client is generated from proto/ (`buf generate` with
- * protoc-gen-es into examples/browser/gen/, git-ignored), type-checked, bundled
+ * protoc-gen-es, into a copy under test-output/: browser-bundle.ts), type-checked, bundled
  * with esbuild and served from another origin than boardline's, which allows
  * that origin (CORS_ORIGINS). The checks are what a person sees: the mute
  * state shown, the converted pages as loaded images, and a readable line for
@@ -15,18 +15,15 @@
  * It needs /usr/bin/chromium (or CHROMIUM_PATH): `apt-get install chromium`;
  * `npm test` installs it (.ci/system-packages.sh). Without it the tests fail, saying so.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import type http from "node:http";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { build } from "esbuild";
+import { join } from "node:path";
 import { type BrowserContext, chromium, type Page, type Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { GUESS_LIMIT, type LiveBoardline, startLiveBoardline } from "../harness/live-boardline.js";
-import { spawnTied } from "../harness/tied-spawn.js";
+import { generateAndBundle, serveExample } from "./browser-bundle.js";
 
-const EXAMPLE = "examples/browser";
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 const OUTPUT = "test-output/browser";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"];
@@ -48,19 +45,10 @@ const timings: Record<string, number> = {};
 beforeAll(async () => {
   if (missing !== undefined) return;
   let bundle: Uint8Array | undefined;
-  site = http.createServer((req, res) => {
-    const path = new URL(req.url ?? "/", "http://site").pathname;
-    const body = path === "/" ? readFileSync(join(EXAMPLE, "index.html")) : path === "/main.js" ? bundle : undefined;
-    res.writeHead(body === undefined ? 404 : 200, {
-      "content-type": path === "/main.js" ? "text/javascript" : "text/html; charset=utf-8",
-    });
-    res.end(body);
-  });
-  await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
-  siteOrigin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+  ({ server: site, origin: siteOrigin } = await serveExample("index.html", "/main.js", () => bundle));
   profile = mkdtempSync(join(tmpdir(), "boardline-chromium-"));
   [bundle, live, browser] = await Promise.all([
-    generateAndBundle(),
+    generateAndBundle("main.ts", timings),
     // The simulator's task (200 ms a step) ends 800 ms after it starts; the first poll at 600 ms, then every
     // 300 ms, passes Finished on about a second after the start, and a cut right after the watch's first
     // message (Waiting) falls well before it.
@@ -84,45 +72,6 @@ afterAll(async () => {
   await live?.stop();
   site?.close();
 });
-
-/** `buf generate` (protoc-gen-es), `tsc` on the example, then one esbuild bundle; a stale proto fails here. */
-async function generateAndBundle(): Promise<Uint8Array> {
-  let at = Date.now();
-  await run("../../node_modules/.bin/buf", ["generate"], EXAMPLE);
-  timings.generate = Date.now() - at;
-  at = Date.now();
-  await run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", `${EXAMPLE}/tsconfig.json`], ".");
-  timings.typecheck = Date.now() - at;
-  at = Date.now();
-  const out = await build({
-    entryPoints: [`${EXAMPLE}/main.ts`],
-    bundle: true,
-    format: "esm",
-    target: "es2022",
-    minify: true,
-    write: false,
-    logLevel: "silent",
-  });
-  timings.bundle = Date.now() - at;
-  const js = out.outputFiles[0];
-  if (js === undefined) throw new Error("esbuild wrote no bundle");
-  timings.bundleBytes = js.contents.byteLength;
-  return js.contents;
-}
-
-function run(command: string, args: string[], cwd: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}` };
-    const child = spawnTied(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    child.stdout.on("data", (d) => (output += d));
-    child.stderr.on("data", (d) => (output += d));
-    child.on("error", reject);
-    child.on("exit", (code) =>
-      code === 0 ? resolve() : reject(new Error(`${command} ${args.join(" ")} exited ${code}:\n${output}`)),
-    );
-  });
-}
 
 /** One mute the page sent: when, and when its answer came (the browser's own timing once it finished). */
 interface MuteCall {
