@@ -29,7 +29,14 @@ describe("key schema (docs/architecture.md, Redis schema)", () => {
       events: keys.pstnEvents("proj-1", "room 7"),
       meta: keys.pstnMuteMeta("proj-1", "room 7"),
       notify: keys.pstnNotify("proj-1", "room 7"),
+      line: keys.pstnLine("proj-1", "room 7"),
+      leases: keys.pstnLeases("proj-1", "room 7"),
+      policy: keys.pstnPolicy("proj-1", "room 7"),
+      whiteboardEvents: keys.whiteboardEvents("proj-1", "room 7"),
     });
+    expect(keys.pstnLine("proj-1", "room 7")).toBe("bl:chan:{proj-1/room 7}:pstn-line");
+    expect(keys.pstnLeasesDue()).toBe("bl:{pstn-leases}:due");
+    expect(keys.channelDataKeys("proj-1", "room 7")).toHaveLength(7);
     expect(keys.conversion("3f1c")).toBe("bl:conv:{3f1c}");
     expect(keys.conversionWebhook("Zm9vYmFy_-")).toBe("bl:conv-hook:{Zm9vYmFy_-}");
     expect(keys.passphrasePattern()).toBe("bl:pass:*");
