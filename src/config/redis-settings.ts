@@ -120,9 +120,11 @@ function readRedisTls(env: Env, secure: boolean): TlsOptions | undefined {
       "must be set together with the other of REDIS_TLS_CERT/REDIS_TLS_KEY",
     );
   }
-  const first = ca === undefined ? (cert === undefined ? "REDIS_TLS_SERVERNAME" : "REDIS_TLS_CERT") : "REDIS_TLS_CA";
   if (ca === undefined && cert === undefined && servername === undefined) return undefined;
-  if (!secure) throw new ConfigError(first, "needs a rediss:// REDIS_URL");
+  if (!secure) {
+    const first = ca === undefined ? (cert === undefined ? "REDIS_TLS_SERVERNAME" : "REDIS_TLS_CERT") : "REDIS_TLS_CA";
+    throw new ConfigError(first, "needs a rediss:// REDIS_URL");
+  }
   return {
     ...(servername === undefined ? {} : { servername }),
     ...(ca === undefined ? {} : { ca: readPem("REDIS_TLS_CA", ca) }),
