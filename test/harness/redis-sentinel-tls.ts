@@ -43,7 +43,10 @@ export interface TlsSentinelHandle {
   stop(): Promise<void>;
 }
 
-/** Starts the master, the replicas and the Sentinel; resolves once the Sentinel names the master and knows the replicas. */
+/**
+ * Starts the master, the replicas and the Sentinel; resolves once the Sentinel names the master and
+ * knows the replicas, and the replicas acknowledge the master's writes.
+ */
 export async function startTlsSentinel(o: TlsSentinelOptions): Promise<TlsSentinelHandle> {
   const masterName = o.masterName ?? "boardline-tls";
   const replicaCount = o.replicas ?? 0;
@@ -101,6 +104,7 @@ export async function startTlsSentinel(o: TlsSentinelOptions): Promise<TlsSentin
     });
     started.push(sentinel);
     await sentinelReady(sentinel.port, masterName, master.port, replicaCount, clientTls, o.sentinelPassword);
+    await replicasAcknowledge(master.port, replicaCount, clientTls, o.password);
     return { master, replicas, sentinel, masterName, clientTls, stop };
   } catch (e) {
     await stop();
@@ -127,6 +131,28 @@ async function sentinelReady(
       },
       READY_TIMEOUT_MS,
       "the Sentinel to name the master over TLS and know its replicas",
+    );
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * The master's writes reach `replicas` replicas (a linked replica may not acknowledge the first WAIT
+ * yet: ./redis-replicated.ts's `acknowledging`, over TLS).
+ */
+async function replicasAcknowledge(port: number, replicas: number, tls: TlsOptions, password: string): Promise<void> {
+  if (replicas === 0) return;
+  const client = new Redis({ host: HOST, port, tls, password, maxRetriesPerRequest: 1 });
+  client.on("error", () => {});
+  try {
+    await eventually(
+      async () => {
+        await client.set("bl-harness:replication-check", String(Date.now()));
+        return Number(await client.call("WAIT", String(replicas), "1000")) >= replicas;
+      },
+      READY_TIMEOUT_MS,
+      `${replicas} replicas of ${port} to acknowledge a write over TLS`,
     );
   } finally {
     client.disconnect();
