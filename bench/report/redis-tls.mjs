@@ -70,10 +70,10 @@ export function redisTlsSection(cells, cpuPerResponse) {
 What TLS between boardline and Redis costs a mute: boardline against boardline-tls, two instances alike
 (the passphrase read cache on, as deployed) but that boardline-tls reaches the same redis-server over TLS
 (its tls-port; \`rediss://\`, \`REDIS_TLS_CA\`, a 2048-bit RSA certificate; what it negotiates is under
-"Checked before measuring") and boardline over plain TCP. Their cells run next to each other, in this run; with more than one run (c16) each figure is
-the median of the runs. The machine is shared: read the two sides of one row against each other, and
-believe CPU per response over req/s when they disagree. No target: a figure to know, and to compare between
-runs.
+"Checked before measuring") and boardline over plain TCP. Their cells run next to each other, in this
+run; with more than one run (c16) each figure is the median of the runs. The machine is shared: read the two
+sides of one row against each other, and believe CPU per response over req/s when they disagree. No target:
+a figure to know, and to compare between runs.
 
 ${table(
   [
