@@ -25,6 +25,9 @@
 #   boardline          node dist/src/main.js (NODE_ENV=production with the development keys, LOG_LEVEL=warn, GUESS_LIMIT=0,
 #                      CONVERSION_API_BASE = the simulator), and a second one without the passphrase
 #                      read cache (boardline-nocache: the same Redis work per request as the bare servers)
+#   boardline-tls      the same as boardline, talking to the same redis-server over TLS (its tls-port;
+#                      rediss://, REDIS_TLS_CA, certificates made here with openssl): its mute cells sit
+#                      next to boardline's, so what TLS to Redis costs is read within one run
 #   baseline-http      bench/baselines/baseline-http.mjs (node:http + ioredis + jose, the same work)
 #   baseline-grpc      bench/baselines/baseline-grpc.mjs (@grpc/grpc-js, the same work)
 #   the floor          bench/baselines/floor.mjs: node:http and node:http2 answering at once, with no
@@ -50,7 +53,8 @@ usage() {
 Usage: bash bench/run.sh [MODE]     (npm run bench runs every mode; npm run bench:MODE runs one)
 Modes, each writing its own section of docs/performance.md:
   mute             JSON and gRPC mutes, conversions started and read, at c1/c16/c64: boardline
-                   against the bare servers doing the same work, the floor, and the floor plus one Redis write
+                   against the bare servers doing the same work, the floor, and the floor plus one Redis write;
+                   mutes with Redis over TLS beside the same over plain TCP
   conversions      reading a conversion beside boardline's own mutes, and 2 000 WatchConversion streams on one instance
   pstn-watchers    mutes with 1 000 mute-event watchers open: throughput, delivery delay, memory
   channels         the channel admin calls beside mute, and ListChannels over 100 000 channels against SCAN
@@ -107,7 +111,7 @@ fi
 export PATH
 log "Node $(node --version) ($(command -v node))"
 
-for tool in redis-server redis-cli curl node taskset; do
+for tool in redis-server redis-cli curl node taskset openssl; do
   command -v "$tool" >/dev/null || die "$tool is required"
 done
 
@@ -243,9 +247,9 @@ part watch-fanout "watch fan-out" "${COMMON[@]}" node bench/scenarios/watch-fano
 # MuteAll on a line of 1 000, and the gateway's reports a second against Mute's; about 2 min.
 part pstn-line "phone line" "${COMMON[@]}" node bench/scenarios/pstn-line.mjs
 
-read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT FH_PORT FG_PORT RH_PORT RG_PORT < <(node -e '
+read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT FH_PORT FG_PORT RH_PORT RG_PORT REDIS_TLS_PORT BT_PORT < <(node -e '
   const net = require("node:net");
-  Promise.all([0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map(() => new Promise((resolve) => {
+  Promise.all([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11].map(() => new Promise((resolve) => {
     const s = net.createServer().listen(0, "127.0.0.1", () => resolve(s));
   }))).then((servers) => {
     console.log(servers.map((s) => s.address().port).join(" "));
@@ -253,8 +257,20 @@ read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT FH_PORT FG_PORT RH_P
   });')
 REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 
+# One redis-server serves plain TCP and TLS (its tls-port, with a certificate for 127.0.0.1 from a CA
+# made here), so boardline-tls reads and writes the same data as boardline.
+TLS_DIR=$WORK/tls
+mkdir -p "$TLS_DIR"
+(
+  cd "$TLS_DIR"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=boardline-bench-ca -keyout ca-key.pem -out ca.pem
+  openssl req -newkey rsa:2048 -nodes -subj /CN=redis -keyout redis-key.pem -out redis.csr
+  printf 'subjectAltName=IP:127.0.0.1\n' >redis.ext
+  openssl x509 -req -days 2 -CA ca.pem -CAkey ca-key.pem -CAcreateserial -in redis.csr -out redis.pem -extfile redis.ext
+) >"$WORK/openssl.log" 2>&1 || die "making the Redis TLS certificates failed: $(tail -n 3 "$WORK/openssl.log")"
 spawn "$WORK/redis.log" "${SERVER_PIN[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 \
-  --save "" --appendonly no --dir "$WORK"
+  --save "" --appendonly no --dir "$WORK" --tls-port "$REDIS_TLS_PORT" --tls-cert-file "$TLS_DIR/redis.pem" \
+  --tls-key-file "$TLS_DIR/redis-key.pem" --tls-ca-cert-file "$TLS_DIR/ca.pem" --tls-auth-clients no
 REDIS_PID=${PIDS[-1]}
 wait_tcp "$REDIS_PORT" "$REDIS_PID" redis
 for _ in {1..50}; do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
@@ -287,6 +303,11 @@ spawn "$WORK/boardline-nocache.log" "${SERVER_PIN[@]}" env NODE_ENV=production "
   HOST=127.0.0.1 METRICS_PORT=0 LOG_LEVEL=warn GUESS_LIMIT=0 PASSPHRASE_CACHE_MS=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" \
   node "${NODE_FLAGS[@]}" dist/src/main.js
 BN_PID=${PIDS[-1]}
+# The same as boardline, over TLS to the same Redis.
+spawn "$WORK/boardline-tls.log" "${SERVER_PIN[@]}" env NODE_ENV=production "${DEV_KEYS[@]}" PORT="$BT_PORT" HOST=127.0.0.1 \
+  METRICS_PORT=0 LOG_LEVEL=warn GUESS_LIMIT=0 CONVERSION_API_BASE="http://127.0.0.1:$SIM_PORT" \
+  REDIS_URL="rediss://127.0.0.1:$REDIS_TLS_PORT" REDIS_TLS_CA="$TLS_DIR/ca.pem" node "${NODE_FLAGS[@]}" dist/src/main.js
+BT_PID=${PIDS[-1]}
 spawn "$WORK/baseline-http.log" "${SERVER_PIN[@]}" env PORT="$BH_PORT" node "${NODE_FLAGS[@]}" bench/baselines/baseline-http.mjs
 BH_PID=${PIDS[-1]}
 spawn "$WORK/baseline-grpc.log" "${SERVER_PIN[@]}" env PORT="$BG_PORT" node "${NODE_FLAGS[@]}" bench/baselines/baseline-grpc.mjs
@@ -299,12 +320,14 @@ FR_PID=${PIDS[-1]}
 wait_tcp "$SIM_PORT" "$SIM_PID" simulator
 wait_tcp "$BL_PORT" "$BL_PID" boardline
 wait_tcp "$BN_PORT" "$BN_PID" boardline-nocache
+wait_tcp "$BT_PORT" "$BT_PID" boardline-tls
 wait_tcp "$BH_PORT" "$BH_PID" baseline-http
 wait_tcp "$BG_PORT" "$BG_PID" baseline-grpc
 wait_tcp "$FG_PORT" "$FL_PID" floor
 wait_tcp "$RG_PORT" "$FR_PID" floor-plus-write
 for i in {1..100}; do # ready once its Redis connection is (on a busy machine that can take a few seconds)
-  curl -sf -o /dev/null "http://127.0.0.1:$BL_PORT/readyz" && curl -sf -o /dev/null "http://127.0.0.1:$BN_PORT/readyz" && break
+  curl -sf -o /dev/null "http://127.0.0.1:$BL_PORT/readyz" && curl -sf -o /dev/null "http://127.0.0.1:$BN_PORT/readyz" &&
+    curl -sf -o /dev/null "http://127.0.0.1:$BT_PORT/readyz" && break
   ((i < 100)) || die "boardline /readyz is not 200 after 10 s"
   sleep 0.1
 done
@@ -343,15 +366,27 @@ GRPC_CONVERT=/whiteboard.v1.WhiteboardService/ConvertFile
 check_json "boardline JSON mute" "$BL_PORT" "$MUTE_PATH" "$WORK/mute.json"
 check_json "baseline-http mute" "$BH_PORT" "$MUTE_PATH" "$WORK/mute.json"
 check_json "boardline-nocache JSON mute" "$BN_PORT" "$MUTE_PATH" "$WORK/mute.json"
+check_json "boardline-tls JSON mute" "$BT_PORT" "$MUTE_PATH" "$WORK/mute.json"
 check_json "boardline JSON ConvertFile" "$BL_PORT" "$CONVERT_PATH" "$WORK/convert.json"
 check_grpc "boardline gRPC Mute" "$BL_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_grpc "baseline-grpc Mute" "$BG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_grpc "boardline-nocache gRPC Mute" "$BN_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
+check_grpc "boardline-tls gRPC Mute" "$BT_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_json "floor JSON" "$FH_PORT" "$MUTE_PATH" "$WORK/mute.json"
 check_grpc "floor gRPC" "$FG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_json "floor-plus-write JSON" "$RH_PORT" "$MUTE_PATH" "$WORK/mute.json"
 check_grpc "floor-plus-write gRPC" "$RG_PORT" mute "$WORK/mute.grpc" "$GRPC_MUTE"
 check_grpc "boardline gRPC ConvertFile" "$BL_PORT" convert "$WORK/convert.grpc" "$GRPC_CONVERT"
+# What a connection to Redis's tls-port negotiates, made as boardline-tls makes its own (Node's TLS, REDIS_TLS_CA).
+TLS_SEEN=$(node -e '
+  const tls = require("node:tls");
+  const s = tls.connect({ host: "127.0.0.1", port: Number(process.argv[1]), ca: require("node:fs").readFileSync(process.argv[2]) }, () => {
+    console.log(`${s.getProtocol()}, ${s.getCipher().standardName}, ${s.getPeerCertificate().bits}-bit RSA server key`);
+    s.end();
+  });
+  s.on("error", (e) => { console.error(e.message); process.exit(1); });' "$REDIS_TLS_PORT" "$TLS_DIR/ca.pem") ||
+  die "no TLS connection to Redis's tls-port"
+echo "- boardline-tls's Redis: its tls-port, reached as boardline-tls reaches it, negotiates \`$TLS_SEEN\`" >>"$VERIFY"
 # The task the GetConversion cells read, once boardline's follower has recorded it Finished.
 GET_UUID=$(OUT_DIR=$WORK node bench/lib/conversion-task.mjs "http://127.0.0.1:$BL_PORT" "$WORK/convert.json" "$WORK/jwt.txt") ||
   die "could not create the task GetConversion reads"
@@ -453,11 +488,13 @@ all_cells() { runs mute; }
 for c in $BENCH_CONCURRENCY; do
   cell boardline mute JSON "$c" "$BL_PID" "$BL_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
   if all_cells; then
+    cell boardline-tls mute JSON "$c" "$BT_PID" "$BT_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
     cell baseline-http mute JSON "$c" "$BH_PID" "$BH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
     cell boardline-nocache mute JSON "$c" "$BN_PID" "$BN_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
   fi
   cell boardline mute gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
   if all_cells; then
+    cell boardline-tls mute gRPC "$c" "$BT_PID" "$BT_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
     cell baseline-grpc mute gRPC "$c" "$BG_PID" "$BG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
     cell boardline-nocache mute gRPC "$c" "$BN_PID" "$BN_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd
     cell floor mute JSON "$c" "$FL_PID" "$FH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd
@@ -471,11 +508,14 @@ for c in $BENCH_CONCURRENCY; do
   cell boardline get JSON "$c" "$BL_PID" "$BL_PORT" "$GET_PATH" /dev/null hgetall
   cell boardline get gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_GET" "$WORK/get.grpc" hgetall
   # The p99 target's cells again, right after the first run (same server state): judged on the median.
+  # boardline-tls's beside boardline's, for the medians of the TLS comparison.
   if ((c == 16)) && all_cells; then
     for ((run = 2; run <= BENCH_P99_RUNS; run++)); do
       cell boardline mute JSON "$c" "$BL_PID" "$BL_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd "$run"
+      cell boardline-tls mute JSON "$c" "$BT_PID" "$BT_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd "$run"
       cell floor mute JSON "$c" "$FL_PID" "$FH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd "$run"
       cell boardline mute gRPC "$c" "$BL_PID" "$BL_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd "$run"
+      cell boardline-tls mute gRPC "$c" "$BT_PID" "$BT_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd "$run"
       cell floor mute gRPC "$c" "$FL_PID" "$FG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd "$run"
       cell floor-plus-write mute JSON "$c" "$FR_PID" "$RH_PORT" "$MUTE_PATH" "$WORK/mute.json" xadd "$run"
       cell floor-plus-write mute gRPC "$c" "$FR_PID" "$RG_PORT" "$GRPC_MUTE" "$WORK/mute.grpc" xadd "$run"

@@ -32,7 +32,8 @@ const PARTS = [
     mode: "mute",
     about:
       "JSON and gRPC mutes, conversions started and read, at 1, 16 and 64 concurrent requests: boardline against " +
-      "the bare servers doing the same work, the floor, and the floor plus one Redis write.",
+      "the bare servers doing the same work, the floor, and the floor plus one Redis write; and mutes with Redis " +
+      "over TLS beside the same over plain TCP.",
   },
   {
     id: "conversions",

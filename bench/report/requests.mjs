@@ -7,6 +7,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { conversionsSection as renderConversions } from "./conversions.mjs";
 import { measuredLine, writeSection } from "./document.mjs";
+import { redisTlsSection } from "./redis-tls.mjs";
 
 const env = process.env;
 /** @param {string} name an environment variable bench/run.sh sets */
@@ -41,6 +42,7 @@ function logSummary() {
   for (const name of [
     "boardline",
     "boardline-nocache",
+    "boardline-tls",
     "baseline-http",
     "baseline-grpc",
     "floor",
@@ -194,7 +196,15 @@ const ROUTE_NAMES = { mute: "Mute", get: "GetConversion", convert: "ConvertFile"
 /** A process's CPU time (user + system; the server's or Redis's) during the measured run, per response counted. */
 const cpuPerResponse = (r, key = "cpu_ticks") =>
   r[key] === undefined ? Number.NaN : ((r[key] / r.clk_tck) * 1e6) / r.requests;
-const order = ["boardline", "boardline-nocache", "baseline-http", "baseline-grpc", "floor-plus-write", "floor"];
+const order = [
+  "boardline",
+  "boardline-tls",
+  "boardline-nocache",
+  "baseline-http",
+  "baseline-grpc",
+  "floor-plus-write",
+  "floor",
+];
 /** How the cell tables name each server. */
 const SHOWN = { "floor-plus-write": "floor plus one Redis write" };
 const sorted = cells
@@ -256,7 +266,7 @@ ConvertFile, as run by the mute script / conversion record; \`hgetall\` for GetC
 divided by the responses counted; ≈ 1.00 means every counted response was a real write (a little above 1:
 requests still in flight when the load stopped). GetConversion's \`hgetall\` also counts the followers' polls,
 which read each followed task's record. "Tasks being followed": the due index's size (\`conv-due\`) when the
-cell started — tasks both boardline instances' followers poll meanwhile; the ConvertFile cells, which make
+cell started — tasks the boardline instances' followers poll meanwhile; the ConvertFile cells, which make
 thousands, run last (and after the second stall probe) for that reason.
 "CPU µs / response": the server process's and redis-server's user + system CPU time over the measured run
 (\`/proc/<pid>/stat\`, 10 ms ticks) divided by the responses — a cost per call that waiting for a busy machine
@@ -292,7 +302,9 @@ non-200 lines in h2load's log; a gRPC error would still be HTTP 200, which is wh
 boardline's, the floor's and the floor plus one Redis write's c16 mute cells run ${env.BENCH_P99_RUNS ?? 1} times in a row, each boardline cell next to its floor cell
 (BENCH_P99_RUNS): the table shows the first run, the targets against the floors are judged on the medians of all of them.
 
-Peak RSS of the other processes: baseline-http ${peakMb("baseline-http")}, baseline-grpc ${peakMb("baseline-grpc")}, the floor ${peakMb("floor")}, the floor plus one Redis write ${peakMb("floor-plus-write")}.
+Peak RSS of the other processes: boardline-tls ${peakMb("boardline-tls")}, baseline-http ${peakMb("baseline-http")}, baseline-grpc ${peakMb("baseline-grpc")}, the floor ${peakMb("floor")}, the floor plus one Redis write ${peakMb("floor-plus-write")}.
+
+${redisTlsSection(cells, cpuPerResponse)}
 
 ### Server logs during the run
 

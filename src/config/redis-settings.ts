@@ -57,7 +57,8 @@ function readReplicaAck(env: Env, hasRedis: boolean, commandTimeoutMs: number): 
  * rediss:// for TLS). Otherwise REDIS_URL is the one node, if set.
  * rediss:// means TLS to every server boardline talks to: the node, every
  * Cluster node, the Sentinels and the master they name, all checked against
- * REDIS_TLS_CA (or the system's CAs), so no password crosses the network in clear.
+ * REDIS_TLS_CA (or the system's CAs) and for the address dialled (or
+ * REDIS_TLS_SERVERNAME), so no password crosses the network in clear.
  */
 function readRedis(env: Env): RedisConfig | undefined {
   const url = readText(env, "REDIS_URL");
@@ -103,26 +104,29 @@ function readSentinelAuth(env: Env, hasSentinels: boolean): { sentinelUsername?:
 }
 
 /**
- * REDIS_TLS_CA, and REDIS_TLS_CERT with REDIS_TLS_KEY (both or neither), read
- * at start-up; undefined when none is set. Each needs a rediss:// REDIS_URL:
- * a CA set for a plain connection would be a TLS the operator believes in
- * and does not have.
+ * REDIS_TLS_CA, REDIS_TLS_CERT with REDIS_TLS_KEY (both or neither) and
+ * REDIS_TLS_SERVERNAME, the files read at start-up; undefined when none is
+ * set. Each needs a rediss:// REDIS_URL: a CA set for a plain connection
+ * would be a TLS the operator believes in and does not have.
  */
 function readRedisTls(env: Env, secure: boolean): TlsOptions | undefined {
   const ca = readText(env, "REDIS_TLS_CA");
   const cert = readText(env, "REDIS_TLS_CERT");
   const key = readText(env, "REDIS_TLS_KEY");
+  const servername = readText(env, "REDIS_TLS_SERVERNAME");
   if ((cert === undefined) !== (key === undefined)) {
     throw new ConfigError(
       cert === undefined ? "REDIS_TLS_CERT" : "REDIS_TLS_KEY",
       "must be set together with the other of REDIS_TLS_CERT/REDIS_TLS_KEY",
     );
   }
-  if (ca === undefined && cert === undefined) return undefined;
+  if (ca === undefined && cert === undefined && servername === undefined) return undefined;
   if (!secure) {
-    throw new ConfigError(ca === undefined ? "REDIS_TLS_CERT" : "REDIS_TLS_CA", "needs a rediss:// REDIS_URL");
+    const first = ca === undefined ? (cert === undefined ? "REDIS_TLS_SERVERNAME" : "REDIS_TLS_CERT") : "REDIS_TLS_CA";
+    throw new ConfigError(first, "needs a rediss:// REDIS_URL");
   }
   return {
+    ...(servername === undefined ? {} : { servername }),
     ...(ca === undefined ? {} : { ca: readPem("REDIS_TLS_CA", ca) }),
     ...(cert === undefined || key === undefined
       ? {}

@@ -64,6 +64,13 @@ export const REDIS_VARIABLES = {
     allowed: "a PEM file",
     meaning: "the client certificate's private key; set together with `REDIS_TLS_CERT`",
   },
+  REDIS_TLS_SERVERNAME: {
+    kind: "text",
+    allowed: "a DNS name",
+    check: (v) => (isDnsName(v) ? undefined : "must be a DNS name (not an IP address)"),
+    meaning:
+      "the name every certificate of Redis, of the Cluster nodes and of the Sentinels is checked for (and sent as SNI) instead of the address boardline dials: for Sentinels that name the master, or a Cluster that announces its nodes, by IP addresses the certificates do not carry. Every certificate must then carry this name; needs a `rediss://` `REDIS_URL`",
+  },
   REDIS_KEY_PREFIX: {
     kind: "text",
     default: "bl:",
@@ -95,3 +102,9 @@ export const REDIS_VARIABLES = {
       "how long a write waits for `REDIS_MIN_REPLICAS` replicas (the `WAIT` timeout); with replicas required it must be below `REDIS_COMMAND_TIMEOUT_MS`. Such a write answers within `REDIS_COMMAND_TIMEOUT_MS` + this",
   },
 } as const satisfies Record<string, Variable>;
+
+/** A DNS name of dot-separated labels (letters, digits, inner hyphens), not an IPv4 address, which SNI cannot carry. */
+function isDnsName(value: string): boolean {
+  const label = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+  return value.length <= 253 && new RegExp(`^${label}(?:\\.${label})*$`).test(value) && !/^[\d.]+$/.test(value);
+}

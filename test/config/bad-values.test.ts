@@ -38,6 +38,8 @@ const cases: Array<[string, Record<string, string>, string | RegExp]> = [
   ["REDIS_TLS_CA", { REDIS_TLS_CA: "/nonexistent/ca.pem", REDIS_URL: "rediss://x" }, "cannot be read (ENOENT"],
   ["REDIS_TLS_KEY", { REDIS_TLS_CERT: "/nonexistent/c.pem", REDIS_URL: "rediss://x" }, "must be set together"],
   ["REDIS_TLS_CERT", { REDIS_TLS_KEY: "/nonexistent/k.pem", REDIS_URL: "rediss://x" }, "must be set together"],
+  ["REDIS_TLS_SERVERNAME", { REDIS_TLS_SERVERNAME: "10.0.0.7", REDIS_URL: "rediss://x" }, "must be a DNS name"],
+  ["REDIS_TLS_SERVERNAME", { REDIS_TLS_SERVERNAME: "redis_.example", REDIS_URL: "rediss://x" }, "must be a DNS name"],
   ["JWT_SECRET", { JWT_SECRET: "x".repeat(31) }, "must be at least 32 bytes"],
   ["JWT_JWKS_URL", { JWT_JWKS_URL: "idp.example/jwks" }, "must be an absolute http(s) URL"],
   ["JWT_JWKS_URL", { JWT_JWKS_URL: "ftp://idp.example/jwks" }, "must be an http or https URL"],

@@ -1,7 +1,8 @@
 /**
- * The Redis TLS files (REDIS_TLS_CA, REDIS_TLS_CERT, REDIS_TLS_KEY) and the
- * Sentinels' credentials (REDIS_SENTINEL_USERNAME, REDIS_SENTINEL_PASSWORD):
- * what each deployment's connection gets, and the rules that tie them to the rest.
+ * The Redis TLS settings (REDIS_TLS_CA, REDIS_TLS_CERT, REDIS_TLS_KEY,
+ * REDIS_TLS_SERVERNAME) and the Sentinels' credentials
+ * (REDIS_SENTINEL_USERNAME, REDIS_SENTINEL_PASSWORD): what each deployment's
+ * connection gets, and the rules that tie them to the rest.
  */
 import { describe, expect, it } from "vitest";
 import { loadRedisSettings } from "../../src/config/index.js";
@@ -40,8 +41,29 @@ describe("TLS to Redis", () => {
     expect(system).toMatchObject({ mode: "sentinel", tls: {}, sentinelTls: {} });
   });
 
+  it("REDIS_TLS_SERVERNAME is the name every certificate is checked for: the node's, the Cluster's, the Sentinels' and their master's", () => {
+    const servername = "redis.internal.example";
+    const single = loadRedisSettings({ REDIS_URL: "rediss://10.0.0.5:6380", REDIS_TLS_SERVERNAME: servername });
+    expect(single.redis).toEqual({ mode: "single", url: "rediss://10.0.0.5:6380", tls: { servername } });
+    const cluster = loadRedisSettings({
+      REDIS_URL: "rediss://x",
+      REDIS_CLUSTER_NODES: "n1",
+      REDIS_TLS_SERVERNAME: servername,
+    });
+    expect(cluster.redis).toMatchObject({ mode: "cluster", tls: { servername } });
+    const sentinel = loadRedisSettings({
+      ...SENTINELS,
+      REDIS_URL: "rediss://x",
+      REDIS_TLS_CA: CA,
+      REDIS_TLS_SERVERNAME: servername,
+    });
+    const tls = { servername, ca: Buffer.from("ca bytes") };
+    expect(sentinel.redis).toMatchObject({ mode: "sentinel", tls, sentinelTls: tls });
+  });
+
   it.each([
     [{ REDIS_URL: "redis://x", REDIS_TLS_CA: CA }, "REDIS_TLS_CA", "needs a rediss:// REDIS_URL"],
+    [{ REDIS_URL: "redis://x", REDIS_TLS_SERVERNAME: "redis.example" }, "REDIS_TLS_SERVERNAME", "needs a rediss://"],
     [{ REDIS_URL: "redis://x", REDIS_TLS_CERT: CERT, REDIS_TLS_KEY: KEY }, "REDIS_TLS_CERT", "needs a rediss://"],
     [{ REDIS_URL: "rediss://x", REDIS_TLS_CERT: CERT }, "REDIS_TLS_KEY", "must be set together with the other"],
     [{ REDIS_URL: "rediss://x", REDIS_TLS_KEY: KEY }, "REDIS_TLS_CERT", "must be set together with the other"],

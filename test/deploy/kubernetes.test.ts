@@ -2,8 +2,9 @@
  * deploy/kubernetes/, offline: the base and each overlay are rendered (kustomize.ts, the subset
  * of kustomize they use), every object is validated against the Kubernetes API's JSON schemas
  * (kubernetes-models), and the properties a later edit must not quietly drop are checked
- * (manifest-checks.ts): probes, drain arithmetic, non-root, the h2c Service, resources, and a
- * configuration boardline itself accepts. Each check is shown to fail on a broken copy too.
+ * (manifest-checks.ts): probes, drain arithmetic, non-root, the h2c Service, resources, Redis's
+ * passwords (the Sentinels' too) read from the mounted Secret, and a configuration boardline itself
+ * accepts. Each check is shown to fail on a broken copy too.
  */
 import { execFileSync } from "node:child_process";
 import { isDeepStrictEqual } from "node:util";
@@ -12,6 +13,7 @@ import { parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
 import { type KubeObject, readKustomization, readYamlDocuments, renderKustomization } from "./kustomize.js";
 import { SECRET_VARIABLES } from "../../src/config/secret-variables.js";
+import type { Config } from "../../src/config/index.js";
 import { configOf, only, podEnvironment, problems, secretMounts, unknownVariables } from "./manifest-checks.js";
 
 const ROOT = fileURLToPath(new URL("../../deploy/kubernetes/", import.meta.url));
@@ -46,6 +48,8 @@ async function validate(o: KubeObject): Promise<void> {
 }
 
 const copy = (objects: KubeObject[]): KubeObject[] => structuredClone(objects);
+/** The example Secret's keys that only one kustomization reads: the Sentinels' password, the Sentinel overlay. */
+const ONE_OVERLAYS_KEYS: Record<string, string> = { REDIS_SENTINEL_PASSWORD: "overlays/sentinel" };
 
 function configFor(objects: KubeObject[]) {
   const config = configOf(podEnvironment(objects, SECRET));
@@ -95,12 +99,13 @@ describe.each(KUSTOMIZATIONS)("deploy/kubernetes/%s", (dir) => {
     expect(objects.some((o) => o.kind === "Secret")).toBe(false);
   });
 
-  it("reads each key of the example Secret, a secret variable, from its file, and no file the Secret lacks", () => {
+  it("reads each key of the example Secret it needs, a secret variable, from its file, and no file the Secret lacks", () => {
     const [mount] = secretMounts(objects);
     const env = only(objects, "ConfigMap").data as Record<string, string>;
-    const keys = Object.keys(EXAMPLE_SECRET.stringData).sort();
+    const all = Object.keys(EXAMPLE_SECRET.stringData);
+    const keys = all.filter((k) => ONE_OVERLAYS_KEYS[k] === undefined || ONE_OVERLAYS_KEYS[k] === dir).sort();
     const files = Object.entries(env).filter(([name]) => name.endsWith("_FILE") && name !== "JWT_JWKS_FILE");
-    expect(keys.every((key) => (SECRET_VARIABLES as readonly string[]).includes(key))).toBe(true);
+    expect(all.every((key) => (SECRET_VARIABLES as readonly string[]).includes(key))).toBe(true);
     expect(Object.fromEntries(files)).toEqual(
       Object.fromEntries(keys.map((k) => [`${k}_FILE`, `${mount?.path}/${k}`])),
     );
@@ -213,6 +218,45 @@ describe("deploy/kubernetes, the parts around the renderings", () => {
     const both = copy(base);
     only(both, "ConfigMap").data.METRICS_ON_PUBLIC_PORT = "true";
     expect(configOf(podEnvironment(both, SECRET))).toMatch(/^METRICS_PORT must not be set with METRICS_ON_PUBLIC_PORT/);
+  });
+
+  it("a Redis whose password is not read from the Secret, or a Sentinel overlay without the Sentinels', is caught", () => {
+    const sentinel = renderKustomization(`${ROOT}overlays/sentinel`);
+    const broken = (objects: KubeObject[], edit: (env: Record<string, string>) => void) => {
+      const edited = copy(objects);
+      edit(only(edited, "ConfigMap").data);
+      return problems(edited, configFor(edited));
+    };
+    const sentinelProblem =
+      "boardline must log in to the Sentinels with their password, read from the Secret (REDIS_SENTINEL_PASSWORD_FILE)";
+    expect(broken(sentinel, (env) => delete env.REDIS_SENTINEL_PASSWORD_FILE)).toEqual([sentinelProblem]);
+    expect(
+      broken(sentinel, (env) => {
+        delete env.REDIS_SENTINEL_PASSWORD_FILE;
+        env.REDIS_SENTINEL_PASSWORD = "in-the-config-map";
+      }),
+    ).toEqual([
+      "REDIS_SENTINEL_PASSWORD belongs in the Secret, read through REDIS_SENTINEL_PASSWORD_FILE, not in the ConfigMap",
+      sentinelProblem,
+    ]);
+    const { REDIS_SENTINEL_PASSWORD: _, ...lacking } = SECRET;
+    expect(configOf(podEnvironment(sentinel, lacking))).toMatch(
+      /^REDIS_SENTINEL_PASSWORD_FILE cannot be read \(ENOENT/,
+    );
+    const cluster = renderKustomization(`${ROOT}overlays/cluster`);
+    expect(
+      broken(cluster, (env) => {
+        delete env.REDIS_URL_FILE;
+        env.REDIS_URL = "redis://redis-cluster.redis:6379";
+      }),
+    ).toEqual([
+      "REDIS_URL belongs in the Secret, read through REDIS_URL_FILE, not in the ConfigMap",
+      "boardline must log in to Redis with the password of REDIS_URL, read from the Secret (REDIS_URL_FILE)",
+    ]);
+    const unlocked = { ...SECRET, REDIS_URL: "redis://redis-master.redis:6379" };
+    expect(problems(base, configOf(podEnvironment(base, unlocked)) as Config)).toEqual([
+      "boardline must log in to Redis with the password of REDIS_URL, read from the Secret (REDIS_URL_FILE)",
+    ]);
   });
 
   it("a Secret not mounted where the NAME_FILE variables point, or lacking a key, is caught", () => {

@@ -1,14 +1,16 @@
 /**
  * What a rendering of deploy/kubernetes/ must keep, as a list of problems (empty: none), so the
  * test can show both that the manifests pass and that a broken copy fails: the probes, the drain
- * arithmetic, the non-root rule, the Service's h2c port, resources sized from the bench, and
- * environment variables that boardline reads and accepts together (its own loadConfig decides).
+ * arithmetic, the non-root rule, the Service's h2c port, resources sized from the bench, Redis's
+ * passwords read from the mounted Secret, and environment variables that boardline reads and
+ * accepts together (its own loadConfig decides).
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Config, ConfigError, loadConfig } from "../../src/config/index.js";
-import { readsVariable } from "../../src/config/secret-variables.js";
+import { fileVariable, readsVariable, SECRET_VARIABLES } from "../../src/config/secret-variables.js";
+import type { VariableName } from "../../src/config/variables.js";
 import type { KubeObject } from "./kustomize.js";
 
 /** At least the highest peak RSS under load and the RSS of one open gRPC watch that docs/performance.md reports. */
@@ -130,6 +132,35 @@ export function problems(objects: KubeObject[], config: Config): string[] {
   check(seccomp === "RuntimeDefault", "seccompProfile must be RuntimeDefault");
 
   found.push(...spreadProblems(objects, config), ...resourceProblems(container, config));
+  found.push(...redisAuthProblems(objects, config));
+  return found;
+}
+
+/**
+ * Redis locked, its secrets in files: no secret variable is in the ConfigMap (the pods' environment,
+ * readable by whoever reads ConfigMaps), and boardline logs in to every Redis server it talks to with
+ * a password read from the mounted Secret: the master or nodes through REDIS_URL_FILE, and with
+ * Sentinel the Sentinels through REDIS_SENTINEL_PASSWORD_FILE.
+ */
+function redisAuthProblems(objects: KubeObject[], config: Config): string[] {
+  const found: string[] = [];
+  const env = (only(objects, "ConfigMap").data ?? {}) as Record<string, string>;
+  const [mount] = secretMounts(objects);
+  for (const name of SECRET_VARIABLES.filter((n) => env[n] !== undefined)) {
+    found.push(`${name} belongs in the Secret, read through ${fileVariable(name)}, not in the ConfigMap`);
+  }
+  const fromSecret = (name: VariableName) =>
+    mount !== undefined && env[fileVariable(name)]?.startsWith(`${mount.path}/`);
+  const redis = config.redis;
+  const password = redis?.mode === "single" ? new URL(redis.url).password : redis?.password;
+  if (!password || !fromSecret("REDIS_URL")) {
+    found.push("boardline must log in to Redis with the password of REDIS_URL, read from the Secret (REDIS_URL_FILE)");
+  }
+  if (redis?.mode === "sentinel" && (!redis.sentinelPassword || !fromSecret("REDIS_SENTINEL_PASSWORD"))) {
+    found.push(
+      "boardline must log in to the Sentinels with their password, read from the Secret (REDIS_SENTINEL_PASSWORD_FILE)",
+    );
+  }
   return found;
 }
 

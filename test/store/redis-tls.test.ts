@@ -7,10 +7,7 @@
  * reason in the log and no password anywhere; a server that requires client
  * certificates is reached with REDIS_TLS_CERT/REDIS_TLS_KEY, and not without.
  */
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { loadRedisSettings } from "../../src/config/index.js";
 import { Failure } from "../../src/services/failure.js";
@@ -18,52 +15,32 @@ import { createRedisStore, type RedisStore } from "../../src/store/redis/store.j
 import { capturingLogger } from "../harness/capturing-logger.js";
 import { type RedisServerHandle, startRedisServer } from "../harness/redis-server.js";
 import { uniquePrefix } from "../harness/redis-url.js";
+import { type CertificateFiles, makeTestCa, type TestCa } from "../harness/test-ca.js";
 
 const PASSWORD = "tls-redis-password-4711";
-const dir = mkdtempSync(join(tmpdir(), "bl-redis-tls-"));
-const file = (name: string) => join(dir, name);
-const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
-
-/** A certificate `name`.pem/-key.pem signed by the CA, with the names of `name`.ext (subjectAltName). */
-function issue(name: string, subject: string): void {
-  openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}-key.pem`, "-subj", `/CN=${subject}`);
-  openssl("req", "-new", "-key", `${name}-key.pem`, "-subj", `/CN=${subject}`, "-out", `${name}.csr`);
-  openssl(
-    ..."x509 -req -days 2 -CA ca.pem -CAkey ca-key.pem -CAcreateserial".split(" "),
-    ...["-in", `${name}.csr`, "-out", `${name}.pem`, "-extfile", `${name}.ext`],
-  );
-}
+let ca: TestCa;
+let certs: Record<"server" | "wrong" | "client", CertificateFiles>;
 
 function makeCertificates(): void {
-  openssl(
-    ..."req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=boardline-test-ca".split(" "),
-    "-keyout",
-    "ca-key.pem",
-    "-out",
-    "ca.pem",
-  );
-  for (const [name, san] of [
-    ["server", "IP:127.0.0.1,DNS:localhost"],
-    ["wrong", "DNS:redis.elsewhere.example"],
-    ["client", "DNS:boardline-client"],
-  ] as const) {
-    execFileSync("sh", ["-c", `printf 'subjectAltName=${san}\\n' > ${name}.ext`], { cwd: dir });
-    issue(name, name);
-  }
+  ca = makeTestCa();
+  certs = {
+    server: ca.issue("server", "IP:127.0.0.1,DNS:localhost"),
+    wrong: ca.issue("wrong", "DNS:redis.elsewhere.example"),
+    client: ca.issue("client", "DNS:boardline-client"),
+  };
 }
 
 /** A TLS-only redis-server with `cert`'s certificate and a password; `clients`: require client certificates. */
 function tlsServer(cert: "server" | "wrong", clients: boolean): Promise<RedisServerHandle> {
-  const ca = readFileSync(file("ca.pem"));
   return startRedisServer({
     args: [
-      ...["--tls-cert-file", file(`${cert}.pem`), "--tls-key-file", file(`${cert}-key.pem`)],
-      ...["--tls-ca-cert-file", file("ca.pem"), "--tls-auth-clients", clients ? "yes" : "no"],
+      ...["--tls-cert-file", certs[cert].cert, "--tls-key-file", certs[cert].key],
+      ...["--tls-ca-cert-file", ca.caFile, "--tls-auth-clients", clients ? "yes" : "no"],
       ...["--requirepass", PASSWORD],
     ],
     tls: {
-      ca,
-      ...(clients ? { cert: readFileSync(file("client.pem")), key: readFileSync(file("client-key.pem")) } : {}),
+      ca: readFileSync(ca.caFile),
+      ...(clients ? { cert: readFileSync(certs.client.cert), key: readFileSync(certs.client.key) } : {}),
       // The harness's own start-up probe only: the store under test checks the name.
       checkServerIdentity: () => undefined,
     },
@@ -103,7 +80,7 @@ const mute = { project: "p-tls", channel: "c-tls", uid: "u-1", mute: true, by: "
 
 describe("TLS to one Redis", () => {
   test("with REDIS_TLS_CA, the store is ready and a mute is stored and read back", async () => {
-    const { store } = storeFrom(good.port, { REDIS_TLS_CA: file("ca.pem") });
+    const { store } = storeFrom(good.port, { REDIS_TLS_CA: ca.caFile });
     stores.push(store);
     await store.waitUntilReady();
     await store.setMute(mute);
@@ -111,7 +88,7 @@ describe("TLS to one Redis", () => {
   });
 
   test("a server certificate for another name is refused: unavailable, the reason logged, no password shown", async () => {
-    const { store, log } = storeFrom(wrongName.port, { REDIS_TLS_CA: file("ca.pem") });
+    const { store, log } = storeFrom(wrongName.port, { REDIS_TLS_CA: ca.caFile });
     stores.push(store);
     const ready = await store.waitUntilReady(1500).then(
       () => undefined,
@@ -128,9 +105,9 @@ describe("TLS to one Redis", () => {
 
   test("mutual TLS: with REDIS_TLS_CERT and REDIS_TLS_KEY the server that requires a client certificate serves", async () => {
     const { store } = storeFrom(mutual.port, {
-      REDIS_TLS_CA: file("ca.pem"),
-      REDIS_TLS_CERT: file("client.pem"),
-      REDIS_TLS_KEY: file("client-key.pem"),
+      REDIS_TLS_CA: ca.caFile,
+      REDIS_TLS_CERT: certs.client.cert,
+      REDIS_TLS_KEY: certs.client.key,
     });
     stores.push(store);
     await store.waitUntilReady();
@@ -139,7 +116,7 @@ describe("TLS to one Redis", () => {
   });
 
   test("…and without a client certificate it does not", async () => {
-    const { store } = storeFrom(mutual.port, { REDIS_TLS_CA: file("ca.pem") });
+    const { store } = storeFrom(mutual.port, { REDIS_TLS_CA: ca.caFile });
     stores.push(store);
     const ready = await store.waitUntilReady(1500).catch((e: unknown) => e);
     expect((ready as Failure).kind).toBe("unavailable");

@@ -19,6 +19,7 @@
  */
 import type { ConnectionOptions as TlsOptions } from "node:tls";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
+import { watchSentinelRefusals } from "./sentinel-refusals.js";
 import { judgeSocketTimeoutAfterReading } from "./socket-timeout.js";
 
 export interface RedisNodeAddress {
@@ -120,8 +121,9 @@ export function createRedisClient(
       // ioredis's `tls` alone is not used for the master a Sentinel names:
       // enableTLSForSentinelMode is what makes that connection TLS.
       const tls = tlsOption(options.tls);
-      const sentinelTLS = tlsOption(options.sentinelTls);
-      return new Redis({
+      const sentinelTls = tlsOption(options.sentinelTls);
+      const refusals = sentinelTls === undefined ? undefined : watchSentinelRefusals(sentinelTls);
+      const client = new Redis({
         ...common,
         sentinels: options.sentinels.map(({ host, port }) => ({ host, port })),
         name: options.masterName,
@@ -131,13 +133,15 @@ export function createRedisClient(
         sentinelPassword: options.sentinelPassword,
         tls,
         enableTLSForSentinelMode: tls !== undefined,
-        ...(sentinelTLS === undefined ? {} : { sentinelTLS }),
+        ...(refusals === undefined ? {} : { sentinelTLS: refusals.tls }),
         reconnectOnError: demoted,
         db: options.db,
         enableOfflineQueue: false,
         retryStrategy,
         sentinelRetryStrategy: retryStrategy,
       });
+      refusals?.explainErrorsOf(client);
+      return client;
     }
     case "cluster": {
       const tls = tlsOption(options.tls);
