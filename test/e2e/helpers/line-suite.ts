@@ -154,6 +154,43 @@ export function lineSuite(start: (lease: Pick<BoardlineOptions, "presenceLeaseMs
       expect((await bl.store.getMuteEvents(bl.world.project, channel, 100)).length).toBe(events);
     });
 
+    test("a roster sync joins the listed and answers the line; the host lowers the hands it raised", async () => {
+      const { channel, hostPassphrase } = await newChannel();
+      await lineOk(bl, protocol, "report", join(channel, "gone"), gateway);
+      const members = [
+        { uid: "s-1", caller_id: "***0001" },
+        { uid: "s-2", caller_id: "" },
+      ];
+      const synced = await lineOk(
+        bl,
+        protocol,
+        "sync",
+        { channel_id: channel, sequence: String(++sequence), members },
+        gateway,
+      );
+      expect(synced).toMatchObject({ joined: 2, left: 1 });
+      const state = participants(synced["state"] as JsonObject);
+      expect(Object.keys(state).sort()).toEqual(["s-1", "s-2"]);
+      expect(state["s-1"]).toMatchObject({ on_line: true, caller_id: "***0001" });
+      for (const uid of ["s-1", "s-2"])
+        await lineOk(
+          bl,
+          protocol,
+          "report",
+          { channel_id: channel, uid, sequence: String(++sequence), hand: { raised: true } },
+          gateway,
+        );
+      expect(await lineOk(bl, protocol, "lowerHands", { passphrase: hostPassphrase, uids: ["s-2"] }, host)).toEqual({
+        lowered: 1,
+      });
+      expect(await lineOk(bl, protocol, "lowerHands", { passphrase: hostPassphrase }, host)).toEqual({ lowered: 1 });
+      const after = participants(await lineOk(bl, protocol, "state", { channel_id: channel }, gateway));
+      expect(Object.values(after).map((p) => p["hand_raised"])).toEqual([false, false]);
+      const twice = { channel_id: channel, sequence: String(++sequence), members: [members[0], members[0]] };
+      const invalid = protocol === "grpc-js" ? -3 : 611;
+      expect(await callLine(bl, protocol, "sync", twice, gateway)).toMatchObject({ ok: false, code: invalid });
+    });
+
     test("refusals land on their rows: no gateway scope, not the host passphrase, a full caller id, no change", async () => {
       const { channel, hostPassphrase } = await newChannel();
       expect(await callLine(bl, protocol, "report", join(channel, "x"), host)).toMatchObject({
