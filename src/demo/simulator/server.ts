@@ -28,6 +28,8 @@ export interface ConversionSimulator {
   setFault(fault: SimulatorFault): void;
   clearFaults(): void;
   tasks(): readonly SimulatedTask[];
+  /** Forgets every task, as the backend does a week after it ended: queries answer "task not found". */
+  forgetTasks(): void;
   requests(): readonly RecordedRequest[];
   /** The webhook calls made so far (projector tasks created with a `webhookEndpoint`). */
   webhookDeliveries(): readonly WebhookDelivery[];
@@ -60,6 +62,7 @@ export async function startConversionSimulator(options: SimulatorOptions): Promi
         endsAt: taskEndsAt(task),
       }));
     },
+    forgetTasks: () => state.tasks.clear(),
     requests: () => [...state.recorded],
     webhookDeliveries: () => [...state.webhooks.deliveries],
     openConnections: () => sockets.size,
