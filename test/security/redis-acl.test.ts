@@ -11,15 +11,13 @@
 import { readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { adminToken, callAdmin } from "../e2e/helpers/channel-admin.js";
-import { muteVia, WATCH_ROUTE } from "../e2e/helpers/pstn-watch.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { liveDeploymentTests } from "../harness/live-deployment.js";
 import { eventually } from "../harness/eventually.js";
 import { postJson } from "../harness/http.js";
 import { type RedisServerHandle, startRedisServer } from "../harness/redis-server.js";
 import { convertBody } from "../harness/request-bodies.js";
 import { ROUTES } from "../harness/routes.js";
-import { openSse } from "../harness/sse.js";
 import { redisSubject, storeContract } from "../store/contract.js";
 
 /** The line of docs/security.md for `prefix` (REDIS_KEY_PREFIX). */
@@ -93,24 +91,7 @@ describe("a live boardline as the ACL user (REDIS_KEY_PREFIX bl:)", () => {
     await bl?.close();
   });
 
-  test("a mute reaches a watch of its channel", async () => {
-    const sse = await openSse(`${bl.url}${WATCH_ROUTE}`, {
-      token: await bl.gatewayToken(),
-      body: { channel_ids: [bl.world.channel] },
-    });
-    expect(sse.status).toBe(200);
-    await muteVia(bl, bl.world.hostPassphrase, "acl-uid", true);
-    expect((await sse.next())?.data).toMatchObject({ channel_id: bl.world.channel, uid: "acl-uid", mute: true });
-    sse.close();
-  });
-
-  test("an admin call creates a channel, and lists it", async () => {
-    const token = await adminToken(bl, bl.world.project);
-    const created = await callAdmin(bl, "json", "createChannel", { channel_id: "acl-made" }, token);
-    expect(created.ok).toBe(true);
-    const listed = await callAdmin(bl, "json", "listChannels", { page_size: 100 }, token);
-    expect(JSON.stringify(listed)).toContain("acl-made");
-  });
+  liveDeploymentTests(() => bl, "acl");
 
   test("the conversion follower follows a task to Finished", async () => {
     const res = await postJson(bl, ROUTES.convert, convertBody(bl));

@@ -18,13 +18,11 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { loadRedisSettings } from "../../src/config/index.js";
 import { Failure } from "../../src/services/failure.js";
 import { createRedisStore, type RedisConnectionOptions, type RedisStore } from "../../src/store/redis/store.js";
-import { adminToken, callAdmin } from "../e2e/helpers/channel-admin.js";
-import { muteVia, WATCH_ROUTE } from "../e2e/helpers/pstn-watch.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { liveDeploymentTests } from "../harness/live-deployment.js";
 import { capturingLogger } from "../harness/capturing-logger.js";
 import { startTlsSentinel, type TlsSentinelHandle } from "../harness/redis-sentinel-tls.js";
 import { uniquePrefix } from "../harness/redis-url.js";
-import { openSse } from "../harness/sse.js";
 import { type CertificateFiles, makeTestCa, type TestCa } from "../harness/test-ca.js";
 import { redisSubject, storeContract } from "./contract.js";
 
@@ -120,24 +118,7 @@ describe("a live boardline through Sentinel over TLS", () => {
     await bl?.close();
   });
 
-  test("a mute reaches a watch of its channel", async () => {
-    const sse = await openSse(`${bl.url}${WATCH_ROUTE}`, {
-      token: await bl.gatewayToken(),
-      body: { channel_ids: [bl.world.channel] },
-    });
-    expect(sse.status).toBe(200);
-    await muteVia(bl, bl.world.hostPassphrase, "tls-uid", true);
-    expect((await sse.next())?.data).toMatchObject({ channel_id: bl.world.channel, uid: "tls-uid", mute: true });
-    sse.close();
-  });
-
-  test("an admin call creates a channel, and lists it", async () => {
-    const token = await adminToken(bl, bl.world.project);
-    const created = await callAdmin(bl, "json", "createChannel", { channel_id: "tls-made" }, token);
-    expect(created.ok).toBe(true);
-    const listed = await callAdmin(bl, "json", "listChannels", { page_size: 100 }, token);
-    expect(JSON.stringify(listed)).toContain("tls-made");
-  });
+  liveDeploymentTests(() => bl, "tls");
 });
 
 const stores: RedisStore[] = [];

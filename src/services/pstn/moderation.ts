@@ -16,10 +16,8 @@ import type {
 } from "../../../gen/channel/v1/pstn_pb.js";
 import { Failure } from "../failure.js";
 import type { PassphraseGuard } from "../passphrase-guard.js";
+import { hostChannel } from "./host-passphrase.js";
 import { type Caller, CHANNELS_ADMIN_SCOPE, type LineCall, type Store } from "../ports.js";
-
-/** One message for every refusal, as Mute answers it. */
-const NOT_A_HOST_PASSPHRASE = "the passphrase is not the host passphrase of a channel of this project";
 
 const NEEDS_ADMIN_SCOPE = `naming a channel by channel_id needs a token with the scope ${CHANNELS_ADMIN_SCOPE}`;
 
@@ -29,6 +27,8 @@ export class LineModeration {
     private readonly guard: PassphraseGuard,
     private readonly now: () => number = Date.now,
   ) {}
+
+  private readonly lookup = (project: string, passphrase: string) => this.store.lookupPassphrase(project, passphrase);
 
   async muteAll(caller: Caller, req: MuteAllRequest): Promise<MessageInitShape<typeof MuteAllResponseSchema>> {
     const answer = await this.asHost(caller, req.passphrase, (line) =>
@@ -84,13 +84,7 @@ export class LineModeration {
    * beside the act.
    */
   private async asHost<T>(caller: Caller, passphrase: string, act: (line: LineCall) => Promise<T>): Promise<T> {
-    const { guess, record } = await this.guard.lookUp(caller, passphrase, (project, p) =>
-      this.store.lookupPassphrase(project, p),
-    );
-    if (record === undefined || record.project !== caller.project || record.role !== "host") {
-      await guess.keep();
-      throw new Failure("permission_denied", { detail: NOT_A_HOST_PASSPHRASE });
-    }
+    const { guess, record } = await hostChannel(this.guard, this.lookup, caller, passphrase);
     const givingBack = guess.giveBack();
     try {
       return await act({

@@ -5,12 +5,9 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { MuteRequest, MuteResponseSchema } from "../../../gen/channel/v1/pstn_pb.js";
-import { Failure } from "../failure.js";
 import type { Caller, Store } from "../ports.js";
 import type { PassphraseGuard } from "../passphrase-guard.js";
-
-/** One message for every refusal, so a caller cannot tell an unknown passphrase from another project's. */
-const NOT_A_HOST_PASSPHRASE = "the passphrase is not the host passphrase of a channel of this project";
+import { hostChannel } from "./host-passphrase.js";
 
 export class PstnControl {
   constructor(
@@ -25,13 +22,7 @@ export class PstnControl {
   async mute(caller: Caller, req: MuteRequest): Promise<MessageInitShape<typeof MuteResponseSchema>> {
     // `mute` has explicit presence and validation requires it; the fallback is unreachable.
     const mute = req.mute ?? false;
-    // The guess is taken beside the lookup (none for a proven holder): no answer without one.
-    const { guess, record } = await this.guard.lookUp(caller, req.passphrase, this.lookup);
-    if (record === undefined || record.project !== caller.project || record.role !== "host") {
-      // The miss counts: the guess stays taken (a proven holder takes its guess now).
-      await guess.keep();
-      throw new Failure("permission_denied", { detail: NOT_A_HOST_PASSPHRASE });
-    }
+    const { guess, record } = await hostChannel(this.guard, this.lookup, caller, req.passphrase);
     // A hit gives its guess back beside the write: no round trip of latency added.
     const givingBack = guess.giveBack();
     await this.store.setMute({

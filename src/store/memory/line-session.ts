@@ -5,7 +5,7 @@
  */
 import type { LineCall, LineLimits, LinePolicy, MuteSetter } from "../../services/pstn/line-ports.js";
 import type { ChannelRef } from "../../services/ports.js";
-import { type Fields, muteFlag } from "../schema/channel-records.js";
+import { type Fields, muteFlag, muteMetaValue } from "../schema/channel-records.js";
 import { type KeySchema, MUTE_EVENTS_MAXLEN } from "../schema/keys.js";
 import { type LineRecord, parseLineRecord, parseMeta, parsePolicy } from "../schema/line-records.js";
 import type { MemoryKeyspace } from "./keyspace.js";
@@ -106,11 +106,7 @@ export class LineSession {
       ...(setter === "host" ? {} : { setter }),
       ...(all ? { all: "1" } : {}),
     });
-    const tail = setter === "host" ? "" : `,"setter":"${setter}"`;
-    this.writable("meta").set(
-      uid,
-      `{"at":${String(this.call.at)},"by":${JSON.stringify(this.call.by)},"event_id":"${id}"${tail}}`,
-    );
+    this.writable("meta").set(uid, muteMetaValue(this.call, id, setter === "host" ? undefined : setter));
   }
 
   setPolicy(p: LinePolicy): void {

@@ -152,13 +152,17 @@ export function muteEventFields(change: MuteChange): Fields {
  * the new stream entry's id and `"}`: `{"at":<ms>,"by":"<sub>","event_id":"`.
  * Written here rather than in Lua so both stores write the same bytes.
  */
-export function muteMetaHead(change: MuteChange): string {
+export function muteMetaHead(change: Pick<MuteChange, "at" | "by">): string {
   return `{"at":${String(change.at)},"by":${JSON.stringify(change.by)},"event_id":"`;
 }
 
-/** The whole meta hash value of a change whose stream entry is `eventId`. */
-export function muteMetaValue(change: MuteChange, eventId: string): string {
-  return `${muteMetaHead(change)}${eventId}"}`;
+/** The whole meta hash value of a change whose stream entry is `eventId`; `setter` when the participant or the policy made it (the line scripts write the same). */
+export function muteMetaValue(
+  change: Pick<MuteChange, "at" | "by">,
+  eventId: string,
+  setter?: "self" | "policy",
+): string {
+  return `${muteMetaHead(change)}${eventId}"${setter === undefined ? "" : `,"setter":"${setter}"`}}`;
 }
 
 /** The mute hash as uid → muted; values other than `1`/`0` are skipped. */

@@ -170,7 +170,7 @@ export function parseStreamEvent(id: string, fields: Fields): MuteEvent | undefi
     case "policy":
       return { ...event, policy: parsePolicy(fields) };
     default:
-      return { ...event, changed: Number(parseMillis(fields.changed) ?? 0) };
+      return { ...event, changed: parseMillis(fields.changed) ?? 0 };
   }
 }
 
