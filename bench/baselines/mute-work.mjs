@@ -50,7 +50,7 @@ export function muteWriter(redis, keys) {
       change.by,
       String(change.at),
       String(MUTE_EVENTS_MAXLEN),
-      muteMetaHead({ project, channel, ...change }),
+      muteMetaHead(change),
       "", // no channel expiry
     );
 }
