@@ -19,10 +19,18 @@ import {
   type FollowerSettings,
 } from "./services/conversion/follower.js";
 import { ConversionTasks } from "./services/conversion/tasks.js";
+import { ConversionSubmitter } from "./services/conversion/submitter.js";
 import { ConversionWatchHub } from "./services/conversion/watch-hub.js";
 import { ConversionWebhooks } from "./services/conversion/webhooks.js";
+import type { Metrics } from "./server/ops/metrics.js";
 import { noGuard, type PassphraseGuard } from "./services/passphrase-guard.js";
-import { type Authenticator, type ConversionBackend, DEFAULT_LINE_LIMITS, type Store } from "./services/ports.js";
+import {
+  type Authenticator,
+  type ConversionApi,
+  type ConversionBackend,
+  DEFAULT_LINE_LIMITS,
+  type Store,
+} from "./services/ports.js";
 import { LeaseSweeper, sweepIntervalMs } from "./services/pstn/lease-sweeper.js";
 import { LineReports } from "./services/pstn/line-reports.js";
 import { LineModeration } from "./services/pstn/moderation.js";
@@ -53,6 +61,8 @@ export interface LaunchOptions extends ListenOptions {
   readonly metricsPort?: number;
   /** How conversion tasks are followed to their end (default: the documented defaults). */
   readonly follow?: Partial<FollowerSettings>;
+  /** The API new conversion tasks are meant for (CONVERSION_API; default projector). */
+  readonly conversionApi?: ConversionApi;
   /** Watches at once on this instance, of conversions and of mute events together (MAX_WATCHES; default 10 000). */
   readonly maxWatches?: number;
   /**
@@ -118,11 +128,20 @@ export async function launch(o: LaunchOptions): Promise<Server> {
       ),
   });
   const webhooks = o.webhooks && conversionWebhooks(o.webhooks, o.store, follower);
+  // The server's metrics, once it has started (after the domain it serves).
+  let metrics: Metrics | undefined;
+  const submitter = conversionSubmitter(o, settings, webhooks, () => metrics);
   const retries = new SafeRetries(o.store.idempotency, o.idempotencyLockMs ?? retryLockMs(10_000, 1_000));
   const domain = {
     pstn: new PstnControl(o.store, guard),
     pstnState: new PstnStateReader(o.store, guard),
-    whiteboard: new WhiteboardConversions(o.store, o.backend, guard, settings.firstPollMs, retries, webhooks),
+    whiteboard: new WhiteboardConversions(o.store, guard, retries, {
+      ...(o.conversionApi === undefined ? {} : { api: o.conversionApi }),
+      queueMax: settings.queueMax,
+      submitter,
+      onQueued: (position) => metrics?.observeConversionQueued(position),
+      onQueueFull: queueFullLog(o.logger),
+    }),
     conversions: new ConversionTasks(o.store, o.backend, hub),
     pstnWatch: new PstnWatches(pstnHub, o.maxWatchChannels ?? 1000),
     lineReports: new LineReports(o.store),
@@ -139,8 +158,10 @@ export async function launch(o: LaunchOptions): Promise<Server> {
     ...(webhooks === undefined ? {} : { conversionWebhook: webhooks }),
   });
   countPoll = (lateMs) => server.metrics.observeConversionPoll(lateMs);
+  metrics = server.metrics;
   server.metrics.countWatchRefusals(() => slots.refused + openings.refused);
   follower.start();
+  submitter.start();
   const sweeper = new LeaseSweeper(
     o.store.line,
     sweepIntervalMs(o.presenceLeaseMs ?? DEFAULT_LINE_LIMITS.leaseMs),
@@ -153,7 +174,7 @@ export async function launch(o: LaunchOptions): Promise<Server> {
       hub.close();
       pstnHub.close();
       await server.shutdown(graceMs);
-      await Promise.all([follower.stop(), sweeper.stop()]);
+      await Promise.all([follower.stop(), submitter.stop(), sweeper.stop()]);
     },
   };
 }
@@ -184,6 +205,38 @@ function linedUpLog(logger: Logger): (waiting: number) => void {
     logger.warn(
       { refused: passedOver + 1, waiting },
       "watches refused: MAX_WATCHES openings already wait their turn; clients retry after Retry-After",
+    ),
+  );
+}
+
+/** The instance's submitter of queued conversions, counted in `metrics` once the server has them. */
+function conversionSubmitter(
+  o: LaunchOptions,
+  settings: FollowerSettings,
+  webhooks: ConversionWebhooks | undefined,
+  metrics: () => Metrics | undefined,
+): ConversionSubmitter {
+  return new ConversionSubmitter({
+    store: o.store,
+    backend: o.backend,
+    settings,
+    owner: randomUUID(),
+    webhooks,
+    onTrouble: (project, error) =>
+      o.logger.debug(
+        { project, reason: error instanceof Error ? error.message : String(error) },
+        "conversion submission retried",
+      ),
+    onSubmission: (outcome, waitMs) => metrics()?.observeConversionSubmission(outcome, waitMs),
+  });
+}
+
+/** Warns of requests refused for a full conversion queue, at most once a second, with how many since the last line. */
+function queueFullLog(logger: Logger): (project: string, length: number) => void {
+  return atMostOncePer(1_000, (passedOver, project: string, length: number) =>
+    logger.warn(
+      { refused: passedOver + 1, project, queued: length },
+      "conversions refused: a project's queue holds CONVERSION_QUEUE_MAX requests; its clients retry after Retry-After",
     ),
   );
 }

@@ -43,6 +43,7 @@ async function main(): Promise<void> {
     collectDefaultMetrics: true,
     ...(config.metricsPort === undefined ? {} : { metricsPort: config.metricsPort }),
     follow: config.conversionFollow,
+    conversionApi: config.conversionApi,
     maxWatches: config.maxWatches,
     maxWatchesPerProject: config.maxWatchesPerProject,
     maxWatchChannels: config.maxWatchChannels,

@@ -214,6 +214,42 @@ export const KEYS: Readonly<Record<KeyName, KeyDoc>> = {
     writtenBy: "ConvertFile, once",
     expires: "`CONVERSION_RETENTION_DAYS` after it is written",
   },
+  conversionQueue: {
+    key: (k) => k.conversionQueue("<project>"),
+    type: "sorted set",
+    holds: "the project's queued task ids, scored in arrival order (the lowest is submitted next)",
+    writtenBy: "ConvertFile (adds), the submitters (remove once submitted), CancelConversion (removes)",
+    expires: "never (empty: deleted)",
+  },
+  conversionPace: {
+    key: (k) => k.conversionPace("<project>"),
+    type: "string",
+    holds:
+      "`1` while the project's next submission must wait (one pace: 1 s / `conversion_qps`; longer after a refusal)",
+    writtenBy: "the submitters",
+    expires: "when the wait is over (PX)",
+  },
+  conversionQueueLease: {
+    key: (k) => k.conversionQueueLease("<project>"),
+    type: "string",
+    holds: "the owner id of the submitter draining the project's queue",
+    writtenBy: "the submitters",
+    expires: "on its own, when the lease runs out (`PX`)",
+  },
+  conversionReuse: {
+    key: (k) => k.conversionReuse("<project>", "<sha256 hex of the request>"),
+    type: "string",
+    holds: "the task id an identical request (resource URL, type, scale) of the project reuses",
+    writtenBy: "ConvertFile",
+    expires: "`CONVERSION_RETENTION_DAYS` after it is written",
+  },
+  conversionQueues: {
+    key: (k) => k.conversionQueues(),
+    type: "sorted set",
+    holds: "every project with queued tasks, scored by when its queue is next due (ms)",
+    writtenBy: "ConvertFile (adds), the submitters",
+    expires: "never (empty: deleted)",
+  },
   guesses: {
     key: (k) => hashShown(k.guesses("<caller>"), "<caller>", "<sha256 hex of caller>"),
     type: "sorted set",

@@ -48,12 +48,13 @@ export interface Config {
   /** The Netless API new conversion tasks are created on. */
   readonly conversionApi: "projector" | "legacy";
   readonly conversionTimeoutMs: number;
-  /** How the conversion follower polls (CONVERSION_POLL_*, CONVERSION_FOLLOW_MS). */
+  /** How the conversion follower polls (CONVERSION_POLL_*, CONVERSION_FOLLOW_MS), and the queues' limit. */
   readonly conversionFollow: {
     readonly firstPollMs: number;
     readonly maxPollMs: number;
     readonly followMs: number;
     readonly maxInFlight: number;
+    readonly queueMax: number;
   };
   readonly conversionRetentionDays: number;
   /** How long the answer of a ConvertFile with an Idempotency-Key is kept (IDEMPOTENCY_TTL_HOURS). */
@@ -136,6 +137,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxPollMs: readInteger(env, "CONVERSION_POLL_MAX_MS"),
       followMs: readInteger(env, "CONVERSION_FOLLOW_MS"),
       maxInFlight: readInteger(env, "CONVERSION_MAX_POLLS"),
+      queueMax: readInteger(env, "CONVERSION_QUEUE_MAX"),
     },
     conversionRetentionDays: readInteger(env, "CONVERSION_RETENTION_DAYS"),
     idempotencyTtlHours: readInteger(env, "IDEMPOTENCY_TTL_HOURS"),

@@ -112,7 +112,15 @@ export const VARIABLES = {
     default: 600_000,
     min: 1_000,
     max: 86_400_000,
-    meaning: "a task not ended this long after its creation is recorded as `Fail`, reason `timeout`",
+    meaning: "a task not ended this long after its submission to the backend is recorded as `Fail`, reason `timeout`",
+  },
+  CONVERSION_QUEUE_MAX: {
+    kind: "integer",
+    default: 1_000,
+    min: 1,
+    max: 1_000_000,
+    meaning:
+      "requests one project's conversion queue holds at most (they wait there for the project's turn at the backend, `conversion_qps` a second); past it ConvertFile answers 429 with the queue's expected wait as `Retry-After`",
   },
   CONVERSION_WEBHOOK_BASE: {
     kind: "text",

@@ -12,6 +12,7 @@ export type FailureKind =
   | "permission_denied" // 403
   | "not_found" // 404
   | "rate_limited" // 429
+  | "queue_full" // 429: the project's conversion queue holds CONVERSION_QUEUE_MAX requests
   | "failed_precondition" // 409: not possible in the resource's current state (e.g. cancelling a legacy conversion)
   | "already_exists" // 409 (gRPC ALREADY_EXISTS): what the request would create exists (CreateChannel)
   | "out_of_range" // 410: a watch resumed from events that are gone (trimmed away)

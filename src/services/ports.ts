@@ -7,10 +7,12 @@
  */
 import type { ChannelDirectory, PassphraseRole } from "./channel/ports.js";
 import type { ConversionStore, WhiteboardEvent, WhiteboardSettings } from "./conversion/ports.js";
+import type { ConversionQueueStore } from "./conversion/queue-ports.js";
 import type { IdempotencyStore } from "./idempotency/ports.js";
 
 export * from "./channel/ports.js";
 export * from "./conversion/ports.js";
+export * from "./conversion/queue-ports.js";
 export * from "./idempotency/ports.js";
 
 import type { MuteEvent, PstnEventLog } from "./pstn/event-ports.js";
@@ -115,6 +117,8 @@ export interface Store {
   readonly line: PhoneLine;
   /** Conversion tasks: their records, and what the followers of every instance share. */
   readonly conversions: ConversionStore;
+  /** Each project's queue of conversion requests waiting for their turn at the backend. */
+  readonly conversionQueue: ConversionQueueStore;
   /** The records of calls sent with an Idempotency-Key (safe retries of ConvertFile). */
   readonly idempotency: IdempotencyStore;
   /** Channels managed through the API: created, listed by index (never by SCAN), rotated, removed, audited. */

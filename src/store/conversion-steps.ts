@@ -149,7 +149,7 @@ export class ConversionSteps {
       return "not-owner";
     }
     if (nextPollAt !== undefined) await this.raw.setDue(uuid, nextPollAt);
-    if (isTerminalStatus(state.status)) await this.announce(uuid, state.status, at);
+    if (isTerminalStatus(state.status)) await this.announceEnd(uuid, state.status, at);
     await this.raw.releaseLease(uuid, owner);
     return written;
   }
@@ -186,7 +186,7 @@ export class ConversionSteps {
   }
 
   /** The task's end on its channel's whiteboard-events stream (once, unless a follower dies: see above). */
-  private async announce(uuid: string, status: string, at: number): Promise<void> {
+  async announceEnd(uuid: string, status: string, at: number): Promise<void> {
     const fields = await this.raw.readRecord(uuid);
     const task = parseConversion(uuid, fields);
     if (task !== undefined && fields[ANNOUNCED_FIELD] !== "1") {

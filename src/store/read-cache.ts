@@ -9,6 +9,7 @@
  */
 import type {
   ChannelDirectory,
+  ConversionQueueStore,
   ConversionStore,
   GuessTaken,
   IdempotencyStore,
@@ -47,6 +48,10 @@ export class ReadCachedStore implements Store {
   /** Not cached: conversion records change while they are followed. */
   get conversions(): ConversionStore {
     return this.inner.conversions;
+  }
+
+  get conversionQueue(): ConversionQueueStore {
+    return this.inner.conversionQueue;
   }
 
   /** Not cached: watches read what is new. */

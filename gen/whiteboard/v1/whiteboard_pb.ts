@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file whiteboard/v1/whiteboard.proto.
  */
 export const file_whiteboard_v1_whiteboard: GenFile = /*@__PURE__*/
-  fileDesc("Ch53aGl0ZWJvYXJkL3YxL3doaXRlYm9hcmQucHJvdG8SDXdoaXRlYm9hcmQudjEiwAIKEkNvbnZlcnRGaWxlUmVxdWVzdBKDAQoMcmVzb3VyY2VfdXJsGAEgASgJQm26SGq6AVwKEXJlc291cmNlX3VybC5odHRwEhxtdXN0IGJlIGFuIGh0dHAgb3IgaHR0cHMgVVJMGil0aGlzLm1hdGNoZXMoJ15baEhdW3RUXVt0VF1bcFBdW3NTXT86Ly8nKcgBAXIGGIAQiAEBEiEKCnBhc3NwaHJhc2UYAiABKAlCDbpICsgBAXIFEAEYgAISMgoPY29udmVyc2lvbl90eXBlGAMgASgJQhm6SBbIAQFyEVIGc3RhdGljUgdkeW5hbWljEjgKEGNvbnZlcnNpb25fc2NhbGUYBCABKAFCGbpIFhIUQAEZAAAAAAAACEApmpmZmZmZuT9IAIgBAUITChFfY29udmVyc2lvbl9zY2FsZSI4ChNDb252ZXJ0RmlsZVJlc3BvbnNlEhEKCXRhc2tfdXVpZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkiSwoUR2V0Q29udmVyc2lvblJlcXVlc3QSMwoJdGFza191dWlkGAEgASgJQiC6SB3IAQFyGDIWXltBLVphLXowLTlfLV17MSwxMjh9JCJNChZXYXRjaENvbnZlcnNpb25SZXF1ZXN0EjMKCXRhc2tfdXVpZBgBIAEoCUIgukgdyAEBchgyFl5bQS1aYS16MC05Xy1dezEsMTI4fSQiTgoXQ2FuY2VsQ29udmVyc2lvblJlcXVlc3QSMwoJdGFza191dWlkGAEgASgJQiC6SB3IAQFyGDIWXltBLVphLXowLTlfLV17MSwxMjh9JCKgAgoKQ29udmVyc2lvbhIRCgl0YXNrX3V1aWQYASABKAkSDAoEdHlwZRgCIAEoCRIOCgZzdGF0dXMYAyABKAkSGAoQcHJvZ3Jlc3NfcGVyY2VudBgEIAEoBRISCgpwYWdlX2NvdW50GAUgASgFEiwKBXBhZ2VzGAYgAygLMh0ud2hpdGVib2FyZC52MS5Db252ZXJzaW9uUGFnZRIOCgZwcmVmaXgYByABKAkSFQoNZmFpbGVkX3JlYXNvbhgIIAEoCRIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJfCg5Db252ZXJzaW9uUGFnZRIMCgRwYWdlGAEgASgFEgsKA3VybBgCIAEoCRINCgV3aWR0aBgDIAEoBRIOCgZoZWlnaHQYBCABKAUSEwoLcHJldmlld191cmwYBSABKAkypwQKEVdoaXRlYm9hcmRTZXJ2aWNlEnsKC0NvbnZlcnRGaWxlEiEud2hpdGVib2FyZC52MS5Db252ZXJ0RmlsZVJlcXVlc3QaIi53aGl0ZWJvYXJkLnYxLkNvbnZlcnRGaWxlUmVzcG9uc2UiJYLT5JMCHzoBKiIaL3YxL3doaXRlYm9hcmQvZmlsZWNvbnZlcnQSfwoNR2V0Q29udmVyc2lvbhIjLndoaXRlYm9hcmQudjEuR2V0Q29udmVyc2lvblJlcXVlc3QaGS53aGl0ZWJvYXJkLnYxLkNvbnZlcnNpb24iLoLT5JMCKBImL3YxL3doaXRlYm9hcmQvZmlsZWNvbnZlcnQve3Rhc2tfdXVpZH0SiwEKD1dhdGNoQ29udmVyc2lvbhIlLndoaXRlYm9hcmQudjEuV2F0Y2hDb252ZXJzaW9uUmVxdWVzdBoZLndoaXRlYm9hcmQudjEuQ29udmVyc2lvbiI0gtPkkwIuEiwvdjEvd2hpdGVib2FyZC9maWxlY29udmVydC97dGFza191dWlkfS93YXRjaDABEoUBChBDYW5jZWxDb252ZXJzaW9uEiYud2hpdGVib2FyZC52MS5DYW5jZWxDb252ZXJzaW9uUmVxdWVzdBoZLndoaXRlYm9hcmQudjEuQ29udmVyc2lvbiIugtPkkwIoKiYvdjEvd2hpdGVib2FyZC9maWxlY29udmVydC97dGFza191dWlkfWIGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("Ch53aGl0ZWJvYXJkL3YxL3doaXRlYm9hcmQucHJvdG8SDXdoaXRlYm9hcmQudjEi3gIKEkNvbnZlcnRGaWxlUmVxdWVzdBKDAQoMcmVzb3VyY2VfdXJsGAEgASgJQm26SGq6AVwKEXJlc291cmNlX3VybC5odHRwEhxtdXN0IGJlIGFuIGh0dHAgb3IgaHR0cHMgVVJMGil0aGlzLm1hdGNoZXMoJ15baEhdW3RUXVt0VF1bcFBdW3NTXT86Ly8nKcgBAXIGGIAQiAEBEiEKCnBhc3NwaHJhc2UYAiABKAlCDbpICsgBAXIFEAEYgAISMgoPY29udmVyc2lvbl90eXBlGAMgASgJQhm6SBbIAQFyEVIGc3RhdGljUgdkeW5hbWljEjgKEGNvbnZlcnNpb25fc2NhbGUYBCABKAFCGbpIFhIUQAEZAAAAAAAACEApmpmZmZmZuT9IAIgBARISCgVyZXVzZRgFIAEoCEgBiAEBQhMKEV9jb252ZXJzaW9uX3NjYWxlQggKBl9yZXVzZSJgChNDb252ZXJ0RmlsZVJlc3BvbnNlEhEKCXRhc2tfdXVpZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkSDgoGcmV1c2VkGAMgASgIEhYKDnF1ZXVlX3Bvc2l0aW9uGAQgASgNIksKFEdldENvbnZlcnNpb25SZXF1ZXN0EjMKCXRhc2tfdXVpZBgBIAEoCUIgukgdyAEBchgyFl5bQS1aYS16MC05Xy1dezEsMTI4fSQiTQoWV2F0Y2hDb252ZXJzaW9uUmVxdWVzdBIzCgl0YXNrX3V1aWQYASABKAlCILpIHcgBAXIYMhZeW0EtWmEtejAtOV8tXXsxLDEyOH0kIk4KF0NhbmNlbENvbnZlcnNpb25SZXF1ZXN0EjMKCXRhc2tfdXVpZBgBIAEoCUIgukgdyAEBchgyFl5bQS1aYS16MC05Xy1dezEsMTI4fSQi0wIKCkNvbnZlcnNpb24SEQoJdGFza191dWlkGAEgASgJEgwKBHR5cGUYAiABKAkSDgoGc3RhdHVzGAMgASgJEhgKEHByb2dyZXNzX3BlcmNlbnQYBCABKAUSEgoKcGFnZV9jb3VudBgFIAEoBRIsCgVwYWdlcxgGIAMoCzIdLndoaXRlYm9hcmQudjEuQ29udmVyc2lvblBhZ2USDgoGcHJlZml4GAcgASgJEhUKDWZhaWxlZF9yZWFzb24YCCABKAkSLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGQoRYmFja2VuZF90YXNrX3V1aWQYCyABKAkSFgoOcXVldWVfcG9zaXRpb24YDCABKA0iXwoOQ29udmVyc2lvblBhZ2USDAoEcGFnZRgBIAEoBRILCgN1cmwYAiABKAkSDQoFd2lkdGgYAyABKAUSDgoGaGVpZ2h0GAQgASgFEhMKC3ByZXZpZXdfdXJsGAUgASgJMqcEChFXaGl0ZWJvYXJkU2VydmljZRJ7CgtDb252ZXJ0RmlsZRIhLndoaXRlYm9hcmQudjEuQ29udmVydEZpbGVSZXF1ZXN0GiIud2hpdGVib2FyZC52MS5Db252ZXJ0RmlsZVJlc3BvbnNlIiWC0+STAh86ASoiGi92MS93aGl0ZWJvYXJkL2ZpbGVjb252ZXJ0En8KDUdldENvbnZlcnNpb24SIy53aGl0ZWJvYXJkLnYxLkdldENvbnZlcnNpb25SZXF1ZXN0Ghkud2hpdGVib2FyZC52MS5Db252ZXJzaW9uIi6C0+STAigSJi92MS93aGl0ZWJvYXJkL2ZpbGVjb252ZXJ0L3t0YXNrX3V1aWR9EosBCg9XYXRjaENvbnZlcnNpb24SJS53aGl0ZWJvYXJkLnYxLldhdGNoQ29udmVyc2lvblJlcXVlc3QaGS53aGl0ZWJvYXJkLnYxLkNvbnZlcnNpb24iNILT5JMCLhIsL3YxL3doaXRlYm9hcmQvZmlsZWNvbnZlcnQve3Rhc2tfdXVpZH0vd2F0Y2gwARKFAQoQQ2FuY2VsQ29udmVyc2lvbhImLndoaXRlYm9hcmQudjEuQ2FuY2VsQ29udmVyc2lvblJlcXVlc3QaGS53aGl0ZWJvYXJkLnYxLkNvbnZlcnNpb24iLoLT5JMCKComL3YxL3doaXRlYm9hcmQvZmlsZWNvbnZlcnQve3Rhc2tfdXVpZH1iBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * ConvertFileRequest names the document and the channel it is for.
@@ -50,6 +50,16 @@ export type ConvertFileRequest = Message<"whiteboard.v1.ConvertFileRequest"> & {
    * @generated from field: optional double conversion_scale = 4;
    */
   conversionScale?: number | undefined;
+
+  /**
+   * Whether an identical request of this project (same resource_url,
+   * conversion_type and conversion_scale) that is queued, under way, or
+   * finished within the retention answers instead of a new conversion.
+   * Absent: true. Set it to false when the file at that URL changed.
+   *
+   * @generated from field: optional bool reuse = 5;
+   */
+  reuse?: boolean | undefined;
 };
 
 /**
@@ -60,25 +70,42 @@ export const ConvertFileRequestSchema: GenMessage<ConvertFileRequest> = /*@__PUR
   messageDesc(file_whiteboard_v1_whiteboard, 0);
 
 /**
- * ConvertFileResponse identifies the backend's conversion task.
+ * ConvertFileResponse identifies the conversion task.
  *
  * @generated from message whiteboard.v1.ConvertFileResponse
  */
 export type ConvertFileResponse = Message<"whiteboard.v1.ConvertFileResponse"> & {
   /**
-   * The backend's task uuid; query the task with it.
+   * boardline's id of the task: get, watch and cancel the task with it. It
+   * is valid from this answer to the end of the retention. The backend's
+   * own uuid is Conversion.backend_task_uuid, once the task is submitted.
    *
    * @generated from field: string task_uuid = 1;
    */
   taskUuid: string;
 
   /**
-   * The task status as the backend reports it: Waiting, Converting,
-   * Finished or Fail.
+   * Queued (waiting for its turn at the backend), or, for a reused task,
+   * where it stands: Waiting, Converting or Finished.
    *
    * @generated from field: string status = 2;
    */
   status: string;
+
+  /**
+   * The task is an identical earlier request's (see ConvertFileRequest.reuse).
+   *
+   * @generated from field: bool reused = 3;
+   */
+  reused: boolean;
+
+  /**
+   * While Queued: the task's place in its project's queue, from 1 (next).
+   * 0 once submitted.
+   *
+   * @generated from field: uint32 queue_position = 4;
+   */
+  queuePosition: number;
 };
 
 /**
@@ -158,7 +185,7 @@ export const CancelConversionRequestSchema: GenMessage<CancelConversionRequest> 
  */
 export type Conversion = Message<"whiteboard.v1.Conversion"> & {
   /**
-   * The backend's task uuid.
+   * boardline's id of the task (ConvertFileResponse.task_uuid).
    *
    * @generated from field: string task_uuid = 1;
    */
@@ -172,7 +199,8 @@ export type Conversion = Message<"whiteboard.v1.Conversion"> & {
   type: string;
 
   /**
-   * As the backend reports it: Waiting, Converting, Finished, Fail or Abort.
+   * Queued (in its project's queue, not yet submitted), then as the backend
+   * reports it: Waiting, Converting, Finished, Fail or Abort.
    *
    * @generated from field: string status = 3;
    */
@@ -216,7 +244,7 @@ export type Conversion = Message<"whiteboard.v1.Conversion"> & {
   failedReason: string;
 
   /**
-   * When ConvertFile created the task.
+   * When ConvertFile accepted the task.
    *
    * @generated from field: google.protobuf.Timestamp created_at = 9;
    */
@@ -228,6 +256,23 @@ export type Conversion = Message<"whiteboard.v1.Conversion"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 10;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * The conversion backend's own uuid of the task, once submitted (empty
+   * while Queued). A whiteboard client loads a dynamic document with it and
+   * `prefix`.
+   *
+   * @generated from field: string backend_task_uuid = 11;
+   */
+  backendTaskUuid: string;
+
+  /**
+   * While Queued: the task's place in its project's queue, from 1 (next);
+   * 0 otherwise.
+   *
+   * @generated from field: uint32 queue_position = 12;
+   */
+  queuePosition: number;
 };
 
 /**
@@ -293,11 +338,18 @@ export const ConversionPageSchema: GenMessage<ConversionPage> = /*@__PURE__*/
  */
 export const WhiteboardService: GenService<{
   /**
-   * ConvertFile asks the Agora Interactive Whiteboard (Netless) conversion
-   * backend to convert a document (PPT, PPTX, DOC, DOCX or PDF at a URL) and
-   * records the task. The caller's project must have the whiteboard set up
+   * ConvertFile accepts a document (PPT, PPTX, DOC, DOCX or PDF at a URL) for
+   * conversion by the Agora Interactive Whiteboard (Netless) conversion
+   * backend and answers at once with boardline's task id, status Queued. The
+   * task waits in its project's queue until the project's turn at the
+   * backend, which takes `conversion_qps` requests a second from a project
+   * (its whiteboard settings; 1 by default); boardline submits it then, and
+   * follows it to its end. An identical request of the same project that is
+   * queued, under way or finished gets that task instead (`reused`), unless
+   * `reuse` is false. The caller's project must have the whiteboard set up
    * (else PERMISSION_DENIED), and the passphrase must belong to a channel of
-   * that project (else NOT_FOUND).
+   * that project (else NOT_FOUND). A full queue is RESOURCE_EXHAUSTED, with
+   * the queue's expected wait as the retry delay.
    *
    * @generated from rpc whiteboard.v1.WhiteboardService.ConvertFile
    */

@@ -57,6 +57,10 @@ export const guidance: Readonly<Record<FailureKind | TransportFailure["kind"], E
     callerAction:
       "Wait `retry_after_seconds` (the ErrorInfo's metadata; `Retry-After` on JSON) plus a little random jitter, then retry. Without it (too many channels in one watch) the request itself is too big: split it over several watches.",
   },
+  queue_full: {
+    callerAction:
+      "Wait `retry_after_seconds` (the ErrorInfo's metadata; `Retry-After` on JSON), the time the queue takes to drain at the project's pace, then retry; or ask the operator for a higher `conversion_qps` (the project's whiteboard settings) if it happens often.",
+  },
   failed_precondition: {
     callerAction: `Change the request, or the resource's state first: ${FIX_THE_REQUEST}.`,
     cases: [

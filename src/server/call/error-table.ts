@@ -4,9 +4,8 @@
  * Every failure that leaves the service — on a JSON route, a plain endpoint,
  * over Connect, gRPC or gRPC-Web — is shaped here: the gRPC code, the HTTP
  * status, the documented numeric `error.code`, and the message. Nothing else
- * in the code base picks a status or a code. Two rows may share an HTTP
- * status (409: a legacy task cannot be cancelled, FAILED_PRECONDITION; a
- * channel that exists, ALREADY_EXISTS; an Idempotency-Key in use, ABORTED): the kind tells them apart. The OpenAPI
+ * in the code base picks a status or a code. Rows may share an HTTP status
+ * (409, 429): the kind and the ErrorInfo reason tell them apart. The OpenAPI
  * document lists the rows by status (error-docs.ts).
  */
 import { create } from "@bufbuild/protobuf";
@@ -76,6 +75,15 @@ export const table: Readonly<Record<FailureKind, Row>> = {
     reason: "RATE_LIMITED",
     message: "too many requests, retry later",
     when: "Too many wrong passphrases from this caller, or too many watches open — on the instance (`MAX_WATCHES`) or of the caller's project (its share, `MAX_WATCHES_PER_PROJECT`) — or waiting to open: retry after `Retry-After` seconds; or more channels in one watch than `MAX_WATCH_CHANNELS` (no `Retry-After`: split them over several watches).",
+    retryAfter: true,
+  },
+  queue_full: {
+    grpc: Code.ResourceExhausted,
+    http: 429,
+    code: 429,
+    reason: "CONVERSION_QUEUE_FULL",
+    message: "the project's conversion queue is full, retry later",
+    when: "ConvertFile: the project's conversion queue holds `CONVERSION_QUEUE_MAX` requests; retry after `Retry-After` seconds, the queue's expected wait.",
     retryAfter: true,
   },
   failed_precondition: {

@@ -4,6 +4,7 @@
  * several servers in one process.
  */
 import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import type { SubmissionOutcome } from "../../services/conversion/submitter.js";
 
 export class Metrics {
   readonly registry = new Registry();
@@ -11,6 +12,9 @@ export class Metrics {
   private readonly duration: Histogram<"rpc" | "protocol">;
   private readonly listenerErrors: Counter<"code">;
   private readonly pollLateness: Histogram;
+  private readonly submissions: Counter<"outcome">;
+  private readonly queueWait: Histogram;
+  private readonly queuePlace: Histogram;
 
   constructor(options: { collectDefault?: boolean } = {}) {
     if (options.collectDefault ?? true) collectDefaultMetrics({ register: this.registry, prefix: "boardline_" });
@@ -39,6 +43,35 @@ export class Metrics {
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [this.registry],
     });
+    this.submissions = new Counter({
+      name: "boardline_conversion_submissions_total",
+      help: "Submissions of queued conversions to the backend by this instance, by outcome: ok, over_capacity (the backend's limit: the request stays at the head of its queue), rejected (the request ends as Fail), error (retried).",
+      labelNames: ["outcome"],
+      registers: [this.registry],
+    });
+    this.queueWait = new Histogram({
+      name: "boardline_conversion_queue_wait_seconds",
+      help: "How long each conversion this instance submitted waited in its project's queue, from ConvertFile's answer to the backend's.",
+      buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
+      registers: [this.registry],
+    });
+    this.queuePlace = new Histogram({
+      name: "boardline_conversion_queue_length",
+      help: "The length of its project's queue as each request joined it (its place from 1): one series however many projects.",
+      buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000],
+      registers: [this.registry],
+    });
+  }
+
+  /** A submission of a queued conversion: its outcome, and how long (ms) the request waited since it was accepted. */
+  observeConversionSubmission(outcome: SubmissionOutcome, waitMs: number): void {
+    this.submissions.inc({ outcome });
+    if (outcome === "ok") this.queueWait.observe(waitMs / 1000);
+  }
+
+  /** A request accepted into its project's queue at `position` (from 1): the queue's length then. */
+  observeConversionQueued(position: number): void {
+    this.queuePlace.observe(position);
   }
 
   observeConversionPoll(lateMs: number): void {

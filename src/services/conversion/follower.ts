@@ -10,8 +10,9 @@
  * task due again later — sooner while it is young, at most every `maxPollMs`
  * — or, at a terminal state, lets it go. If the instance holding a lease
  * dies, the lease expires and another instance claims the task: a takeover
- * within `leaseMs` + `tickMs`. A task not ended after `followMs` is saved as
- * Fail, reason "timeout".
+ * within `leaseMs` + `tickMs`. A task not ended `followMs` after its
+ * submission is saved as Fail, reason "timeout". A task still queued is not
+ * followed: the submitter (submitter.ts) makes it due once submitted.
  *
  * The claim rate follows the due backlog: a look claims up to `batch` tasks
  * and polls them without waiting for one another; a look that found a full
@@ -49,6 +50,8 @@ export interface FollowerSettings {
   readonly batch: number;
   /** Polls under way at once at most (CONVERSION_MAX_POLLS): the claim rate follows the backlog up to this. */
   readonly maxInFlight: number;
+  /** Requests one project's queue holds at most (CONVERSION_QUEUE_MAX). */
+  readonly queueMax: number;
 }
 
 export const DEFAULT_FOLLOWER_SETTINGS: FollowerSettings = {
@@ -59,6 +62,7 @@ export const DEFAULT_FOLLOWER_SETTINGS: FollowerSettings = {
   tickMs: 500,
   batch: 50,
   maxInFlight: 256,
+  queueMax: 1_000,
 };
 
 export interface FollowerOptions {
@@ -217,14 +221,14 @@ export class ConversionFollower {
   /** The task's state now; undefined when it cannot be learnt this time (try later). */
   private async learn(record: ConversionTaskRecord): Promise<ConversionState | undefined> {
     if (isTerminal(record.status)) return stateOf(record); // saved but maybe not announced yet
-    if (this.now() - record.createdAt >= this.o.settings.followMs) {
+    if (this.now() - (record.submittedAt ?? record.createdAt) >= this.o.settings.followMs) {
       return { ...stateOf(record), status: "Fail", failedReason: "timeout" };
     }
     const whiteboard = await this.o.store.getWhiteboard(record.project);
     if (whiteboard === undefined) return undefined; // the project's settings went away; keep trying until followMs
     try {
       return await this.o.backend.queryTask({
-        uuid: record.uuid,
+        uuid: record.backendUuid ?? record.uuid,
         type: record.type,
         api: record.api,
         region: whiteboard.region,
@@ -239,7 +243,7 @@ export class ConversionFollower {
   /** Polls come at half the task's age apart: soon while it is young, then every `maxPollMs`. */
   private delay(record: ConversionTaskRecord, now: number): number {
     const { firstPollMs, maxPollMs } = this.o.settings;
-    return Math.min(maxPollMs, Math.max(firstPollMs, (now - record.createdAt) / 2));
+    return Math.min(maxPollMs, Math.max(firstPollMs, (now - (record.submittedAt ?? record.createdAt)) / 2));
   }
 }
 

@@ -4,7 +4,11 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ConversionSchema } from "../../../gen/whiteboard/v1/whiteboard_pb.js";
 import type { ConversionState, ConversionTaskRecord } from "../ports.js";
 
-export function conversionMessage(record: ConversionTaskRecord): MessageInitShape<typeof ConversionSchema> {
+/** `queuePosition`: the task's place in its project's queue while Queued (from 1), else 0. */
+export function conversionMessage(
+  record: ConversionTaskRecord,
+  queuePosition = 0,
+): MessageInitShape<typeof ConversionSchema> {
   return {
     taskUuid: record.uuid,
     type: record.type,
@@ -22,6 +26,8 @@ export function conversionMessage(record: ConversionTaskRecord): MessageInitShap
     failedReason: record.failedReason ?? "",
     createdAt: timestampFromMs(record.createdAt),
     updatedAt: timestampFromMs(record.updatedAt),
+    backendTaskUuid: record.backendUuid ?? "",
+    queuePosition,
   };
 }
 

@@ -15,6 +15,8 @@ export type WhiteboardCredentials =
 export interface WhiteboardSettings {
   readonly region: Region;
   readonly credentials: WhiteboardCredentials;
+  /** Conversion requests a second the backend takes from the project; absent: 1, its default plan. */
+  readonly conversionQps?: number;
 }
 
 export type ConversionType = "static" | "dynamic";
@@ -25,11 +27,14 @@ export type ConversionType = "static" | "dynamic";
  * existed lack the newer fields and read with the defaults given here.
  */
 export interface ConversionTaskRecord {
+  /** boardline's id of the task; for records made before the queue, the backend's uuid. */
   readonly uuid: string;
+  /** The backend's uuid once submitted; absent while queued (and in records made before the queue: `uuid`). */
+  readonly backendUuid?: string;
   readonly project: string;
   readonly channel: string;
   readonly type: ConversionType;
-  /** The API the task was created on; absent in old records → "legacy". */
+  /** The API the task was created on; absent in old records → "legacy"; while queued, the API it is meant for. */
   readonly api: ConversionApi;
   /** As the backend said (old records may hold anything). */
   readonly status: ConversionStatus | string;
@@ -46,6 +51,19 @@ export interface ConversionTaskRecord {
   /** Milliseconds since the epoch, of the last change; absent → createdAt. */
   readonly updatedAt: number;
   readonly by: string;
+  /** The request, kept only while the task is queued (the store seals the URL at rest). */
+  readonly request?: QueuedRequest;
+  /** Milliseconds since the epoch of the submission to the backend; absent while queued (old records: createdAt). */
+  readonly submittedAt?: number;
+}
+
+/** What a queued task will ask the backend for. */
+export interface QueuedRequest {
+  readonly resourceUrl: string;
+  /** Absent: the backend default (1.2) applies. */
+  readonly scale?: number;
+  /** The project's reuse index entry that names this task (a digest of the request), if any. */
+  readonly reuseKey?: string;
 }
 
 /** One entry of a task's changes stream: a new status or percent. */
@@ -125,6 +143,8 @@ export interface ConversionStore {
 /** The backend's two conversion APIs; a task can only be asked about on the API that created it. */
 export type ConversionApi = "projector" | "legacy";
 export type ConversionStatus = "Waiting" | "Converting" | "Finished" | "Fail" | "Abort";
+/** A task in its project's queue, not yet submitted to the backend. */
+export const QUEUED_STATUS = "Queued";
 export const TERMINAL_CONVERSION_STATUSES: readonly ConversionStatus[] = ["Finished", "Fail", "Abort"];
 
 /** One converted page: static pages have url/width/height; dynamic ones a preview_url (when previews exist). */

@@ -14,7 +14,7 @@ import { isTerminal } from "./follower.js";
 import { conversionMessage, withState } from "./message.js";
 import type { ConversionWatchHub } from "./watch-hub.js";
 import { Failure } from "../failure.js";
-import type { Caller, ConversionBackend, ConversionTaskRecord, Store } from "../ports.js";
+import { type Caller, type ConversionBackend, type ConversionTaskRecord, QUEUED_STATUS, type Store } from "../ports.js";
 
 type Conversion = MessageInitShape<typeof ConversionSchema>;
 
@@ -27,7 +27,7 @@ export class ConversionTasks {
   ) {}
 
   async getConversion(caller: Caller, req: GetConversionRequest): Promise<Conversion> {
-    return conversionMessage(await this.ownTask(caller, req.taskUuid));
+    return this.message(await this.ownTask(caller, req.taskUuid));
   }
 
   /** The task now, then every change, until it ends (the stream then ends too). */
@@ -35,10 +35,10 @@ export class ConversionTasks {
     const release = this.hub.open(caller.project);
     try {
       let record = await this.ownTask(caller, req.taskUuid);
-      yield conversionMessage(record);
+      yield await this.message(record);
       while (!isTerminal(record.status)) {
         record = await this.hub.next(record.uuid, record.updatedAt, signal);
-        yield conversionMessage(record);
+        yield await this.message(record);
       }
     } finally {
       release();
@@ -46,12 +46,24 @@ export class ConversionTasks {
   }
 
   /**
-   * Cancels a projector task at the backend and answers the state the backend
-   * reports; the follower records it at its next poll. A task that has ended
-   * is answered unchanged; a legacy task cannot be cancelled.
+   * Takes a queued task out of its queue (Abort), or cancels a projector task
+   * at the backend and answers the state the backend reports; the follower
+   * records it at its next poll. A task that has ended is answered unchanged;
+   * a legacy task cannot be cancelled once submitted.
    */
   async cancelConversion(caller: Caller, req: CancelConversionRequest, signal?: AbortSignal): Promise<Conversion> {
-    const record = await this.ownTask(caller, req.taskUuid);
+    let record = await this.ownTask(caller, req.taskUuid);
+    if (record.status === QUEUED_STATUS) {
+      const at = this.now();
+      const ended = await this.store.conversionQueue.endQueued(
+        record.uuid,
+        { status: "Abort", percent: 0, pages: [] },
+        at,
+      );
+      // Submitted meanwhile: cancel it at the backend, as any other.
+      record = await this.ownTask(caller, req.taskUuid);
+      if (ended === "ended") return conversionMessage(record);
+    }
     if (isTerminal(record.status)) return conversionMessage(record);
     if (record.api !== "projector") {
       throw new Failure("failed_precondition", {
@@ -64,7 +76,7 @@ export class ConversionTasks {
     }
     const state = await this.backend.cancelTask(
       {
-        uuid: record.uuid,
+        uuid: record.backendUuid ?? record.uuid,
         type: record.type,
         api: record.api,
         region: whiteboard.region,
@@ -73,6 +85,13 @@ export class ConversionTasks {
       signal,
     );
     return conversionMessage(withState(record, state, this.now()));
+  }
+
+  /** The message of the record, with its place in its queue while Queued. */
+  private async message(record: ConversionTaskRecord): Promise<Conversion> {
+    if (record.status !== QUEUED_STATUS) return conversionMessage(record);
+    const position = await this.store.conversionQueue.queuePosition(record.project, record.uuid);
+    return conversionMessage(record, position ?? 0);
   }
 
   private async ownTask(caller: Caller, uuid: string): Promise<ConversionTaskRecord> {

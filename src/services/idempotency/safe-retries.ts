@@ -117,11 +117,14 @@ function answerFound<A>(found: Exclude<IdempotencyClaim, { kind: "claimed" }>, c
 
 /**
  * The backend refused the request outright: nothing was made
- * (ConversionBackend.createTask; for CreateChannel the store is the backend,
- * and a channel that exists or a passphrase taken leave nothing behind).
+ * (ConversionBackend.createTask; a full conversion queue takes nothing in; for
+ * CreateChannel the store is the backend, and a channel that exists or a
+ * passphrase taken leave nothing behind).
  */
 function isRefusal(e: unknown): boolean {
   if (!(e instanceof Failure)) return false;
   if (e.kind === "unavailable") return e.retryAfterSeconds !== undefined;
-  return e.kind === "invalid" || e.kind === "already_exists" || e.kind === "failed_precondition";
+  return (
+    e.kind === "invalid" || e.kind === "already_exists" || e.kind === "failed_precondition" || e.kind === "queue_full"
+  );
 }

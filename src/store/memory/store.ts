@@ -38,6 +38,8 @@ import {
 import { MemoryAdmin } from "./admin.js";
 import { MemoryChannels } from "./channels.js";
 import { MemoryConversions } from "./conversions.js";
+import { MemoryConversionQueue } from "./conversion-queue.js";
+import { ConversionQueueSteps } from "../conversion-queue-steps.js";
 import { MemoryIdempotency } from "./idempotency.js";
 import { MemoryKeyspace } from "./keyspace.js";
 import { MemoryPstnEvents } from "./pstn-events.js";
@@ -67,6 +69,7 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
   readonly data: MemoryKeyspace;
   protected readonly primitives: MemoryAdmin;
   readonly conversions: ConversionSteps;
+  readonly conversionQueue: ConversionQueueSteps;
   readonly pstnEvents: MemoryPstnEvents;
   readonly line: MemoryPhoneLine;
   readonly idempotency: MemoryIdempotency;
@@ -82,8 +85,13 @@ export class MemoryStore extends CheckedAdmin implements AdminStore {
     this.secretsKeys = options.secretsKeys ?? developmentKeyRing("SECRETS_KEYS");
     this.primitives = new MemoryAdmin(this.data, this.keys, () => this.guard(), this.secretsKeys);
     const retentionSeconds = options.retentionSeconds ?? CONVERSION_TTL_SECONDS;
-    this.conversions = new ConversionSteps(
-      new MemoryConversions(this.data, this.keys, () => this.guard(), retentionSeconds),
+    const records = new MemoryConversions(this.data, this.keys, () => this.guard(), retentionSeconds);
+    this.conversions = new ConversionSteps(records);
+    this.conversionQueue = new ConversionQueueSteps(
+      new MemoryConversionQueue(this.data, this.keys, () => this.guard(), retentionSeconds),
+      records,
+      this.conversions,
+      this.secretsKeys,
     );
     this.pstnEvents = new MemoryPstnEvents(this.data, this.keys, () => this.guard());
     this.line = new MemoryPhoneLine(

@@ -48,6 +48,8 @@ import { pingMasters, perConnection } from "./cluster-connections.js";
 import { RedisCalls } from "./calls.js";
 import { withDeadline } from "./deadline.js";
 import { RedisConversions } from "./conversions.js";
+import { RedisConversionQueue } from "./conversion-queue.js";
+import { ConversionQueueSteps } from "../conversion-queue-steps.js";
 import { RedisIdempotency } from "./idempotency.js";
 import {
   type ConnectionTuning,
@@ -149,6 +151,7 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
   private readonly calls: RedisCalls;
   private readonly scripts: ScriptCommands;
   readonly conversions: ConversionSteps;
+  readonly conversionQueue: ConversionQueueSteps;
   readonly pstnEvents: RedisPstnEvents;
   readonly line: RedisPhoneLine;
   readonly idempotency: RedisIdempotency;
@@ -181,7 +184,14 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
     this.scripts = scriptsOn(client);
     this.primitives = new RedisAdmin(this.calls, this.keys, this.secretsKeys);
     const retentionSeconds = settings.retentionSeconds ?? CONVERSION_TTL_SECONDS;
-    this.conversions = new ConversionSteps(new RedisConversions(this.calls, this.keys, retentionSeconds));
+    const records = new RedisConversions(this.calls, this.keys, retentionSeconds);
+    this.conversions = new ConversionSteps(records);
+    this.conversionQueue = new ConversionQueueSteps(
+      new RedisConversionQueue(this.calls, this.keys, retentionSeconds),
+      records,
+      this.conversions,
+      this.secretsKeys,
+    );
     this.pstnEvents = new RedisPstnEvents(
       client,
       this.calls,

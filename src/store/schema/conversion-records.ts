@@ -10,6 +10,7 @@ import {
   type ConversionPage,
   type ConversionState,
   type ConversionTaskRecord,
+  type QueuedRequest,
   TERMINAL_CONVERSION_STATUSES,
   type WhiteboardEvent,
 } from "../../services/ports.js";
@@ -17,6 +18,12 @@ import { type Fields, parseMillis } from "./channel-records.js";
 
 /** The hash field that marks a task's terminal state as announced on its channel. */
 export const ANNOUNCED_FIELD = "announced";
+
+/** The hash field of a queued task's resource URL, sealed at rest (it may carry a signed URL's credentials). */
+export const RESOURCE_FIELD = "resource";
+
+/** Opens a sealed field of the project's record (src/secrets/sealed-fields.ts); throws when it cannot. */
+export type OpenField = (project: string, field: string, stored: string) => string;
 
 /** The fields a state of the task sets (optional ones only when known). */
 export type ProgressFields = Pick<
@@ -28,8 +35,9 @@ export function isTerminalStatus(status: string): boolean {
   return (TERMINAL_CONVERSION_STATUSES as readonly string[]).includes(status);
 }
 
-/** The whole record of a new task. */
-export function conversionFields(task: ConversionTaskRecord): Fields {
+/** The whole record of a new task; `sealedResource` is the queued request's URL as sealed for the record. */
+export function conversionFields(task: ConversionTaskRecord, sealedResource?: string): Fields {
+  const { request } = task;
   return {
     project: task.project,
     channel: task.channel,
@@ -39,6 +47,11 @@ export function conversionFields(task: ConversionTaskRecord): Fields {
     created_at: String(task.createdAt),
     updated_at: String(task.updatedAt),
     by: task.by,
+    ...(task.backendUuid === undefined ? {} : { backend_uuid: task.backendUuid }),
+    ...(task.submittedAt === undefined ? {} : { submitted_at: String(task.submittedAt) }),
+    ...(sealedResource === undefined ? {} : { [RESOURCE_FIELD]: sealedResource }),
+    ...(request?.scale === undefined ? {} : { scale: String(request.scale) }),
+    ...(request?.reuseKey === undefined ? {} : { reuse_key: request.reuseKey }),
   };
 }
 
@@ -54,7 +67,12 @@ export function progressFields(state: ProgressFields | ConversionState): Fields 
   };
 }
 
-export function parseConversion(uuid: string, fields: Fields): ConversionTaskRecord | undefined {
+/**
+ * The record, or undefined when its required fields are unusable. The queued
+ * request is read only with `open` (a record read for its state needs none),
+ * and only when its URL opens.
+ */
+export function parseConversion(uuid: string, fields: Fields, open?: OpenField): ConversionTaskRecord | undefined {
   const { project, channel, type, status, by } = fields;
   const createdAt = parseMillis(fields.created_at);
   if (!project || !channel || status === undefined || by === undefined || createdAt === undefined) return undefined;
@@ -62,8 +80,16 @@ export function parseConversion(uuid: string, fields: Fields): ConversionTaskRec
   const api = parseApi(fields.api);
   if (api === undefined) return undefined;
   const pageCount = parseCount(fields.page_count);
+  const submittedAt = parseMillis(fields.submitted_at);
+  const request = open === undefined ? undefined : parseRequest(project, fields, open);
   return {
     uuid,
+    // Every queued request's record has a reuse key; one without is older than the queue, and its id is the backend's.
+    ...(fields.backend_uuid
+      ? { backendUuid: fields.backend_uuid }
+      : fields.reuse_key === undefined
+        ? { backendUuid: uuid }
+        : {}),
     project,
     channel,
     type,
@@ -77,6 +103,26 @@ export function parseConversion(uuid: string, fields: Fields): ConversionTaskRec
     createdAt,
     updatedAt: parseMillis(fields.updated_at) ?? createdAt,
     by,
+    ...(request === undefined ? {} : { request }),
+    ...(submittedAt === undefined ? {} : { submittedAt }),
+  };
+}
+
+/** The queued request of a record; undefined without a resource, or when it does not open. */
+function parseRequest(project: string, fields: Fields, open: OpenField): QueuedRequest | undefined {
+  const stored = fields[RESOURCE_FIELD];
+  if (stored === undefined || stored === "") return undefined;
+  let resourceUrl: string;
+  try {
+    resourceUrl = open(project, RESOURCE_FIELD, stored);
+  } catch {
+    return undefined;
+  }
+  const scale = fields.scale === undefined ? undefined : Number(fields.scale);
+  return {
+    resourceUrl,
+    ...(scale !== undefined && Number.isFinite(scale) ? { scale } : {}),
+    ...(fields.reuse_key ? { reuseKey: fields.reuse_key } : {}),
   };
 }
 

@@ -127,6 +127,16 @@ export interface KeySchema {
   conversionsDue(): string;
   /** The task uuid a conversion webhook id (src/services/conversion/webhooks.ts) stands for. */
   conversionWebhook(id: string): string;
+  /** The project's queued tasks, scored in the order they came (the head is submitted next). */
+  conversionQueue(project: string): string;
+  /** Exists (with a time to live) while the project's next submission must wait: its pace. */
+  conversionPace(project: string): string;
+  /** The owner id of the submitter draining the project's queue. */
+  conversionQueueLease(project: string): string;
+  /** The task an identical request of the project reuses; the name carries a sha256 hex of the request. */
+  conversionReuse(project: string, digest: string): string;
+  /** Every project with queued tasks, scored by when its queue is next due (ms). */
+  conversionQueues(): string;
   /**
    * The record of a call sent with an Idempotency-Key, per project and token
    * subject; the key name carries the sha256 hex of the JSON `[subject, key]`.
@@ -221,6 +231,11 @@ export function keySchema(
     conversionLease: (uuid) => `${prefix}conv:{${uuid}}:lease`,
     conversionsDue: () => `${prefix}conv-due`,
     conversionWebhook: (id) => `${prefix}conv-hook:{${id}}`,
+    conversionQueue: (project) => `${prefix}proj:{${project}}:conv-queue`,
+    conversionPace: (project) => `${prefix}proj:{${project}}:conv-pace`,
+    conversionQueueLease: (project) => `${prefix}proj:{${project}}:conv-queue-lease`,
+    conversionReuse: (project, digest) => `${prefix}proj:{${project}}:conv-reuse:${digest}`,
+    conversionQueues: () => `${prefix}conv-queues`,
     idempotency: (project, subject, key) =>
       `${prefix}idem:{${project}}:${hashPassphrase(JSON.stringify([subject, key]))}`,
     guesses: (callerKey) => `${prefix}guesses:{${hashPassphrase(callerKey)}}`,

@@ -23,6 +23,7 @@ const SETTINGS: FollowerSettings = {
   tickMs: 1_000_000, // ticks are driven by the test
   batch: 10,
   maxInFlight: 100,
+  queueMax: 100,
 };
 
 /** A backend whose answers the test scripts, one per query. */
