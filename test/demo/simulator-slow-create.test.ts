@@ -56,6 +56,7 @@ it.each([
 
     const [task] = sim.tasks();
     expect(task).toMatchObject({ resource, createdAt: T0 });
+    expect(sim.creates().at(-1)).toEqual({ at: T0, resource, uuid: task?.uuid, project: expect.any(String) });
   },
 );
 
@@ -72,6 +73,8 @@ it("a slow create that is waited for answers the task it made on arrival", async
 it("slow with a refusing fault: the refusal comes late and nothing is made", async () => {
   sim.setFault({ kind: "slow", delayMs: 50, operation: "create", times: 1 });
   sim.setFault({ kind: "status", status: 503, operation: "create", times: 1 });
+  const creates = sim.creates().length;
   expect((await post(PROJECTOR_TASKS_PATH, "https://files.example.com/refused.pdf")).status).toBe(503);
   expect(sim.tasks()).toEqual([]);
+  expect(sim.creates()).toHaveLength(creates);
 });

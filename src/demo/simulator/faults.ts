@@ -7,7 +7,7 @@
  * with another fault it delays that fault's answer, and nothing is done.
  */
 import type http from "node:http";
-import { errorAnswer, send } from "./http-io.js";
+import { type Answer, errorAnswer, send } from "./http-io.js";
 
 /** What a route does; a fault can be aimed at one of them. */
 export type SimulatorOperation = "create" | "query" | "cancel";
@@ -34,6 +34,12 @@ export type SimulatorFault = FaultAim &
 
 /** The projector API's error code for "the number of tasks exceeds limit". */
 export const TOO_MANY_TASKS_ERROR_CODE = 2010203;
+
+/** The backend's answer when a project's conversions per second are used up (the fault, and create-limit.ts). */
+export function tooManyTasksAnswer(): Answer {
+  const message = "the number of tasks exceeds limit";
+  return { status: 400, body: { message, errorCode: TOO_MANY_TASKS_ERROR_CODE, errorMessage: message } };
+}
 
 interface ActiveFault {
   readonly fault: SimulatorFault;
@@ -136,8 +142,7 @@ export async function playFaults(
     return;
   }
   if (faults.some((fault) => fault.kind === "too-many-tasks")) {
-    const message = "the number of tasks exceeds limit";
-    send(res, { status: 400, body: { message, errorCode: TOO_MANY_TASKS_ERROR_CODE, errorMessage: message } });
+    send(res, tooManyTasksAnswer());
     return;
   }
   const statusFault = faults.find((fault) => fault.kind === "status");

@@ -47,19 +47,19 @@ export async function handleRequest(
   }
   // The work is done on arrival and only the answer waits out a "slow" fault, as
   // a real backend that is slow to answer has already acted: a create made its
-  // task even if the client gives up meanwhile.
+  // task (and took its token of the limit) even if the client gives up meanwhile.
   const answer = routeAnswer(state, route, { req, url, body, params });
   if (await sleepThroughSlowFaults(state.faults, faults, req, res)) return;
   send(res, answer);
 }
 
 /** The answer of a request past its faults: 401 for its token, 400 for its region, else its route's. */
-function routeAnswer(state: SimulatorState, route: Route, request: Omit<RouteRequest, "region">): Answer {
-  const refusal = state.refuseToken(header(request.req, "token"), route.write);
-  if (refusal !== undefined) return errorAnswer(401, refusal);
+function routeAnswer(state: SimulatorState, route: Route, request: Omit<RouteRequest, "region" | "project">): Answer {
+  const verdict = state.checkToken(header(request.req, "token"), route.write);
+  if ("refusal" in verdict) return errorAnswer(401, verdict.refusal);
   const region = header(request.req, "region");
   if (!isRegion(region)) return errorAnswer(400, `region must be one of ${REGIONS.join(", ")}`);
-  return route.handle({ ...request, region }, state);
+  return route.handle({ ...request, region, project: verdict.project }, state);
 }
 
 function isRegion(value: string | undefined): value is Region {
