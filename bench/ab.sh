@@ -65,7 +65,8 @@ JWT_SECRET=$(node -e 'console.log(require("node:crypto").randomBytes(32).toStrin
 export JWT_SECRET
 OUT_DIR=$WORK node bench/lib/setup.mjs >&2
 JWT=$(<"$WORK/jwt.txt")
-spawn "$WORK/simulator.log" "${LOAD_PIN[@]}" env SIM_PORT="$SIM_PORT" SIM_HOST=127.0.0.1 \
+# No creates limit (SIM_CREATES_PER_SECOND=0): the cells measure boardline, not the backend's one create a second.
+spawn "$WORK/simulator.log" "${LOAD_PIN[@]}" env SIM_PORT="$SIM_PORT" SIM_HOST=127.0.0.1 SIM_CREATES_PER_SECOND=0 \
   SIM_SDK_TOKEN="$(<"$WORK/sdk-token.txt")" LOG_LEVEL=warn node dist/src/demo/simulator/main.js
 spawn "$WORK/sink.log" "${LOAD_PIN[@]}" env PORT="$SINK_PORT" node bench/lib/otlp-sink.mjs
 SINK_PID=${PIDS[-1]}

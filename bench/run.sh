@@ -282,7 +282,8 @@ OUT_DIR=$WORK node bench/lib/setup.mjs >&2
 JWT=$(<"$WORK/jwt.txt")
 
 # --- servers ---------------------------------------------------------------------
-spawn "$WORK/simulator.log" "${LOAD_PIN[@]}" env SIM_PORT="$SIM_PORT" SIM_HOST=127.0.0.1 \
+# No creates limit (SIM_CREATES_PER_SECOND=0): the cells measure boardline, not the backend's one create a second.
+spawn "$WORK/simulator.log" "${LOAD_PIN[@]}" env SIM_PORT="$SIM_PORT" SIM_HOST=127.0.0.1 SIM_CREATES_PER_SECOND=0 \
   SIM_SDK_TOKEN="$(<"$WORK/sdk-token.txt")" LOG_LEVEL=warn node dist/src/demo/simulator/main.js
 SIM_PID=${PIDS[-1]}
 # Started as `npm start` runs it: the V8 flags of package.json "config.nodeFlags" (a smaller young

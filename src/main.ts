@@ -148,6 +148,8 @@ async function conversionBackend(
       progressMs: 750,
       // Its pages are real images at its own /files, so a page (examples/browser) shows them.
       serveFiles: true,
+      // The real backend's default limit, so the demo meets its "too many tasks" answer as production would.
+      createsPerSecond: 1,
       logger,
     });
     baseUrl = simulator.url;

@@ -10,11 +10,28 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ensureBuilt, ROOT } from "../harness/build-dist.js";
 import { eventually } from "../harness/eventually.js";
 import { ROUTES, RPC_PATHS } from "../harness/routes.js";
+import { sleep } from "../harness/sleep.js";
 import { spawnTied } from "../harness/tied-spawn.js";
 import { cleanEnv, exportedVariables, MAIN, paste, printedCommands, startDemo } from "./demo-process.js";
 
 /** Netless task uuids are 32 hex digits (dashes tolerated). */
 const UUID = /^(?:[0-9a-f]-?){31}[0-9a-f]$/i;
+
+/**
+ * Pastes the printed fileconvert curl until it makes a task: the demo's simulator takes one
+ * conversion a second per project, as Netless does by default, and boardline answers one more
+ * 503 with Retry-After 1, which a caller waits out.
+ */
+async function convertedTask(convertCurl: string): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    const [body, status] = (await paste(`${convertCurl} -w '\\n%{http_code}'`)).split("\n");
+    if (status !== "503" || attempt === 5) {
+      expect(status).toBe("200");
+      return (JSON.parse(body ?? "") as { task_uuid: string }).task_uuid;
+    }
+    await sleep(1_000);
+  }
+}
 
 beforeAll(async () => {
   await ensureBuilt();
@@ -76,13 +93,20 @@ describe("demo mode", () => {
     expect(parsed.status).toBe("Waiting");
   });
 
+  test("the printed fileconvert curl again at once: 503 with Retry-After, the simulator's one conversion a second", async () => {
+    const [convertCurl] = printedCommands(banner, "curl ").filter((c) => c.includes(ROUTES.convert));
+    await convertedTask(convertCurl ?? "");
+    const out = await paste(`${convertCurl} -o /dev/null -w '%{http_code} %header{retry-after}'`);
+    expect(out).toBe("503 1");
+  });
+
   test("the printed watch commands (SSE curl and buf curl) show a conversion reach Finished", async () => {
     const [convertCurl] = printedCommands(banner, "curl ").filter((c) => c.includes(ROUTES.convert));
     const [watchCurl] = printedCommands(banner, "curl ").filter((c) => c.includes("/watch"));
     const [watchBuf] = printedCommands(banner, "npx buf curl ").filter((c) => c.includes("WatchConversion"));
     expect(watchCurl).toBeDefined();
     expect(watchBuf).toBeDefined();
-    const task = () => paste(convertCurl ?? "").then((out) => (JSON.parse(out) as { task_uuid: string }).task_uuid);
+    const task = () => convertedTask(convertCurl ?? "");
     const events = (await paste((watchCurl ?? "").replace("TASK", await task())))
       .split("\n")
       .filter((l) => l.startsWith("data: "))

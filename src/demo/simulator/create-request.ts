@@ -1,23 +1,26 @@
 /**
  * The checks both APIs make on a request to start a conversion, and the task
  * it becomes: a JSON object body with an http(s) `resource`, a `type`, and
- * optional `scale` (0.1–3), `preview` and (projector) `webhookEndpoint`.
+ * optional `scale` (0.1–3), `preview` and (projector) `webhookEndpoint`. A
+ * request that passes them still needs a token of its project's creates limit
+ * (create-limit.ts); one refused before that takes none.
  */
 import { randomUUID } from "node:crypto";
 import type { ConversionApi } from "../../services/ports.js";
 import { isConversionType, isHttpUrl } from "../../netless/json-values.js";
+import { tooManyTasksAnswer } from "./faults.js";
 import { type Answer, errorAnswer } from "./http-io.js";
 import type { RouteRequest } from "./router.js";
 import type { SimulatorState } from "./state.js";
 import type { SimulatedTaskSpec } from "./tasks.js";
 
-/** The new task (already stored), or the 400 to answer. */
+/** The new task (already stored and recorded in `creates`), or the 400 to answer. */
 export function createTask(
   api: ConversionApi,
   request: RouteRequest,
   state: SimulatorState,
 ): SimulatedTaskSpec | Answer {
-  const { req, body, region } = request;
+  const { req, body, region, project } = request;
   if (!(req.headers["content-type"] ?? "").toLowerCase().startsWith("application/json")) {
     return errorAnswer(400, "content-type must be application/json");
   }
@@ -34,6 +37,7 @@ export function createTask(
   if (api === "projector" && webhookEndpoint !== undefined && !isHttpUrl(webhookEndpoint)) {
     return errorAnswer(400, "webhookEndpoint must be an http(s) URL");
   }
+  if (!state.createLimit.take(project)) return tooManyTasksAnswer();
   const { settings } = state;
   const task: SimulatedTaskSpec = {
     // Real task UUIDs are 32 hex digits.
@@ -52,6 +56,7 @@ export function createTask(
     willFail: settings.failWhen(resource),
   };
   state.tasks.set(task.uuid, task);
+  state.creates.push({ at: task.createdAt, resource, uuid: task.uuid, project: project.slice(0, 8) });
   return task;
 }
 

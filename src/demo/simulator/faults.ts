@@ -3,9 +3,11 @@
  * slowness, garbage bodies, connection resets and the backend's "too many
  * tasks" answer. A fault applies to the next `times` requests that reach a
  * route (404, 405 and 413 answers take none), of one operation when it names one.
+ * A "slow" fault alone holds back the answer, not the work (request-handler.ts);
+ * with another fault it delays that fault's answer, and nothing is done.
  */
 import type http from "node:http";
-import { errorAnswer, send } from "./http-io.js";
+import { type Answer, errorAnswer, send } from "./http-io.js";
 
 /** What a route does; a fault can be aimed at one of them. */
 export type SimulatorOperation = "create" | "query" | "cancel";
@@ -20,7 +22,7 @@ interface FaultAim {
 export type SimulatorFault = FaultAim &
   (
     | { readonly kind: "status"; readonly status: 400 | 401 | 403 | 429 | 500 | 502 | 503 }
-    /** Waits before answering (then answers normally, or as another fault says). */
+    /** Answers late: the request is handled when it arrives, its answer sent `delayMs` later (or as another fault says). */
     | { readonly kind: "slow"; readonly delayMs: number }
     /** The route's success status with a body that is not what the API sends (by default not JSON). */
     | { readonly kind: "garbage"; readonly body?: string }
@@ -32,6 +34,12 @@ export type SimulatorFault = FaultAim &
 
 /** The projector API's error code for "the number of tasks exceeds limit". */
 export const TOO_MANY_TASKS_ERROR_CODE = 2010203;
+
+/** The backend's answer when a project's conversions per second are used up (the fault, and create-limit.ts). */
+export function tooManyTasksAnswer(): Answer {
+  const message = "the number of tasks exceeds limit";
+  return { status: 400, body: { message, errorCode: TOO_MANY_TASKS_ERROR_CODE, errorMessage: message } };
+}
 
 interface ActiveFault {
   readonly fault: SimulatorFault;
@@ -89,12 +97,31 @@ export class FaultBoard {
   }
 }
 
+/** Whether the faults taken for a request answer it in place of its route ("slow" ones only delay). */
+export function replacesAnswer(faults: readonly SimulatorFault[]): boolean {
+  return faults.some((fault) => fault.kind !== "slow");
+}
+
 /**
- * Plays the faults taken for one request: sleeps for "slow" ones, then resets,
- * answers garbage (with `okStatus`, the status of the route's success), "too
- * many tasks", or an error status. True when the request is done with
- * (answered, reset, or gone while sleeping); false when it goes on to be
- * answered normally.
+ * Sleeps through the "slow" faults taken for one request. True when the request
+ * is gone meanwhile (the client gave up, or we are closing): nothing to answer.
+ */
+export async function sleepThroughSlowFaults(
+  board: FaultBoard,
+  faults: readonly SimulatorFault[],
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<boolean> {
+  for (const fault of faults) {
+    if (fault.kind === "slow") await board.sleep(fault.delayMs, res);
+  }
+  return res.destroyed || req.socket.destroyed;
+}
+
+/**
+ * Answers a request whose faults replace its route's answer (`replacesAnswer`):
+ * sleeps for "slow" ones, then resets, answers garbage (with `okStatus`, the
+ * status of the route's success), "too many tasks", or an error status.
  */
 export async function playFaults(
   board: FaultBoard,
@@ -102,30 +129,24 @@ export async function playFaults(
   req: http.IncomingMessage,
   res: http.ServerResponse,
   okStatus: number,
-): Promise<boolean> {
-  for (const fault of faults) {
-    if (fault.kind === "slow") await board.sleep(fault.delayMs, res);
-  }
-  // The client gave up (or we are closing) while we slept.
-  if (res.destroyed || req.socket.destroyed) return true;
+): Promise<void> {
+  if (await sleepThroughSlowFaults(board, faults, req, res)) return;
   if (faults.some((fault) => fault.kind === "reset")) {
     req.socket.resetAndDestroy();
-    return true;
+    return;
   }
   const garbage = faults.find((fault) => fault.kind === "garbage");
   if (garbage !== undefined) {
     res.writeHead(okStatus, { "content-type": "application/json" });
     res.end(garbage.body ?? "<html>this is not JSON {");
-    return true;
+    return;
   }
   if (faults.some((fault) => fault.kind === "too-many-tasks")) {
-    const message = "the number of tasks exceeds limit";
-    send(res, { status: 400, body: { message, errorCode: TOO_MANY_TASKS_ERROR_CODE, errorMessage: message } });
-    return true;
+    send(res, tooManyTasksAnswer());
+    return;
   }
   const statusFault = faults.find((fault) => fault.kind === "status");
-  if (statusFault === undefined) return false;
+  if (statusFault === undefined) return;
   const headers: Record<string, string> = statusFault.status === 429 ? { "retry-after": "1" } : {};
   send(res, errorAnswer(statusFault.status, "simulated fault"), headers);
-  return true;
 }

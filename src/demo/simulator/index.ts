@@ -10,6 +10,7 @@ export type { SimulatorCredentials, SimulatorOptions } from "./options.js";
 export { PROJECTOR_TASKS_PATH, TASK_NOT_FOUND_ERROR_CODE } from "./projector-routes.js";
 export { type ConversionSimulator, startConversionSimulator } from "./server.js";
 export {
+  type AcceptedCreate,
   FILES_BASE,
   SIMULATED_ERROR_CODE,
   SIMULATED_FAILURE_REASON,

@@ -33,7 +33,14 @@ export interface SimulatorOptions {
    * `<url>/files`, so a browser shows them (the demo). Default: named at FILES_BASE, never served.
    */
   readonly serveFiles?: boolean;
-  /** Clock for token expiry and task progress. Default `Date.now`. */
+  /**
+   * Creates (conversions started) a second per project, as the backend limits them: a token
+   * bucket (create-limit.ts); a create over it answers 400 with TOO_MANY_TASKS_ERROR_CODE. The
+   * project is the credential: an opaque token, or a signed token's access key. Default (or
+   * `Infinity`): no limit. The real backend's default is 1.
+   */
+  readonly createsPerSecond?: number;
+  /** Clock for token expiry, task progress and the creates limit. Default `Date.now`. */
   readonly now?: () => number;
   readonly logger?: Logger;
 }
@@ -48,6 +55,8 @@ export interface SimulatorSettings {
   readonly slowWhen: (resource: string) => boolean;
   readonly logger: Logger | undefined;
   readonly serveFiles: boolean;
+  /** `Infinity` when there is no limit. */
+  readonly createsPerSecond: number;
 }
 
 export function resolveSettings(options: SimulatorOptions): SimulatorSettings {
@@ -57,6 +66,8 @@ export function resolveSettings(options: SimulatorOptions): SimulatorSettings {
   if (!(progressMs > 0) || !(slowProgressMs > 0) || !Number.isSafeInteger(pageCount) || pageCount < 1) {
     throw new RangeError("progressMs and slowProgressMs must be positive and pageCount a positive integer");
   }
+  const createsPerSecond = options.createsPerSecond ?? Number.POSITIVE_INFINITY;
+  if (!(createsPerSecond > 0)) throw new RangeError("createsPerSecond must be positive (Infinity: no limit)");
   return {
     now: options.now ?? Date.now,
     progressMs,
@@ -66,6 +77,7 @@ export function resolveSettings(options: SimulatorOptions): SimulatorSettings {
     slowWhen: options.slowWhen ?? pathContains("slow"),
     logger: options.logger,
     serveFiles: options.serveFiles ?? false,
+    createsPerSecond,
   };
 }
 

@@ -1,14 +1,14 @@
 /**
  * One request's way through the simulator: read and record it, find its route
  * (404, 405), play the active faults, check the token (401) and the region
- * (400), then let the route answer.
+ * (400), then let the route answer — late, when a "slow" fault says so.
  */
 import type http from "node:http";
 import { REGIONS, type Region } from "../../services/ports.js";
-import { playFaults } from "./faults.js";
-import { errorAnswer, header, parseBody, readBody, recordRequest, send } from "./http-io.js";
+import { playFaults, replacesAnswer, sleepThroughSlowFaults } from "./faults.js";
+import { type Answer, errorAnswer, header, parseBody, readBody, recordRequest, send } from "./http-io.js";
 import { FILES_PATH, servePageImage } from "./page-images.js";
-import { matchRoute, type Route } from "./router.js";
+import { matchRoute, type Route, type RouteRequest } from "./router.js";
 import type { SimulatorState } from "./state.js";
 
 export async function handleRequest(
@@ -40,19 +40,26 @@ export async function handleRequest(
     return;
   }
   const { route, params } = match;
-  if (await playFaults(state.faults, state.faults.take(route.operation), req, res, route.okStatus)) return;
+  const faults = state.faults.take(route.operation);
+  if (replacesAnswer(faults)) {
+    await playFaults(state.faults, faults, req, res, route.okStatus);
+    return;
+  }
+  // The work is done on arrival and only the answer waits out a "slow" fault, as
+  // a real backend that is slow to answer has already acted: a create made its
+  // task (and took its token of the limit) even if the client gives up meanwhile.
+  const answer = routeAnswer(state, route, { req, url, body, params });
+  if (await sleepThroughSlowFaults(state.faults, faults, req, res)) return;
+  send(res, answer);
+}
 
-  const refusal = state.refuseToken(header(req, "token"), route.write);
-  if (refusal !== undefined) {
-    send(res, errorAnswer(401, refusal));
-    return;
-  }
-  const region = header(req, "region");
-  if (!isRegion(region)) {
-    send(res, errorAnswer(400, `region must be one of ${REGIONS.join(", ")}`));
-    return;
-  }
-  send(res, route.handle({ req, url, body, params, region }, state));
+/** The answer of a request past its faults: 401 for its token, 400 for its region, else its route's. */
+function routeAnswer(state: SimulatorState, route: Route, request: Omit<RouteRequest, "region" | "project">): Answer {
+  const verdict = state.checkToken(header(request.req, "token"), route.write);
+  if ("refusal" in verdict) return errorAnswer(401, verdict.refusal);
+  const region = header(request.req, "region");
+  if (!isRegion(region)) return errorAnswer(400, `region must be one of ${REGIONS.join(", ")}`);
+  return route.handle({ ...request, region, project: verdict.project }, state);
 }
 
 function isRegion(value: string | undefined): value is Region {

@@ -17,6 +17,8 @@ export interface RouteRequest {
   /** The `:name` segments of the path, percent-decoded. */
   readonly params: Readonly<Record<string, string>>;
   readonly region: Region;
+  /** The token's project (credentials.ts): what the creates limit is kept per. */
+  readonly project: string;
 }
 
 export interface Route {

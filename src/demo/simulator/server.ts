@@ -17,7 +17,7 @@ import { FILES_PATH } from "./page-images.js";
 import { handleRequest } from "./request-handler.js";
 import { SIMULATOR_ROUTES } from "./routes.js";
 import { createState, type SimulatorState } from "./state.js";
-import { type SimulatedTask, taskEndsAt, taskProgress } from "./tasks.js";
+import { type AcceptedCreate, type SimulatedTask, taskEndsAt, taskProgress } from "./tasks.js";
 import type { WebhookDelivery } from "./webhooks.js";
 
 export interface ConversionSimulator {
@@ -31,6 +31,13 @@ export interface ConversionSimulator {
   /** Forgets every task, as the backend does a week after it ended: queries answer "task not found". */
   forgetTasks(): void;
   requests(): readonly RecordedRequest[];
+  /**
+   * Every create that made a task, in order, with when it arrived — kept when the tasks are
+   * forgotten. (`requests()` has every request as sent, tokens included, accepted or not.)
+   */
+  creates(): readonly AcceptedCreate[];
+  /** The creates refused by the `createsPerSecond` limit. */
+  refusedCreates(): number;
   /** The webhook calls made so far (projector tasks created with a `webhookEndpoint`). */
   webhookDeliveries(): readonly WebhookDelivery[];
   /** Connections currently open (to check that clients do not leak sockets). */
@@ -64,6 +71,8 @@ export async function startConversionSimulator(options: SimulatorOptions): Promi
     },
     forgetTasks: () => state.tasks.clear(),
     requests: () => [...state.recorded],
+    creates: () => [...state.creates],
+    refusedCreates: () => state.createLimit.refused(),
     webhookDeliveries: () => [...state.webhooks.deliveries],
     openConnections: () => sockets.size,
     close() {

@@ -56,6 +56,17 @@ export interface SimulatedTask extends SimulatedTaskSpec {
   readonly endsAt: number;
 }
 
+/** A create the simulator accepted (what `creates()` shows): no token, only a label of its project. */
+export interface AcceptedCreate {
+  /** When it arrived, on the simulator's clock (the task's `createdAt`). */
+  readonly at: number;
+  readonly resource: string;
+  /** The task it made. */
+  readonly uuid: string;
+  /** The first 8 hex digits of the SHA-256 of the project's identity (an opaque token, or an access key). */
+  readonly project: string;
+}
+
 export const SIMULATED_FAILURE_REASON = "simulated conversion failure";
 /** The projector API's `errorCode` of a failed simulated task ("unknown error"). */
 export const SIMULATED_ERROR_CODE = "2050099";
