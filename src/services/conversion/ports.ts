@@ -15,6 +15,11 @@ export type WhiteboardCredentials =
 export interface WhiteboardSettings {
   readonly region: Region;
   readonly credentials: WhiteboardCredentials;
+  /**
+   * Conversion (create) requests per second the Netless backend takes from
+   * the project, as its plan allows; absent → 1, the backend's default plan.
+   */
+  readonly conversionQps?: number;
 }
 
 export type ConversionType = "static" | "dynamic";
