@@ -73,7 +73,7 @@ export const KEYS: Readonly<Record<KeyName, KeyDoc>> = {
   whiteboard: {
     key: (k) => k.whiteboard("<project>"),
     type: "hash",
-    holds: "the project's whiteboard settings: region and Netless credentials",
+    holds: "the project's whiteboard settings: region, Netless credentials and conversion QPS",
     writtenBy: "SetWhiteboardSettings (`boardline whiteboard set`); other services directly",
     expires: "never",
   },

@@ -17,6 +17,7 @@ import {
   whiteboardEventFields,
 } from "../src/store/schema/conversion-records.js";
 import { doneFields, pendingFields } from "../src/store/schema/idempotency-records.js";
+import { DEFAULT_CONVERSION_QPS, MAX_CONVERSION_QPS } from "../src/services/channel/ports.js";
 import { REGIONS, TERMINAL_CONVERSION_STATUSES } from "../src/services/conversion/ports.js";
 import type { KeyName } from "./redis-schema-keys.js";
 import { code } from "./markdown.js";
@@ -73,12 +74,16 @@ export const LAYOUTS: Partial<Readonly<Record<KeyName, RecordLayout>>> = {
   whiteboard: {
     fields: () =>
       keys(
-        whiteboardFields({ region: "eu", credentials: { sdkToken: "t" } }, { by: "s", at: 0 }).set,
+        whiteboardFields({ region: "eu", credentials: { sdkToken: "t" }, conversionQps: 1 }, { by: "s", at: 0 }).set,
         whiteboardFields({ region: "eu", credentials: { accessKey: "a", secretKey: "s" } }, { by: "s", at: 0 }).set,
       ),
     meanings: {
       enabled: "`1`; any other value means no whiteboard",
       region: `one of ${REGIONS.map(code).join(", ")}`,
+      conversion_qps:
+        "how many conversion (create) requests per second the Netless backend takes from the project, as its plan " +
+        `allows: a decimal whole number from \`1\` to \`${MAX_CONVERSION_QPS}\`, in clear (not a secret); absent or ` +
+        `anything else: \`${DEFAULT_CONVERSION_QPS}\`, the default plan. SetWhiteboardSettings without it removes it`,
       sdk_token: "a Netless SDK token, sealed under `SECRETS_KEYS` (see below); used when present",
       access_key:
         "with `secret_key`: a Netless key pair, from which boardline signs short-lived `writer` SDK tokens itself; in clear (it signs nothing)",

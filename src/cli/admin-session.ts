@@ -86,6 +86,7 @@ const FLAGS: ReadonlyArray<[RegExp, string]> = [
   [/^channel_id:/, "channel:"],
   [/^page_size:/, "--page-size:"],
   [/^page_token:/, "--page-token:"],
+  [/^conversion_qps:/, "--conversion-qps:"],
 ];
 
 function asFlags(detail: string): string {

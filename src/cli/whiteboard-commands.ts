@@ -1,6 +1,7 @@
 /**
  * `boardline whiteboard set|show|clear`: a project's whiteboard (file
- * conversion) settings, i.e. its Netless region and credentials, through
+ * conversion) settings, i.e. its Netless region, credentials and conversion
+ * QPS, through
  * ChannelAdminService's domain (admin-session.ts): the same functions as
  * SetWhiteboardSettings, GetWhiteboardSettings and ClearWhiteboardSettings,
  * so each change is stamped and audited (by `cli`). Secrets are never printed.
@@ -13,16 +14,23 @@ import { type Command, Option } from "commander";
 import {
   GetWhiteboardSettingsResponseSchema,
   SetWhiteboardSettingsRequestSchema,
+  SetWhiteboardSettingsResponseSchema,
   WhiteboardCredentialKind,
 } from "../../gen/channel/v1/channel_admin_pb.js";
-import { REGIONS, type Region, type WhiteboardCredentials } from "../services/ports.js";
+import {
+  DEFAULT_CONVERSION_QPS,
+  MAX_CONVERSION_QPS,
+  REGIONS,
+  type Region,
+  type WhiteboardCredentials,
+} from "../services/ports.js";
 import { checkProjectId } from "../store/schema/keys.js";
 import { request, unlessNotFound, withAdmin } from "./admin-session.js";
 import { checkId, usage } from "./arguments.js";
 import { CliFailure } from "./cli-failure.js";
 import { withStore } from "./redis-session.js";
 import { formatTime, jsonOption, print, readStdin } from "./terminal.js";
-import { passOptions, resumablePass } from "./resumable-pass.js";
+import { passOptions, resumablePass, wholeNumber } from "./resumable-pass.js";
 
 interface SetOptions {
   region: Region;
@@ -31,6 +39,7 @@ interface SetOptions {
   accessKey?: string;
   secretKey?: string;
   secretKeyStdin?: boolean;
+  conversionQps?: number;
   json?: boolean;
 }
 
@@ -59,15 +68,21 @@ function addSet(whiteboard: Command): void {
     )
     .addOption(new Option("--secret-key <sk>", "Netless secret key, with --access-key").env("BOARDLINE_SECRET_KEY"))
     .option("--secret-key-stdin", "read the secret key from stdin")
+    .option(
+      "--conversion-qps <n>",
+      `conversion requests per second the project's Netless plan allows (default ${DEFAULT_CONVERSION_QPS})`,
+      wholeNumber(1, MAX_CONVERSION_QPS),
+    )
     .addOption(jsonOption())
     .addHelpText(
       "after",
       "\nGive either an SDK token or an access key and secret key. Secrets need not appear in shell\n" +
         "history: pass them in BOARDLINE_SDK_TOKEN / BOARDLINE_SECRET_KEY, or pipe them with\n" +
-        "--sdk-token-stdin / --secret-key-stdin. Setting replaces the previous credentials.\n" +
+        "--sdk-token-stdin / --secret-key-stdin. Setting replaces the previous settings: left out,\n" +
+        `--conversion-qps is ${DEFAULT_CONVERSION_QPS} again (Netless's default plan).\n` +
         "\nExamples:\n" +
         "  $ boardline whiteboard set acme --region us-sv --access-key AK123 --secret-key-stdin < sk.txt\n" +
-        "  $ BOARDLINE_SDK_TOKEN=NETLESSSDK_… boardline whiteboard set acme --region sg",
+        "  $ BOARDLINE_SDK_TOKEN=NETLESSSDK_… boardline whiteboard set acme --region sg --conversion-qps 5",
     )
     .action(setWhiteboard);
 }
@@ -81,14 +96,16 @@ async function setWhiteboard(project: string, o: SetOptions, cmd: Command): Prom
       "sdkToken" in credentials
         ? { case: "sdkToken", value: credentials.sdkToken }
         : { case: "accessKeyPair", value: { accessKey: credentials.accessKey, secretKey: credentials.secretKey } },
+    ...(o.conversionQps === undefined ? {} : { conversionQps: o.conversionQps }),
   });
-  await withAdmin(cmd, project, (a) => a.whiteboard.setSettings(a.caller, req));
+  const set = await withAdmin(cmd, project, (a) => a.whiteboard.setSettings(a.caller, req));
+  const qps = create(SetWhiteboardSettingsResponseSchema, set).settings?.conversionQps ?? DEFAULT_CONVERSION_QPS;
   print(
     o.json === true,
-    { project, region: o.region, ...credentialsKind(credentials) },
+    { project, region: o.region, ...credentialsKind(credentials), conversion_qps: qps },
     `whiteboard of project ${project} set: region ${o.region}, ${
       "accessKey" in credentials ? `access key ${credentials.accessKey} (secret key stored)` : "SDK token stored"
-    }`,
+    }, conversion QPS ${qps}`,
   );
 }
 
@@ -125,7 +142,7 @@ function credentialsKind(c: WhiteboardCredentials): { credentials: string; acces
 function addShow(whiteboard: Command): void {
   whiteboard
     .command("show")
-    .description("show the project's whiteboard region and credential kind (secrets are never printed)")
+    .description("show the project's whiteboard region, credential kind and conversion QPS (secrets are never printed)")
     .argument("<project>", "project id")
     .addOption(jsonOption())
     .addHelpText(
@@ -145,8 +162,16 @@ async function showWhiteboard(project: string, o: { json?: boolean }, cmd: Comma
   const by = settings.updatedBy === "" ? null : settings.updatedBy;
   print(
     o.json === true,
-    { project, region: settings.region, credentials: kind, updated_at: at, updated_by: by },
+    {
+      project,
+      region: settings.region,
+      credentials: kind,
+      conversion_qps: settings.conversionQps,
+      updated_at: at,
+      updated_by: by,
+    },
     `whiteboard of project ${project}: region ${settings.region}, ${kind === "sdk_token" ? "SDK token" : "access key pair"}` +
+      `, conversion QPS ${settings.conversionQps}` +
       (at === null ? "" : `, set ${at}${by === null ? "" : ` by ${by}`}`),
   );
 }

@@ -39,6 +39,7 @@ describe("help", () => {
       "BOARDLINE_SECRET_KEY",
       "BOARDLINE_SDK_TOKEN",
       "us-sv",
+      "--conversion-qps",
     ]) {
       expect(out).toContain(word);
     }

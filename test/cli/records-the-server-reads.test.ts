@@ -333,14 +333,18 @@ describe("records the CLI writes are what the server reads", () => {
     expect((await mute(token, passphrase)).status).toBe(403);
   });
 
-  test("whiteboard set with the secret key on stdin: fileconvert works", async () => {
+  test("whiteboard set with the secret key on stdin and a conversion QPS: fileconvert works", async () => {
     // No whiteboard yet: 403.
     expect((await convert(token, attendee)).status).toBe(403);
     const out = await ok(
-      ["whiteboard", "set", project, "--region", "in-mum", "--access-key", bl.world.accessKey, "--secret-key-stdin"],
+      [
+        ...["whiteboard", "set", project, "--region", "in-mum", "--conversion-qps", "4"],
+        ...["--access-key", bl.world.accessKey, "--secret-key-stdin"],
+      ],
       { input: `${bl.world.secretKey}\n` },
     );
     expect(out).toContain("region in-mum");
+    expect(out).toContain("conversion QPS 4");
     expect(out).not.toContain(bl.world.secretKey);
 
     const res = await convert(token, attendee);
@@ -363,19 +367,23 @@ describe("records the CLI writes are what the server reads", () => {
       project,
       region: "in-mum",
       credentials: "access_key",
+      conversion_qps: 4,
       updated_at: expect.stringMatching(/Z$/),
       updated_by: "cli",
     });
   });
 
-  test("whiteboard set with an SDK token from the environment replaces the key pair", async () => {
-    await ok(["whiteboard", "set", project, "--region", "sg"], { env: { BOARDLINE_SDK_TOKEN: bl.world.sdkToken } });
+  test("whiteboard set with an SDK token from the environment replaces the key pair and the QPS", async () => {
+    const set = await ok(["whiteboard", "set", project, "--region", "sg", "--json"], {
+      env: { BOARDLINE_SDK_TOKEN: bl.world.sdkToken },
+    });
+    expect(JSON.parse(set)).toEqual({ project, region: "sg", credentials: "sdk_token", conversion_qps: 1 });
     expect((await convert(token, host)).status).toBe(200);
     const seen = bl.simulator.requests().at(-1);
     expect(seen?.headers.token).toBe(bl.world.sdkToken);
     expect(seen?.headers.region).toBe("sg");
     const shown = await ok(["whiteboard", "show", project]);
-    expect(shown).toContain("region sg, SDK token");
+    expect(shown).toContain("region sg, SDK token, conversion QPS 1");
     expect(shown).not.toContain(bl.world.sdkToken);
   });
 

@@ -36,6 +36,14 @@ describe("usage errors exit 2 with a clear message", () => {
       ["whiteboard", "set", "p", "--region", "eu", "--access-key", "a"],
       "--secret-key (or --secret-key-stdin) is required",
     ],
+    [
+      ["whiteboard", "set", "p", "--region", "eu", "--sdk-token", "t", "--conversion-qps", "0"],
+      "expected a whole number from 1 to 1000",
+    ],
+    [
+      ["whiteboard", "set", "p", "--region", "eu", "--sdk-token", "t", "--conversion-qps", "1001"],
+      "expected a whole number from 1 to 1000",
+    ],
     [["mute", "show", "p", "c", "--events", "0"], "expected a whole number from 1 to 10000"],
     [["mute", "show", "p/x", "c"], "project must not contain '{', '}' or '/'"],
     [["mute", "state", "p", "c{"], "channel must not contain '{' or '}'"],

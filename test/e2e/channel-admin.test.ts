@@ -19,6 +19,10 @@ import { ROUTES } from "../harness/routes.js";
 import { ADMIN_PROTOCOLS, type AdminMethod, adminToken, callAdmin } from "./helpers/channel-admin.js";
 
 const GENERATED = /^[a-km-np-z2-9]{4}(-[a-km-np-z2-9]{4}){6}$/;
+/** The 611 message (docs/errors.md) of a conversion_qps outside 1..1000, as protovalidate words the rule. */
+const INVALID_QPS =
+  "the API request is invalid, improperly formed, or missing a required field: conversion_qps: " +
+  "must be greater than or equal to 1 and less than or equal to 1000";
 const ALL_METHODS: ReadonlyArray<[AdminMethod, Record<string, unknown>]> = [
   ["createChannel", { channel_id: "x" }],
   ["getChannel", { channel_id: "x" }],
@@ -179,12 +183,39 @@ describe.each(["memory", "redis", "cluster"] as const)("%s store", (storeKind) =
       expect(set).toMatchObject({
         ok: true,
         body: {
-          settings: { region: "eu", credential: "WHITEBOARD_CREDENTIAL_KIND_ACCESS_KEY", updated_by: "meetings" },
+          settings: {
+            region: "eu",
+            credential: "WHITEBOARD_CREDENTIAL_KIND_ACCESS_KEY",
+            updated_by: "meetings",
+            conversion_qps: 1,
+          },
         },
       });
       const got = await callAdmin(bl, protocol, "getWhiteboardSettings", {}, otherAdmin);
-      expect(got).toMatchObject({ ok: true, body: { settings: { region: "eu", updated_by: "meetings" } } });
+      expect(got).toMatchObject({
+        ok: true,
+        body: { settings: { region: "eu", updated_by: "meetings", conversion_qps: 1 } },
+      });
       for (const answer of [set, got]) expect(JSON.stringify(answer)).not.toMatch(/sk-|abcdefgh/);
+      // The conversion QPS round-trips; setting again without it is the default plan's 1 again.
+      const withQps = { region: "eu", sdk_token: "NETLESSSDK_qps", conversion_qps: 1000 };
+      expect(await callAdmin(bl, protocol, "setWhiteboardSettings", withQps, otherAdmin)).toMatchObject({
+        ok: true,
+        body: { settings: { conversion_qps: 1000 } },
+      });
+      expect(await callAdmin(bl, protocol, "getWhiteboardSettings", {}, otherAdmin)).toMatchObject({
+        ok: true,
+        body: { settings: { conversion_qps: 1000 } },
+      });
+      const withoutQps = { region: "eu", sdk_token: "NETLESSSDK_qps" };
+      expect(await callAdmin(bl, protocol, "setWhiteboardSettings", withoutQps, otherAdmin)).toMatchObject({
+        ok: true,
+        body: { settings: { conversion_qps: 1 } },
+      });
+      expect(await callAdmin(bl, protocol, "getWhiteboardSettings", {}, otherAdmin)).toMatchObject({
+        ok: true,
+        body: { settings: { conversion_qps: 1 } },
+      });
       // Project A's settings are its own (the seeded ones).
       const mine = await callAdmin(bl, protocol, "getWhiteboardSettings", {}, admin);
       expect(mine.ok && JSON.stringify(mine.body)).not.toContain('"eu"');
@@ -224,6 +255,19 @@ describe.each(["memory", "redis", "cluster"] as const)("%s store", (storeKind) =
       expect(
         await callAdmin(bl, protocol, "setWhiteboardSettings", { region: "mars", sdk_token: "x" }, admin),
       ).toMatchObject({ ok: false, code: 611 });
+      const before = await callAdmin(bl, protocol, "getWhiteboardSettings", {}, admin);
+      for (const conversionQps of [0, 1001]) {
+        const body = { region: "sg", sdk_token: "NETLESSSDK_x", conversion_qps: conversionQps };
+        expect(
+          await callAdmin(bl, protocol, "setWhiteboardSettings", body, admin),
+          String(conversionQps),
+        ).toMatchObject({
+          ok: false,
+          code: 611,
+          message: INVALID_QPS,
+        });
+      }
+      expect(await callAdmin(bl, protocol, "getWhiteboardSettings", {}, admin)).toEqual(before);
     });
   });
 

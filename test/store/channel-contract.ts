@@ -307,19 +307,35 @@ export function channelDirectoryContract(current: () => ContractSubject, options
       ]);
     });
 
-    it("whiteboardInfo shows region, credential kind and set at/by, never a secret", async () => {
+    it("whiteboardInfo shows region, credential kind, conversion QPS and set at/by, never a secret", async () => {
       setUp();
       const project = `proj-${hex()}`;
       expect(await store.channels.whiteboardInfo(project)).toBeUndefined();
       const token = `NETLESSSDK_${hex()}`;
       await store.setWhiteboard(project, { region: "sg", credentials: { sdkToken: token } }, { by: "alice", at: 5 });
       const info = await store.channels.whiteboardInfo(project);
-      expect(info).toEqual({ region: "sg", credential: "sdk_token", updatedAt: 5, updatedBy: "alice" });
+      expect(info).toEqual({
+        region: "sg",
+        credential: "sdk_token",
+        conversionQps: 1,
+        updatedAt: 5,
+        updatedBy: "alice",
+      });
       expect(JSON.stringify(info)).not.toContain("NETLESSSDK");
       const [ak, sk] = [`ak-${hex()}`, `sk-${hex()}`];
-      await store.setWhiteboard(project, { region: "eu", credentials: { accessKey: ak, secretKey: sk } });
+      await store.setWhiteboard(project, {
+        region: "eu",
+        credentials: { accessKey: ak, secretKey: sk },
+        conversionQps: 8,
+      });
       const info2 = await store.channels.whiteboardInfo(project);
-      expect(info2).toEqual({ region: "eu", credential: "access_key", updatedAt: undefined, updatedBy: undefined });
+      expect(info2).toEqual({
+        region: "eu",
+        credential: "access_key",
+        conversionQps: 8,
+        updatedAt: undefined,
+        updatedBy: undefined,
+      });
       for (const s of [ak.slice(0, 5), sk.slice(0, 5)]) expect(JSON.stringify(info2)).not.toContain(s);
       // The secret key is sealed (the store contract's whiteboard cases); the access key names the pair.
       const record = await raw.hgetall(keys.whiteboard(project));
@@ -328,6 +344,7 @@ export function channelDirectoryContract(current: () => ContractSubject, options
         region: "eu",
         access_key: ak,
         secret_key: expect.stringMatching(/^v1\./),
+        conversion_qps: "8",
       });
       expect(JSON.stringify(record)).not.toContain(sk);
     });

@@ -448,6 +448,52 @@ export function storeContract(name: string, options: ContractOptions): void {
         expect(await store.getWhiteboard(project)).toBeUndefined();
       });
 
+      it("keeps the conversion QPS as a decimal field in clear; setting without it is the default plan again", async () => {
+        const { project } = ids();
+        const key = keys.whiteboard(project);
+        await store.setWhiteboard(project, { region: "sg", credentials: { sdkToken: "t" }, conversionQps: 5 });
+        expect(await raw.hgetall(key)).toEqual({
+          enabled: "1",
+          region: "sg",
+          conversion_qps: "5",
+          sdk_token: expect.stringMatching(SEALED),
+        });
+        expect(await store.getWhiteboard(project)).toEqual({
+          region: "sg",
+          credentials: { sdkToken: "t" },
+          conversionQps: 5,
+        });
+        expect(await store.channels.whiteboardInfo(project)).toMatchObject({ conversionQps: 5 });
+
+        const pair = { accessKey: "ak", secretKey: "sk" };
+        await store.setWhiteboard(project, { region: "eu", credentials: pair, conversionQps: 1000 });
+        expect((await raw.hgetall(key)).conversion_qps).toBe("1000");
+        expect(await store.getWhiteboard(project)).toEqual({ region: "eu", credentials: pair, conversionQps: 1000 });
+
+        // Set replaces the settings: left out, the QPS goes and reads as the default plan's.
+        await store.setWhiteboard(project, { region: "eu", credentials: pair });
+        expect(await raw.hgetall(key)).not.toHaveProperty("conversion_qps");
+        expect(await store.getWhiteboard(project)).toEqual({ region: "eu", credentials: pair });
+        expect(await store.channels.whiteboardInfo(project)).toMatchObject({ conversionQps: 1 });
+      });
+
+      it("reads an unreadable conversion_qps as absent and the rest of the record as usable", async () => {
+        for (const qps of ["0", "1001", "-3", "2.5", "1e2", "05", " 7", "7 ", "", "many"]) {
+          const { project } = ids();
+          await raw.hset(keys.whiteboard(project), { enabled: "1", region: "sg", sdk_token: "t", conversion_qps: qps });
+          expect(await store.getWhiteboard(project), qps).toEqual({ region: "sg", credentials: { sdkToken: "t" } });
+          expect(await store.channels.whiteboardInfo(project), qps).toMatchObject({ conversionQps: 1 });
+        }
+        const { project } = ids();
+        await raw.hset(keys.whiteboard(project), {
+          enabled: "1",
+          region: "sg",
+          sdk_token: "t",
+          conversion_qps: "1000",
+        });
+        expect((await store.getWhiteboard(project))?.conversionQps).toBe(1000);
+      });
+
       it("seals the SDK token and the secret key: the store answers them in clear, the record holds neither", async () => {
         const { project } = ids();
         const key = keys.whiteboard(project);
@@ -531,6 +577,7 @@ export function storeContract(name: string, options: ContractOptions): void {
           region: "sg",
           access_key: "ak",
           secret_key: "sk-clear",
+          conversion_qps: "3",
         });
         const older = ids().project;
         await raw.hset(keys.whiteboard(older), {
@@ -569,6 +616,7 @@ export function storeContract(name: string, options: ContractOptions): void {
           region: "sg",
           access_key: "ak",
           secret_key: expect.stringMatching(SEALED),
+          conversion_qps: "3",
         });
         expect(JSON.stringify(clearAfter)).not.toContain("sk-clear");
         const olderAfter = await raw.hgetall(keys.whiteboard(older));
@@ -581,6 +629,7 @@ export function storeContract(name: string, options: ContractOptions): void {
         expect(await store.getWhiteboard(clear)).toEqual({
           region: "sg",
           credentials: { accessKey: "ak", secretKey: "sk-clear" },
+          conversionQps: 3,
         });
         expect(await store.getWhiteboard(older)).toEqual({
           region: "eu",
@@ -686,6 +735,11 @@ export function storeContract(name: string, options: ContractOptions): void {
         ).rejects.toMatchObject({
           kind: "invalid",
         });
+        for (const conversionQps of [0, 1001, 2.5, Number.NaN]) {
+          await expect(
+            store.setWhiteboard(project, { region: "sg", credentials: { sdkToken: "t" }, conversionQps }),
+          ).rejects.toMatchObject({ kind: "invalid", detail: "conversion qps must be a whole number from 1 to 1000" });
+        }
         expect(await raw.exists(keys.whiteboard(project))).toBe(false);
       });
     });

@@ -66,10 +66,17 @@ export interface AdminEvent {
   readonly detail?: string;
 }
 
+/** The conversion QPS of a project that has set none: the Netless backend's default plan. */
+export const DEFAULT_CONVERSION_QPS = 1;
+/** The most conversion QPS a project may set (the `lte` of SetWhiteboardSettings' `conversion_qps`). */
+export const MAX_CONVERSION_QPS = 1000;
+
 /** A project's whiteboard settings as the admin API shows them: never a secret, nor a prefix of one. */
 export interface WhiteboardInfo {
   readonly region: string;
   readonly credential: "sdk_token" | "access_key";
+  /** The effective value: `DEFAULT_CONVERSION_QPS` when none is set (or the stored one is unreadable). */
+  readonly conversionQps: number;
   readonly updatedAt: number | undefined;
   readonly updatedBy: string | undefined;
 }

@@ -1,6 +1,6 @@
 /**
  * ChannelAdminService's whiteboard calls: set, get and clear the project's
- * Netless region and credentials. Transport-free, `channels.admin` only, the
+ * Netless region, credentials and conversion QPS. Transport-free, `channels.admin` only, the
  * caller's project only. The secrets are write-only: what comes back is the
  * store's `WhiteboardInfo`, which has no field that could hold one.
  */
@@ -15,7 +15,15 @@ import {
   type WhiteboardSettingsInfoSchema,
 } from "../../../gen/channel/v1/channel_admin_pb.js";
 import { Failure } from "../failure.js";
-import { type Caller, REGIONS, type Region, type WhiteboardCredentials } from "../ports.js";
+import {
+  type Caller,
+  DEFAULT_CONVERSION_QPS,
+  MAX_CONVERSION_QPS,
+  REGIONS,
+  type Region,
+  type WhiteboardCredentials,
+  type WhiteboardSettings,
+} from "../ports.js";
 import { audit, requireAdmin } from "./admin-rights.js";
 import type { ChannelDirectory, WhiteboardInfo } from "./ports.js";
 
@@ -34,11 +42,23 @@ export class WhiteboardSettingsAdmin {
     requireAdmin(caller);
     const region = regionOf(req.region);
     const credentials = credentialsOf(req);
+    const conversionQps = conversionQpsOf(req.conversionQps);
     const kind = "sdkToken" in credentials ? "sdk_token" : "access_key";
     const at = this.now();
-    await this.store.channels.setWhiteboard(caller.project, { region, credentials }, caller.subject, at);
+    // Left out, the QPS is not kept from before: Set replaces the settings, so it is the default plan again.
+    const settings: WhiteboardSettings =
+      conversionQps === undefined ? { region, credentials } : { region, credentials, conversionQps };
+    await this.store.channels.setWhiteboard(caller.project, settings, caller.subject, at);
     await audit(this.store.channels, caller, at, { action: "whiteboard.set", detail: `${region} ${kind}` });
-    return { settings: infoMessage({ region, credential: kind, updatedAt: at, updatedBy: caller.subject }) };
+    return {
+      settings: infoMessage({
+        region,
+        credential: kind,
+        conversionQps: conversionQps ?? DEFAULT_CONVERSION_QPS,
+        updatedAt: at,
+        updatedBy: caller.subject,
+      }),
+    };
   }
 
   async getSettings(caller: Caller): Promise<MessageInitShape<typeof GetWhiteboardSettingsResponseSchema>> {
@@ -77,6 +97,12 @@ function credentialsOf(req: SetWhiteboardSettingsRequest): WhiteboardCredentials
   throw new Failure("invalid", { detail: "credential: exactly one of sdk_token, access_key_pair is required" });
 }
 
+/** The request's conversion QPS, checked as the contract does for callers that skip its validation. */
+function conversionQpsOf(qps: number | undefined): number | undefined {
+  if (qps === undefined || (qps >= 1 && qps <= MAX_CONVERSION_QPS)) return qps;
+  throw new Failure("invalid", { detail: `conversion_qps: must be from 1 to ${MAX_CONVERSION_QPS}` });
+}
+
 function nonEmpty(field: string, value: string): string {
   const trimmed = value.trim();
   if (trimmed === "") throw new Failure("invalid", { detail: `${field}: must not be empty` });
@@ -88,6 +114,7 @@ function infoMessage(info: WhiteboardInfo): InfoMessage {
     region: info.region,
     credential:
       info.credential === "sdk_token" ? WhiteboardCredentialKind.SDK_TOKEN : WhiteboardCredentialKind.ACCESS_KEY,
+    conversionQps: info.conversionQps,
     updatedBy: info.updatedBy ?? "",
     ...(info.updatedAt === undefined ? {} : { updateTime: timestampFromMs(info.updatedAt) }),
   };

@@ -15,7 +15,10 @@ export type WhiteboardCredentials =
 export interface WhiteboardSettings {
   readonly region: Region;
   readonly credentials: WhiteboardCredentials;
-  /** Conversion requests a second the backend takes from the project; absent: 1, its default plan. */
+  /**
+   * Conversion (create) requests per second the Netless backend takes from
+   * the project, as its plan allows; absent → 1, the backend's default plan.
+   */
   readonly conversionQps?: number;
 }
 

@@ -5,7 +5,13 @@
  * and what the admin API may show of a whiteboard record. Shared by both
  * stores and the repair functions, so they read and write the same bytes.
  */
-import type { AdminEvent, ChannelInfo, PassphraseRole, WhiteboardInfo } from "../../services/ports.js";
+import {
+  type AdminEvent,
+  type ChannelInfo,
+  DEFAULT_CONVERSION_QPS,
+  type PassphraseRole,
+  type WhiteboardInfo,
+} from "../../services/ports.js";
 import { type Fields, isRegion, parseMillis, parseWhiteboard } from "./channel-records.js";
 
 /** A channel hash field naming one passphrase that opens the channel: `pass:<sha256 hex>` → role. */
@@ -101,7 +107,7 @@ export function adminEventFields(event: AdminEvent): Fields {
   };
 }
 
-/** A whiteboard record as the admin API shows it: region, credential kind, set at/by — never a secret. */
+/** A whiteboard record as the admin API shows it: region, credential kind, conversion QPS, set at/by — never a secret. */
 export function parseWhiteboardInfo(fields: Fields): WhiteboardInfo | undefined {
   const settings = parseWhiteboard(fields);
   if (settings === undefined || !isRegion(settings.region)) return undefined;
@@ -109,6 +115,7 @@ export function parseWhiteboardInfo(fields: Fields): WhiteboardInfo | undefined 
   return {
     region: settings.region,
     credential: "sdkToken" in settings.credentials ? "sdk_token" : "access_key",
+    conversionQps: settings.conversionQps ?? DEFAULT_CONVERSION_QPS,
     updatedAt: parseMillis(fields.updated_at),
     updatedBy: updatedBy === undefined || updatedBy === "" ? undefined : updatedBy,
   };

@@ -7,6 +7,7 @@
  */
 import {
   type ChangedBy,
+  MAX_CONVERSION_QPS,
   type MuteChange,
   type PassphraseRecord,
   REGIONS,
@@ -57,34 +58,50 @@ export function isRegion(value: unknown): value is Region {
 /**
  * Usable settings, or undefined. When a record carries both an SDK token and a
  * key pair (another writer may do that), the SDK token wins: it is what the
- * project's operator explicitly issued.
+ * project's operator explicitly issued. An unreadable `conversion_qps` reads
+ * as absent (the default plan) rather than making the whole record unusable.
  */
 export function parseWhiteboard(fields: Fields): WhiteboardSettings | undefined {
   if (fields.enabled !== "1") return undefined;
   const region = fields.region;
   if (!isRegion(region)) return undefined;
+  const conversionQps = parseConversionQps(fields.conversion_qps);
+  const qps = conversionQps === undefined ? {} : { conversionQps };
   const { sdk_token: sdkToken, access_key: accessKey, secret_key: secretKey } = fields;
-  if (sdkToken) return { region, credentials: { sdkToken } };
-  if (accessKey && secretKey) return { region, credentials: { accessKey, secretKey } };
+  if (sdkToken) return { region, credentials: { sdkToken }, ...qps };
+  if (accessKey && secretKey) return { region, credentials: { accessKey, secretKey }, ...qps };
   return undefined;
+}
+
+/** A stored `conversion_qps`: a decimal whole number the API could have set, or undefined. */
+function parseConversionQps(value: string | undefined): number | undefined {
+  if (value === undefined || !/^[1-9][0-9]{0,3}$/.test(value)) return undefined;
+  const qps = Number(value);
+  return qps <= MAX_CONVERSION_QPS ? qps : undefined;
 }
 
 /**
  * Fields to set, and fields to remove: those of the other credential kind,
- * and `updated_at`/`updated_by` when nobody in particular made the change
- * (the CLI), so a record never names the author of an older change.
+ * `conversion_qps` when the settings leave it out (setting replaces the
+ * settings, so that is the default plan again), and `updated_at`/`updated_by`
+ * when nobody in particular made the change (the CLI), so a record never
+ * names the author of an older change.
  */
 export function whiteboardFields(settings: WhiteboardSettings, changed?: ChangedBy): { set: Fields; remove: string[] } {
-  const base = { enabled: "1", region: settings.region };
+  const qps = settings.conversionQps;
+  const base = { enabled: "1", region: settings.region, ...(qps === undefined ? {} : { conversion_qps: String(qps) }) };
   const stamp = changed === undefined ? {} : { updated_at: String(changed.at), updated_by: changed.by };
-  const unstamp = changed === undefined ? ["updated_at", "updated_by"] : [];
+  const dropped = [
+    ...(qps === undefined ? ["conversion_qps"] : []),
+    ...(changed === undefined ? ["updated_at", "updated_by"] : []),
+  ];
   const c = settings.credentials;
   if ("sdkToken" in c) {
-    return { set: { ...base, sdk_token: c.sdkToken, ...stamp }, remove: ["access_key", "secret_key", ...unstamp] };
+    return { set: { ...base, sdk_token: c.sdkToken, ...stamp }, remove: ["access_key", "secret_key", ...dropped] };
   }
   return {
     set: { ...base, access_key: c.accessKey, secret_key: c.secretKey, ...stamp },
-    remove: ["sdk_token", ...unstamp],
+    remove: ["sdk_token", ...dropped],
   };
 }
 
@@ -132,6 +149,10 @@ export function openWhiteboard(ring: KeyRing, project: string, fields: Fields): 
 /** Why these settings cannot be stored, or undefined. */
 export function checkWhiteboard(settings: WhiteboardSettings): string | undefined {
   if (!isRegion(settings.region)) return `region must be one of ${REGIONS.join(", ")}`;
+  const qps = settings.conversionQps;
+  if (qps !== undefined && !(Number.isInteger(qps) && qps >= 1 && qps <= MAX_CONVERSION_QPS)) {
+    return `conversion qps must be a whole number from 1 to ${MAX_CONVERSION_QPS}`;
+  }
   const c = settings.credentials;
   if ("sdkToken" in c) return c.sdkToken ? undefined : "sdk token must not be empty";
   return c.accessKey && c.secretKey ? undefined : "access key and secret key must not be empty";

@@ -1,7 +1,8 @@
 /**
  * WhiteboardSettingsAdmin (src/services/channel/whiteboard-settings.ts) on the
  * in-memory store: with `channels.admin`, a project sets (trimmed), reads and
- * clears its Netless region and credentials; what comes back and what is
+ * clears its Netless region, credentials and conversion QPS (1 when left
+ * out, set or not before); what comes back and what is
  * audited never holds a secret; an invalid request or a caller without the
  * scope changes nothing.
  */
@@ -44,6 +45,7 @@ describe("setting the whiteboard", () => {
       settings: {
         region: "eu",
         credential: WhiteboardCredentialKind.SDK_TOKEN,
+        conversionQps: 1,
         updatedBy: "meetings",
         updateTime: timestampFromMs(NOW),
       },
@@ -63,11 +65,30 @@ describe("setting the whiteboard", () => {
     expect(JSON.stringify(adminEvents(store, "p"))).not.toMatch(/SK|NETLESSSDK/);
   });
 
+  it("with a conversion QPS: stored, answered and read back; set again without it, the default plan's 1", async () => {
+    const { store, admin, set } = world();
+    const answer = await set({ ...sdkToken("NETLESSSDK_t"), conversionQps: 25 });
+    expect(answer.settings?.conversionQps).toBe(25);
+    expect(await store.getWhiteboard("p")).toEqual({
+      region: "eu",
+      credentials: { sdkToken: "NETLESSSDK_t" },
+      conversionQps: 25,
+    });
+    expect((await admin.getSettings(ADMIN)).settings?.conversionQps).toBe(25);
+
+    const again = await set(keyPair("AK", "SK"));
+    expect(again.settings?.conversionQps).toBe(1);
+    expect(await store.getWhiteboard("p")).toEqual({ region: "sg", credentials: { accessKey: "AK", secretKey: "SK" } });
+    expect((await admin.getSettings(ADMIN)).settings?.conversionQps).toBe(1);
+  });
+
   it.each([
     ["an unknown region", { ...sdkToken("t"), region: "mars" }, "region: must be one of us-sv, sg, in-mum, eu, cn-hz"],
     ["a blank SDK token", sdkToken("   "), "sdk_token: must not be empty"],
     ["a blank secret key", keyPair("AK", ""), "access_key_pair.secret_key: must not be empty"],
     ["no credential", { region: "eu" }, "credential: exactly one of sdk_token, access_key_pair is required"],
+    ["a conversion QPS of 0", { ...sdkToken("t"), conversionQps: 0 }, "conversion_qps: must be from 1 to 1000"],
+    ["a conversion QPS of 1001", { ...sdkToken("t"), conversionQps: 1001 }, "conversion_qps: must be from 1 to 1000"],
   ])("refuses %s as invalid, naming the field, and changes nothing", async (_, init, detail) => {
     const { store, set } = world();
     await set(sdkToken("NETLESSSDK_kept"));
@@ -86,6 +107,7 @@ describe("reading and clearing", () => {
       settings: {
         region: "sg",
         credential: WhiteboardCredentialKind.ACCESS_KEY,
+        conversionQps: 1,
         updatedBy: "meetings",
         updateTime: timestampFromMs(NOW),
       },
