@@ -28,7 +28,7 @@ function boardlineAcl(prefix: string): string[] {
 const COMMANDS =
   "-@all +ping +info +client|setname +select +quit +asking +cluster|slots +wait +multi +exec +eval +evalsha +scan " +
   "+time +type +exists +get +set +del +unlink +expire +pexpire +pexpireat +pttl +hget +hmget +hgetall +hset +hdel " +
-  "+zadd +zrem +zscore +zcard +zrange +zrangebyscore +zrangebylex +zremrangebyscore +xadd +xrange +xrevrange +xinfo|stream " +
+  "+zadd +zrem +zscore +zcard +zrank +zrange +zrangebyscore +zrangebylex +zremrangebyscore +xadd +xrange +xrevrange +xinfo|stream " +
   "+spublish +ssubscribe +sunsubscribe";
 
 const USER = { username: "boardline", password: "acl-user-password" };

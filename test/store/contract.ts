@@ -20,6 +20,7 @@ import { freePort } from "../harness/redis-server.js";
 import { channelDirectoryContract } from "./channel-contract.js";
 import { channelRepairContract } from "./channel-repair-contract.js";
 import { conversionFollowContract } from "./conversion-contract.js";
+import { conversionQueueContract } from "./conversion-queue-contract.js";
 import { conversionWebhookContract } from "./conversion-webhook-contract.js";
 import { idempotencyContract } from "./idempotency-contract.js";
 import { CONTRACT_LINE_LIMITS, lineContract } from "./line-contract.js";
@@ -880,6 +881,7 @@ export function storeContract(name: string, options: ContractOptions): void {
           percent: "0",
           pages: "[]",
           updated_at: String(task.createdAt),
+          backend_uuid: uuid,
         });
         const ttl = await raw.ttl(key);
         expect(ttl).toBeGreaterThan(WEEK_SECONDS - 10);
@@ -934,6 +936,7 @@ export function storeContract(name: string, options: ContractOptions): void {
 
     pstnSnapshotContract(() => subject);
     conversionFollowContract(() => subject);
+    conversionQueueContract(() => subject);
     conversionWebhookContract(() => subject);
     pstnEventsContract(() => subject);
     lineContract(() => subject);
@@ -988,6 +991,7 @@ export function conversion(uuid: string): ConversionTaskRecord {
     createdAt: 1_700_000_000_000,
     updatedAt: 1_700_000_000_000,
     by: "user-1",
+    backendUuid: uuid,
   };
 }
 

@@ -40,6 +40,7 @@ export function task(uuid: string, over: Partial<ConversionTaskRecord> = {}): Co
     createdAt: 1_700_000_000_000,
     updatedAt: 1_700_000_000_000,
     by: "presenter",
+    backendUuid: uuid,
     ...over,
   };
 }
@@ -149,6 +150,8 @@ export function conversionFollowContract(current: () => ContractSubject): void {
         await raw.hset(keys.conversion(uuid), fields);
         expect(await store.conversions.getConversion(uuid), JSON.stringify(fields)).toEqual({
           uuid,
+          // Older than the queue: the id is the backend's.
+          backendUuid: uuid,
           ...expected,
           ...over,
         });

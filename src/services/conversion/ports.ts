@@ -58,6 +58,8 @@ export interface ConversionTaskRecord {
   readonly request?: QueuedRequest;
   /** Milliseconds since the epoch of the submission to the backend; absent while queued (old records: createdAt). */
   readonly submittedAt?: number;
+  /** How many times a submission was begun: more than one when an instance died with one under way. */
+  readonly attempts?: number;
 }
 
 /** What a queued task will ask the backend for. */

@@ -59,8 +59,8 @@ if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return 'gone' end
 local f = redis.call('HMGET', KEYS[1], 'status', 'backend_uuid')
 if f[2] then return 'submitted' end
 if f[1] ~= 'Queued' then return 'ended' end
-redis.call('HINCRBY', KEYS[1], 'attempts', 1)
-redis.call('HSET', KEYS[1], 'submitting_at', ARGV[1])
+local attempts = (tonumber(redis.call('HGET', KEYS[1], 'attempts')) or 0) + 1
+redis.call('HSET', KEYS[1], 'attempts', attempts, 'submitting_at', ARGV[1])
 return 'marked'
 `;
 

@@ -81,6 +81,7 @@ export function parseConversion(uuid: string, fields: Fields, open?: OpenField):
   if (api === undefined) return undefined;
   const pageCount = parseCount(fields.page_count);
   const submittedAt = parseMillis(fields.submitted_at);
+  const attempts = parseCount(fields.attempts);
   const request = open === undefined ? undefined : parseRequest(project, fields, open);
   return {
     uuid,
@@ -105,6 +106,7 @@ export function parseConversion(uuid: string, fields: Fields, open?: OpenField):
     by,
     ...(request === undefined ? {} : { request }),
     ...(submittedAt === undefined ? {} : { submittedAt }),
+    ...(attempts === undefined ? {} : { attempts }),
   };
 }
 
