@@ -29,7 +29,7 @@ describe("defaults", () => {
       conversionApiBase: "https://api.netless.link",
       conversionApi: "projector",
       conversionTimeoutMs: 10_000,
-      conversionFollow: { firstPollMs: 1_500, maxPollMs: 5_000, followMs: 600_000, maxInFlight: 256 },
+      conversionFollow: { firstPollMs: 1_500, maxPollMs: 5_000, followMs: 600_000, maxInFlight: 256, queueMax: 1_000 },
       conversionRetentionDays: 7,
       idempotencyTtlHours: 24,
       conversionWebhook: undefined,

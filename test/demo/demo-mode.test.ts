@@ -10,27 +10,17 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ensureBuilt, ROOT } from "../harness/build-dist.js";
 import { eventually } from "../harness/eventually.js";
 import { ROUTES, RPC_PATHS } from "../harness/routes.js";
-import { sleep } from "../harness/sleep.js";
 import { spawnTied } from "../harness/tied-spawn.js";
 import { cleanEnv, exportedVariables, MAIN, paste, printedCommands, startDemo } from "./demo-process.js";
 
 /** Netless task uuids are 32 hex digits (dashes tolerated). */
 const UUID = /^(?:[0-9a-f]-?){31}[0-9a-f]$/i;
 
-/**
- * Pastes the printed fileconvert curl until it makes a task: the demo's simulator takes one
- * conversion a second per project, as Netless does by default, and boardline answers one more
- * 503 with Retry-After 1, which a caller waits out.
- */
+/** Pastes the printed fileconvert curl: the task it answers (queued, or the same document's, reused). */
 async function convertedTask(convertCurl: string): Promise<string> {
-  for (let attempt = 1; ; attempt++) {
-    const [body, status] = (await paste(`${convertCurl} -w '\\n%{http_code}'`)).split("\n");
-    if (status !== "503" || attempt === 5) {
-      expect(status).toBe("200");
-      return (JSON.parse(body ?? "") as { task_uuid: string }).task_uuid;
-    }
-    await sleep(1_000);
-  }
+  const [body, status] = (await paste(`${convertCurl} -w '\\n%{http_code}'`)).split("\n");
+  expect(status).toBe("200");
+  return (JSON.parse(body ?? "") as { task_uuid: string }).task_uuid;
 }
 
 beforeAll(async () => {
@@ -81,23 +71,23 @@ describe("demo mode", () => {
     expect(JSON.parse(body ?? "")).toEqual({ uid: "pstn-1001", mute: true });
   });
 
-  test("the printed fileconvert curl answers 200 with a task from the simulator", async () => {
+  test("the printed fileconvert curl answers 200 with a queued task", async () => {
     const [convertCurl] = printedCommands(banner, "curl ").filter((c) => c.includes(ROUTES.convert));
     expect(convertCurl).toBeDefined();
     const out = await paste(`${convertCurl} -w '\\n%{http_code}'`);
     const [body, status] = out.split("\n");
     expect(status).toBe("200");
     const parsed = JSON.parse(body ?? "") as { task_uuid: string; status: string };
-    expect(Object.keys(parsed).sort()).toEqual(["status", "task_uuid"]);
-    expect(parsed.task_uuid).toMatch(UUID);
-    expect(parsed.status).toBe("Waiting");
+    expect(parsed).toEqual({ task_uuid: expect.stringMatching(UUID), status: "Queued", reused: false, queue_position: 1 });
   });
 
-  test("the printed fileconvert curl again at once: 503 with Retry-After, the simulator's one conversion a second", async () => {
+  test("the printed fileconvert curl again: the same document's task, reused, not converted twice", async () => {
     const [convertCurl] = printedCommands(banner, "curl ").filter((c) => c.includes(ROUTES.convert));
-    await convertedTask(convertCurl ?? "");
-    const out = await paste(`${convertCurl} -o /dev/null -w '%{http_code} %header{retry-after}'`);
-    expect(out).toBe("503 1");
+    const first = await convertedTask(convertCurl ?? "");
+    const out = await paste(`${convertCurl} -w '\\n%{http_code}'`);
+    const [body, status] = out.split("\n");
+    expect(status).toBe("200");
+    expect(JSON.parse(body ?? "")).toMatchObject({ task_uuid: first, reused: true });
   });
 
   test("the printed watch commands (SSE curl and buf curl) show a conversion reach Finished", async () => {

@@ -126,6 +126,13 @@ export type InstanceOptions = Omit<
   "store" | "redisUrl" | "prefix" | "secret" | "seed" | "idempotencyTtlSeconds" | "presenceLeaseMs"
 >;
 
+/**
+ * The conversion plan of the seeded world's projects, which the simulator holds them to: high enough
+ * that a suite's conversions are not slowed by the queue's pace (test/faults/conversion-queue-instances
+ * drives the backend's default plan of one a second).
+ */
+export const WORLD_CONVERSION_QPS = 20;
+
 export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardline> {
   const logger = o.logger ?? silentLogger();
   const prefix = o.prefix ?? uniquePrefix("bl-test");
@@ -142,6 +149,7 @@ export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardlin
   const simulator = await startConversionSimulator({
     credentials: { sdkTokens: [world.sdkToken], keys: [{ accessKey: world.accessKey, secretKey: world.secretKey }] },
     progressMs: 50,
+    createsPerSecond: WORLD_CONVERSION_QPS,
   });
   const secret = o.secret ?? new Uint8Array(randomBytes(32));
   const shared: Shared = { store, prefix, redisUrl: url, simulator, secret, world };
@@ -286,6 +294,11 @@ async function seedWorld(store: AdminStore, world: World): Promise<void> {
   await store.setWhiteboard(world.project, {
     region: "us-sv",
     credentials: { accessKey: world.accessKey, secretKey: world.secretKey },
+    conversionQps: WORLD_CONVERSION_QPS,
   });
-  await store.setWhiteboard(world.otherProject, { region: "sg", credentials: { sdkToken: world.sdkToken } });
+  await store.setWhiteboard(world.otherProject, {
+    region: "sg",
+    credentials: { sdkToken: world.sdkToken },
+    conversionQps: WORLD_CONVERSION_QPS,
+  });
 }
