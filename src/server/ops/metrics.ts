@@ -4,7 +4,7 @@
  * several servers in one process.
  */
 import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
-import type { SubmissionOutcome } from "../../services/conversion/submitter.js";
+import type { SubmissionOutcome } from "../../services/ports.js";
 
 export class Metrics {
   readonly registry = new Registry();

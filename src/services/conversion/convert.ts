@@ -18,7 +18,8 @@ import {
 import { Failure } from "../failure.js";
 import { parseIdempotencyKey } from "../idempotency/key.js";
 import type { PassphraseGuard } from "../passphrase-guard.js";
-import { paceMs, type ConversionSubmitter } from "./submitter.js";
+import type { ConversionSubmitter } from "./submitter.js";
+import { paceMs } from "./pace.js";
 import {
   type Caller,
   type ConversionApi,

@@ -61,6 +61,13 @@ export interface Submission {
   readonly firstPollAt: number;
 }
 
+/**
+ * What a submission came to: the backend took it; refused it for its
+ * capacity (the request stays at the head); rejected it (the request ends as
+ * Fail); or something else went wrong (tried again later).
+ */
+export type SubmissionOutcome = "ok" | "over_capacity" | "rejected" | "error";
+
 /** What recording a submission found: recorded, or the task was cancelled meanwhile (its uuid is kept), or gone. */
 export type SubmissionRecord = "recorded" | "cancelled" | "gone";
 

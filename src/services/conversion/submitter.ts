@@ -2,32 +2,29 @@
  * Submits each project's queued conversion requests to the backend at the
  * project's pace — `conversion_qps` a second (its whiteboard settings; 1 by
  * default) across every instance — so no request bounces off the backend's
- * limit. Transport-free, like every service. docs/conversion-queue.md has the
- * whole picture.
+ * limit. Transport-free, like every service; docs/conversion-queue.md has the
+ * whole picture, crashes included.
  *
- * Each instance runs one submitter beside its follower. The queues wait in the
- * store's index of queues; a submitter claims a due queue under a lease (so
- * one instance at a time takes a project's turns), takes one turn — the head
- * of the queue, when the project's pace allows — and gives the queue back, due
- * again at its next turn. If the instance dies, the lease runs out and another
- * claims the queue.
- *
- * A request is never submitted twice once its backend uuid is recorded, and
- * never dropped: the head leaves its queue only after its uuid is recorded (or
- * it ended: cancelled, or refused by the backend as invalid). The backend
- * takes no idempotency key, so one window remains: an instance dying while the
- * backend makes the task, before the answer is recorded. The next attempt
- * submits the request again (it is marked as attempted, so that is visible),
- * rather than lose it.
- *
- * The backend over its capacity (429, "too many tasks") puts the turn back:
- * the head stays at the head, and the project's next turn waits the backend's
- * Retry-After. Other trouble (unavailable, time-outs, our credentials refused)
- * is retried the same way until the request is `followMs` old, then it ends as
- * Fail, "timeout".
+ * Each instance runs one submitter beside its follower. A submitter claims a
+ * due queue under a lease (one instance at a time takes a project's turns),
+ * takes its turns — the head, when the project's pace allows — and gives it
+ * back, due at its next turn; a dead instance's lease runs out and another
+ * claims the queue. The head leaves its queue only after its backend uuid is
+ * recorded (or it ended), so no accepted request is dropped, and none with a
+ * recorded uuid is submitted again. The backend over its capacity (429, "too
+ * many tasks") holds the project's turns back by its Retry-After, the head
+ * staying at the head; other trouble is retried likewise until the request is
+ * `followMs` old, then it ends as Fail, "timeout".
  */
 import { Failure } from "../failure.js";
-import type { ConversionBackend, ConversionTaskRecord, Store, WhiteboardSettings } from "../ports.js";
+import type {
+  ConversionBackend,
+  ConversionTaskRecord,
+  Store,
+  SubmissionOutcome,
+  WhiteboardSettings,
+} from "../ports.js";
+import { paceMs } from "./pace.js";
 import type { FollowerSettings } from "./follower.js";
 import type { ConversionWebhooks } from "./webhooks.js";
 
@@ -46,25 +43,10 @@ export interface SubmitterOptions {
   readonly now?: () => number;
 }
 
-/**
- * What a submission came to: the backend took it; refused it for its
- * capacity (the request stays at the head); rejected it (the request ends as
- * Fail); or something else went wrong (tried again later).
- */
-export type SubmissionOutcome = "ok" | "over_capacity" | "rejected" | "error";
-
-/** A pace a little longer than 1 s / qps: the requests' trips to the backend vary, and its limit is strict. */
-const PACE_MARGIN = 1.03;
 /** How long a turn waits after trouble other than the backend's refusal. */
 const TROUBLE_WAIT_MS = 2_000;
 /** Turns under way at once at most, on one instance. */
 const MAX_TURNS = 64;
-
-/** The time between two submissions of a project that the backend takes `qps` a second from. */
-export function paceMs(qps: number | undefined): number {
-  const rate = qps !== undefined && qps > 0 ? qps : 1;
-  return Math.ceil((1000 / rate) * PACE_MARGIN);
-}
 
 export class ConversionSubmitter {
   private timer: NodeJS.Timeout | undefined;
@@ -73,6 +55,8 @@ export class ConversionSubmitter {
   private claiming: Promise<void> | undefined;
   private again = false;
   private readonly turns = new Set<Promise<void>>();
+  /** Turns awaiting their queue's next turn: a stop ends the wait. */
+  private readonly pauses = new Set<() => void>();
   private running = false;
   private readonly now: () => number;
 
@@ -97,6 +81,7 @@ export class ConversionSubmitter {
     this.running = false;
     clearTimeout(this.timer);
     this.timer = undefined;
+    for (const done of [...this.pauses]) done();
     await this.claiming;
     await Promise.all(this.turns);
   }
@@ -166,22 +151,35 @@ export class ConversionSubmitter {
     });
   }
 
-  /** One turn of a claimed queue; the queue is given back due at its next turn. */
+  /**
+   * The turns of a claimed queue: the head is submitted, and while the next
+   * turn comes within half a lease the queue is kept and its turn awaited
+   * here, to the millisecond (a claim of a queue due later would come a tick
+   * late). Then the queue is given back, due at its next turn.
+   */
   private async turn(project: string): Promise<void> {
-    const { store, owner } = this.o;
+    const { store, owner, settings } = this.o;
     const queue = store.conversionQueue;
-    const started = this.now();
-    let nextAt = started + TROUBLE_WAIT_MS;
+    const keepUntil = this.now() + settings.leaseMs / 2;
+    let nextAt = this.now() + TROUBLE_WAIT_MS;
     try {
       const whiteboard = await store.getWhiteboard(project);
       const pace = paceMs(whiteboard?.conversionQps);
-      const turn = await queue.takeTurn(project, owner, pace);
-      if (turn.kind === "lost") return;
-      if (turn.kind === "empty") nextAt = started;
-      else if (turn.kind === "wait") nextAt = started + turn.ms;
-      else {
-        const waitMs = await this.submit(project, turn.uuid, whiteboard);
-        nextAt = started + Math.max(pace, waitMs);
+      for (;;) {
+        const turn = await queue.takeTurn(project, owner, pace);
+        const now = this.now();
+        if (turn.kind === "lost") return;
+        if (turn.kind === "empty") {
+          nextAt = now;
+          break;
+        }
+        if (turn.kind === "wait") {
+          nextAt = now + turn.ms;
+          if (!this.running || nextAt > keepUntil) break;
+          await this.pause(turn.ms);
+          continue;
+        }
+        await this.submit(project, turn.uuid, whiteboard);
       }
     } catch (e) {
       this.o.onTrouble(project, e);
@@ -194,12 +192,24 @@ export class ConversionSubmitter {
     }
   }
 
+  /** Waits `ms`, or less when the submitter stops. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.pauses.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.pauses.add(done);
+    });
+  }
+
   /**
-   * Submits the head of the queue; answers how long the project's next turn
-   * must wait at least (0: a pace). A head that needs no submission gives its
-   * turn back.
+   * Submits the head of the queue. A head that needs no submission gives its
+   * turn back; one that must wait holds the project's turns back.
    */
-  private async submit(project: string, uuid: string, whiteboard: WhiteboardSettings | undefined): Promise<number> {
+  private async submit(project: string, uuid: string, whiteboard: WhiteboardSettings | undefined): Promise<void> {
     const { store, settings } = this.o;
     const queue = store.conversionQueue;
     const at = this.now();
@@ -209,35 +219,34 @@ export class ConversionSubmitter {
       if (mark === "ended") await queue.finishEnded(uuid);
       else await queue.dequeue(project, uuid);
       await queue.giveBackTurn(project);
-      return 0;
+      return;
     }
     const task = await queue.getQueuedTask(uuid);
     if (task?.request === undefined) {
       await this.fail(uuid, "the request could not be read", at);
-      return 0;
+      return;
     }
-    if (whiteboard === undefined) return this.retryOrTimeOut(task, at);
+    if (whiteboard === undefined) {
+      await this.retryOrTimeOut(task, at);
+      return;
+    }
     const told = (outcome: SubmissionOutcome) =>
       this.o.onSubmission?.(outcome, Math.max(0, this.now() - task.createdAt));
     try {
       await this.send(task, whiteboard);
       told("ok");
-      return 0;
     } catch (e) {
       if (e instanceof Failure && e.kind === "unavailable" && e.retryAfterSeconds !== undefined) {
         told("over_capacity");
-        const holdMs = e.retryAfterSeconds * 1000;
-        await queue.holdTurns(project, holdMs);
-        return holdMs;
-      }
-      if (e instanceof Failure && e.kind === "invalid") {
+        await queue.holdTurns(project, e.retryAfterSeconds * 1000);
+      } else if (e instanceof Failure && e.kind === "invalid") {
         told("rejected");
         await this.fail(uuid, "the conversion backend rejected the request", at);
-        return 0;
+      } else {
+        told("error");
+        this.o.onTrouble(project, e);
+        await this.retryOrTimeOut(task, at);
       }
-      told("error");
-      this.o.onTrouble(project, e);
-      return this.retryOrTimeOut(task, at);
     }
   }
 
@@ -274,10 +283,10 @@ export class ConversionSubmitter {
   }
 
   /** The head stays, and is tried again after a wait, until it is `followMs` old: then it fails. */
-  private async retryOrTimeOut(task: ConversionTaskRecord, at: number): Promise<number> {
-    if (at - task.createdAt < this.o.settings.followMs) return TROUBLE_WAIT_MS;
-    await this.fail(task.uuid, "timeout", at);
-    return 0;
+  private async retryOrTimeOut(task: ConversionTaskRecord, at: number): Promise<void> {
+    if (at - task.createdAt < this.o.settings.followMs)
+      await this.o.store.conversionQueue.holdTurns(task.project, TROUBLE_WAIT_MS);
+    else await this.fail(task.uuid, "timeout", at);
   }
 
   private async fail(uuid: string, reason: string, at: number): Promise<void> {
