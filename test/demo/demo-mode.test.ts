@@ -78,7 +78,12 @@ describe("demo mode", () => {
     const [body, status] = out.split("\n");
     expect(status).toBe("200");
     const parsed = JSON.parse(body ?? "") as { task_uuid: string; status: string };
-    expect(parsed).toEqual({ task_uuid: expect.stringMatching(UUID), status: "Queued", reused: false, queue_position: 1 });
+    expect(parsed).toEqual({
+      task_uuid: expect.stringMatching(UUID),
+      status: "Queued",
+      reused: false,
+      queue_position: 1,
+    });
   });
 
   test("the printed fileconvert curl again: the same document's task, reused, not converted twice", async () => {
