@@ -1,6 +1,7 @@
 /**
  * `boardline conversion show`: the record of a file-conversion task as the
- * follower last saved it — status, progress and pages (records expire
+ * follower last saved it — status, progress, pages, and its submission to the
+ * backend: its uuid there, its place while queued, the attempts (records expire
  * CONVERSION_RETENTION_DAYS after their last change). `boardline conversion
  * watch`: one line per change of that record until the task ends.
  */
@@ -60,10 +61,20 @@ async function watchConversion(uuid: string, o: { json?: boolean }, cmd: Command
 
 async function showConversion(uuid: string, o: { json?: boolean }, cmd: Command): Promise<void> {
   checkUuid(cmd, uuid);
-  const task = await withStore((store) => store.conversions.getConversion(uuid));
+  const [task, place] = await withStore(async (store) => {
+    const found = await store.conversions.getConversion(uuid);
+    const queued = found?.status === "Queued";
+    return [found, queued ? await store.conversionQueue.queuePosition(found.project, uuid) : undefined] as const;
+  });
   if (task === undefined) {
     throw new CliFailure(`no record of conversion task ${uuid} (unknown, or expired)`);
   }
+  const submission: Array<[string, string]> = [
+    ["backend uuid", task.backendUuid ?? "none yet (queued)"],
+    ...(place === undefined ? [] : [["place in queue", String(place)] as [string, string]]),
+    // More than one attempt: an instance died with a submission under way, which the backend may have taken twice.
+    ...(task.attempts === undefined ? [] : [["submissions begun", String(task.attempts)] as [string, string]]),
+  ];
   const pages = task.pages.map((p) => ({
     page: p.page,
     ...(p.url === undefined ? {} : { url: p.url, width: p.width, height: p.height }),
@@ -73,6 +84,9 @@ async function showConversion(uuid: string, o: { json?: boolean }, cmd: Command)
     o.json === true,
     {
       task_uuid: task.uuid,
+      backend_task_uuid: task.backendUuid ?? null,
+      queue_position: place ?? null,
+      attempts: task.attempts ?? null,
       project: task.project,
       channel: task.channel,
       type: task.type,
@@ -94,6 +108,7 @@ async function showConversion(uuid: string, o: { json?: boolean }, cmd: Command)
         ["channel", task.channel],
         ["type", `${task.type} (${task.api} API)`],
         ["status", `${task.status}, ${task.percent} %`],
+        ...submission,
         ...(task.failedReason === undefined ? [] : [["failed reason", task.failedReason] as [string, string]]),
         ["pages", task.pageCount === undefined ? "not known yet" : String(task.pageCount)],
         ...(task.prefix === undefined ? [] : [["prefix", task.prefix] as [string, string]]),
