@@ -85,6 +85,7 @@ async function afterTheLock(at: Boardline, protocol: KeyProtocol, body: Record<s
 describe.each(KEY_PROTOCOLS)("over %s", (protocol) => {
   test.each([
     ["before the task was written: the retry queues it", "before", false],
+    ["before its queue was indexed: the retry gets that task (reused), and it is submitted", "unindexed", true],
     ["after the task was queued: the retry gets that task (reused)", "after", true],
   ] as const)(
     "Redis failing while the task is queued (%s) keeps the key locked (409 / ABORTED, Retry-After) until the lock runs out",
@@ -107,7 +108,8 @@ describe.each(KEY_PROTOCOLS)("over %s", (protocol) => {
       expect(retried.taskUuid).toMatch(/^[0-9a-f]{32}$/);
       expect(retried.reused).toBe(queued);
       expect(await convertWithKey(bl, protocol, body, key)).toEqual(retried);
-      // Converted once either way.
+      // Converted once either way, without another request of the project to move its queue.
+      await eventually(() => createsOf(bl, resource) === 1, 5000, "the task to be submitted");
       await queueSubmitted(bl);
       expect(createsOf(bl, resource)).toBe(1);
     },

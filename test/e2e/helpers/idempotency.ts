@@ -20,6 +20,7 @@ import {
   WhiteboardService,
 } from "../../../gen/whiteboard/v1/whiteboard_pb.js";
 import { Failure } from "../../../src/services/failure.js";
+import type { QueuePrimitives } from "../../../src/store/conversion-queue-steps.js";
 import type { Boardline } from "../../harness/boardline.js";
 import { eventually } from "../../harness/eventually.js";
 import { postJson } from "../../harness/http.js";
@@ -216,14 +217,30 @@ export function holdQueueing(bl: Boardline): { held: () => number; release: () =
 
 /**
  * Makes the store's next enqueue of a ConvertFile fail as a Redis time-out does: `"before"`
- * writing anything, or `"after"` the task was queued (the reply lost on its way back).
+ * writing anything; `"unindexed"` once the task is in its project's queue, before the queue is
+ * put in the index of queues the submitters read; or `"after"` all of it (the reply lost on its
+ * way back).
  */
-export function failNextQueueing(bl: Boardline, when: "before" | "after"): void {
+export function failNextQueueing(bl: Boardline, when: "before" | "unindexed" | "after"): void {
+  const timedOut = () => new Failure("unavailable", { cause: new Error("Command timed out") });
   const queue = bl.store.conversionQueue;
+  if (when === "unindexed") {
+    // The step is the store's own (src/store/conversion-queue-steps.ts), reached through its raw operations.
+    const raw = (queue as unknown as { raw: Pick<QueuePrimitives, "indexQueue"> }).raw;
+    const indexQueue = raw.indexQueue.bind(raw);
+    let failed = false;
+    const spy = vi.spyOn(raw, "indexQueue").mockImplementation(async (project, at) => {
+      if (failed || project !== bl.world.project) return indexQueue(project, at);
+      failed = true;
+      spy.mockRestore();
+      throw timedOut();
+    });
+    return;
+  }
   const enqueue = queue.enqueueConversion.bind(queue);
   const spy = vi.spyOn(queue, "enqueueConversion").mockImplementationOnce(async (task, options) => {
     spy.mockRestore();
     if (when === "after") await enqueue(task, options);
-    throw new Failure("unavailable", { cause: new Error("Command timed out") });
+    throw timedOut();
   });
 }
