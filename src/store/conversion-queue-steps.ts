@@ -8,7 +8,9 @@
  * the order of the steps is what keeps every accepted task on its way:
  *
  * - accept: the record first, then the queue (with the reuse index), then the
- *   index of queues — a queue entry always has its record;
+ *   index of queues — a queue entry always has its record; an accept that
+ *   reuses a task still queued indexes its queue too, in case the task's own
+ *   accept stopped before that step (its retry reuses it);
  * - submit: the record marked first, then the backend asked, then its uuid
  *   recorded, then the task due for a poll, then taken out of the queue — a
  *   task whose uuid is recorded is never submitted again;
@@ -79,6 +81,10 @@ export class ConversionQueueSteps implements ConversionQueueStore {
     const outcome = await this.raw.enqueue(task.project, task.uuid, options);
     if (outcome.kind !== "queued") {
       await this.raw.deleteRecord(task.uuid);
+      // NX: no change when the queue is in the index already.
+      if (outcome.kind === "reused" && (await this.raw.position(task.project, outcome.uuid)) !== undefined) {
+        await this.raw.indexQueue(task.project, task.createdAt);
+      }
       return outcome;
     }
     await this.raw.indexQueue(task.project, task.createdAt);

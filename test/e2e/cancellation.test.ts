@@ -1,37 +1,50 @@
 /**
  * A caller that goes away (or whose gRPC deadline passes) in the middle of a
- * ConvertFile cancels the request to the conversion backend: the upstream
- * socket is closed at once instead of waiting for the backend's answer and
- * then going back to the keep-alive pool. Over the JSON route, the gRPC fast
- * path (grpc-js and connect-es clients) and connect-es's own handler.
+ * call that waits on the conversion backend cancels the request to the
+ * backend: the upstream socket is closed at once instead of waiting for the
+ * backend's answer and then going back to the keep-alive pool. The call is
+ * CancelConversion of a submitted projector task, which asks the backend
+ * while its caller waits (ConvertFile only queues). Over the JSON route, the
+ * gRPC fast path (grpc-js) and connect-es's own handler.
  */
-import { toBinary } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
-import { ConvertFileRequestSchema, WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
+import { CancelConversionRequestSchema, WhiteboardService } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { eventually } from "../harness/eventually.js";
-import { postJson } from "../harness/http.js";
-import { RPC_PATHS, ROUTES } from "../harness/routes.js";
-import { convertRequest } from "./helpers/rpc.js";
+import { parseBody, postJson } from "../harness/http.js";
+import { convertBody } from "../harness/request-bodies.js";
+import { ROUTES } from "../harness/routes.js";
 
-/** The backend sleeps this long; far longer than any wait below. */
+/** The backend sleeps this long on a cancel; far longer than any wait below. */
 const BACKEND_DELAY_MS = 20_000;
+const CANCEL_PATH = "/whiteboard.v1.WhiteboardService/CancelConversion";
 
 let bl: Boardline;
 let token: string;
-let body: { resource_url: string; passphrase: string; conversion_type: string };
+/** A projector task at the backend, still under way in boardline's record. */
+let taskUuid: string;
 
 beforeAll(async () => {
-  bl = await startBoardline({ conversionTimeoutMs: 30_000 });
+  // The follower does not poll the task during the suite (its first poll is minutes away), so
+  // the record stays under way and every cancel goes to the backend; nothing else talks to it.
+  bl = await startBoardline({
+    conversionTimeoutMs: 30_000,
+    conversionApi: "projector",
+    follow: { firstPollMs: 300_000, maxPollMs: 300_000 },
+  });
   token = await bl.token();
-  body = {
-    resource_url: "https://example.com/deck.pdf",
-    passphrase: bl.world.hostPassphrase,
-    conversion_type: "static",
-  };
+  const res = await postJson(bl, ROUTES.convert, convertBody(bl, { resource_url: "https://example.com/deck.pdf" }));
+  expect(res.status).toBe(200);
+  taskUuid = parseBody<{ task_uuid: string }>(res).task_uuid;
+  await eventually(
+    async () => (await bl.store.conversions.getConversion(taskUuid))?.backendUuid !== undefined,
+    5000,
+    "the task to be submitted",
+  );
 });
 
 afterAll(async () => {
@@ -40,16 +53,20 @@ afterAll(async () => {
 
 beforeEach(async () => {
   bl.simulator.clearFaults();
-  await until(() => bl.simulator.openConnections() === 0, "the backend pool to empty");
-  bl.simulator.setFault({ kind: "slow", delayMs: BACKEND_DELAY_MS });
+  // The submission's keep-alive socket closes when the backend's keep-alive time-out passes.
+  await eventually(() => bl.simulator.openConnections() === 0, 8000, "the backend pool to empty");
+  bl.simulator.setFault({ kind: "slow", delayMs: BACKEND_DELAY_MS, operation: "cancel" });
 });
 
 const until = (done: () => boolean, what: string) => eventually(done, 3000, what);
 
+/** The cancels of the task that reached the backend. */
+const cancelsSeen = () => bl.simulator.requests().filter((r) => r.method === "DELETE").length;
+
 /** Waits until the backend holds the call's request, then until its connection closes. */
 async function expectUpstreamCancelled(cancel: () => void): Promise<void> {
-  const seen = bl.simulator.requests().length;
-  await until(() => bl.simulator.requests().length > seen, "the request to reach the backend");
+  const seen = cancelsSeen();
+  await until(() => cancelsSeen() > seen, "the request to reach the backend");
   expect(bl.simulator.openConnections()).toBe(1);
   cancel();
   await until(() => bl.simulator.openConnections() === 0, "the upstream request to be cancelled");
@@ -57,21 +74,25 @@ async function expectUpstreamCancelled(cancel: () => void): Promise<void> {
 
 test("JSON: the client closing its connection cancels the backend request", async () => {
   const client = new AbortController();
-  const answer = postJson(bl, ROUTES.convert, body, { token, signal: client.signal }).catch((e: unknown) => e);
+  const answer = fetch(`${bl.url}${ROUTES.convert}/${taskUuid}`, {
+    method: "DELETE",
+    headers: { authorization: `Bearer ${token}` },
+    signal: client.signal,
+  }).catch((e: unknown) => e);
   await expectUpstreamCancelled(() => client.abort());
   expect(await answer).toBeInstanceOf(Error);
 });
 
-/** Starts ConvertFile with grpc-js (the fast path); `status` is the call's final status code. */
-function grpcConvert(client: grpc.Client, options: grpc.CallOptions) {
+/** Starts CancelConversion with grpc-js (the fast path); `status` is the call's final status code. */
+function grpcCancel(client: grpc.Client, options: grpc.CallOptions) {
   const metadata = new grpc.Metadata();
   metadata.set("authorization", `Bearer ${token}`);
   const outcome: { status?: grpc.status } = {};
   const call = client.makeUnaryRequest(
-    RPC_PATHS.convert,
+    CANCEL_PATH,
     (x: Buffer) => x,
     (x: Buffer) => x,
-    Buffer.from(toBinary(ConvertFileRequestSchema, convertRequest(body))),
+    Buffer.from(toBinary(CancelConversionRequestSchema, create(CancelConversionRequestSchema, { taskUuid }))),
     metadata,
     options,
     (err) => {
@@ -84,7 +105,7 @@ function grpcConvert(client: grpc.Client, options: grpc.CallOptions) {
 test("gRPC (grpc-js, fast path): cancelling the call cancels the backend request", async () => {
   const client = new grpc.Client(new URL(bl.url).host, grpc.credentials.createInsecure());
   try {
-    const { call, outcome } = grpcConvert(client, {});
+    const { call, outcome } = grpcCancel(client, {});
     await expectUpstreamCancelled(() => call.cancel());
     await until(() => outcome.status !== undefined, "the client to see the cancellation");
     expect(outcome.status).toBe(grpc.status.CANCELLED);
@@ -96,10 +117,10 @@ test("gRPC (grpc-js, fast path): cancelling the call cancels the backend request
 test("gRPC (fast path): a grpc-timeout that passes cancels the backend request", async () => {
   const client = new grpc.Client(new URL(bl.url).host, grpc.credentials.createInsecure());
   try {
-    const seen = bl.simulator.requests().length;
+    const seen = cancelsSeen();
     // The backend has the request long before the 1 s deadline; the server's own timer then cancels it.
-    const { outcome } = grpcConvert(client, { deadline: Date.now() + 1000 });
-    await until(() => bl.simulator.requests().length > seen, "the request to reach the backend");
+    const { outcome } = grpcCancel(client, { deadline: Date.now() + 1000 });
+    await until(() => cancelsSeen() > seen, "the request to reach the backend");
     expect(bl.simulator.openConnections()).toBe(1);
     await until(() => bl.simulator.openConnections() === 0, "the upstream request to be cancelled");
     await until(() => outcome.status !== undefined, "the client to see the deadline");
@@ -113,10 +134,7 @@ test("Connect (connect-es handler): aborting the call cancels the backend reques
   const client = createClient(WhiteboardService, createConnectTransport({ baseUrl: bl.url, httpVersion: "1.1" }));
   const abort = new AbortController();
   const answer = client
-    .convertFile(
-      { resourceUrl: body.resource_url, passphrase: body.passphrase, conversionType: "static" },
-      { headers: { authorization: `Bearer ${token}` }, signal: abort.signal },
-    )
+    .cancelConversion({ taskUuid }, { headers: { authorization: `Bearer ${token}` }, signal: abort.signal })
     .catch((e: unknown) => e);
   await expectUpstreamCancelled(() => abort.abort());
   expect(await answer).toBeInstanceOf(Error);

@@ -1,12 +1,14 @@
 /**
  * Safe retries of ConvertFile over every protocol (JSON, Connect, gRPC with
  * @grpc/grpc-js, gRPC-Web), against a real server on Redis and the conversion
- * simulator, which counts the tasks it is asked to create: a retry gets the
- * first answer and the backend sees one create; another request under the key
- * is 422 / FAILED_PRECONDITION; two calls at once make one create, the other
- * is 409 / ABORTED with Retry-After; bad keys are 400/611 and change nothing;
- * a key is its caller's (project and subject); the header and the metadata
- * name the same key; Mute ignores it.
+ * simulator, which counts the tasks it is asked to create (the queue submits
+ * them after the answer, so the counts are waited for, or taken once the
+ * project's queue was submitted): a retry gets the first answer and the
+ * backend sees one create; another request under the key is 422 /
+ * FAILED_PRECONDITION; a call while another with the key is still working is
+ * 409 / ABORTED with Retry-After, and one task is made; bad keys are 400/611
+ * and change nothing; a key is its caller's (project and subject); the header
+ * and the metadata name the same key; Mute ignores it.
  */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
@@ -17,7 +19,15 @@ import { eventually } from "../harness/eventually.js";
 import { postJson } from "../harness/http.js";
 import { convertBody, muteBody } from "../harness/request-bodies.js";
 import { ROUTES } from "../harness/routes.js";
-import { type Answer, convertWithKey, createsOf, KEY_PROTOCOLS, type KeyProtocol } from "./helpers/idempotency.js";
+import {
+  type Answer,
+  convertWithKey,
+  createsOf,
+  holdQueueing,
+  KEY_PROTOCOLS,
+  type KeyProtocol,
+  queueSubmitted,
+} from "./helpers/idempotency.js";
 
 /** gRPC status codes (connect-es's Code has the same numbers). */
 const INVALID_ARGUMENT = 3;
@@ -40,22 +50,30 @@ function fresh(over: Record<string, unknown> = {}) {
 
 const httpOrGrpc = (protocol: KeyProtocol, http: number, grpcCode: number) => (protocol === "json" ? http : grpcCode);
 
-function expectOk(answer: Answer): { taskUuid: string; status: string } {
+function expectOk(answer: Answer): Extract<Answer, { ok: true }> {
   if (!answer.ok) throw new Error(`expected success, got ${JSON.stringify(answer)}`);
   return answer;
 }
+
+/** Waits until the backend was asked to create `count` tasks for `resource`. */
+const createdTimes = (resource: string, count: number) =>
+  eventually(() => createsOf(bl, resource) >= count, 5000, `${count} creates of ${resource}`);
 
 describe.each(KEY_PROTOCOLS)("over %s", (protocol) => {
   test("a retry with the same key and request gets the same answer; the backend saw one create", async () => {
     const { resource, body, key } = fresh();
     const first = expectOk(await convertWithKey(bl, protocol, body, key));
+    expect(first).toMatchObject({ status: "Queued", reused: false, queuePosition: expect.any(Number) });
     expect(first.taskUuid).toMatch(/^[0-9a-f]{32}$/);
-    // The task moves on (the follower polls it); the retry still answers what the first call answered.
+    expect(first.queuePosition).toBeGreaterThanOrEqual(1);
+    // The task moves on (submitted, then followed); the retry still answers what the first call answered.
     await eventually(
-      async () => (await bl.store.conversions.getConversion(first.taskUuid))?.status !== "Waiting",
+      async () => (await bl.store.conversions.getConversion(first.taskUuid))?.status !== "Queued",
       5000,
+      "the task to be submitted",
     );
     for (let i = 0; i < 3; i++) expect(await convertWithKey(bl, protocol, body, key)).toEqual(first);
+    await queueSubmitted(bl);
     expect(createsOf(bl, resource)).toBe(1);
   });
 
@@ -67,31 +85,32 @@ describe.each(KEY_PROTOCOLS)("over %s", (protocol) => {
     expect(other.ok ? "" : other.message).toBe(
       "this Idempotency-Key was used with a different request; use a new key for a new request",
     );
+    await queueSubmitted(bl);
     expect(createsOf(bl, resource)).toBe(1);
   });
 
-  test("two calls at once with one key: one create; the other → 409 / ABORTED with Retry-After", async () => {
+  test("a call while another with the key is still working → 409 / ABORTED with Retry-After; one create", async () => {
     const { resource, body, key } = fresh();
-    bl.simulator.setFault({ kind: "slow", delayMs: 1500, operation: "create", times: 1 });
-    const answers = await Promise.all([
-      convertWithKey(bl, protocol, body, key),
-      convertWithKey(bl, protocol, body, key),
-    ]);
-    bl.simulator.clearFaults();
-    const won = answers.filter((a) => a.ok);
-    const busy = answers.filter((a) => !a.ok);
-    expect(won).toHaveLength(1);
-    expect(busy).toEqual([
-      {
+    // The first call is held while it queues the task, its key claimed; the second comes meanwhile.
+    const hold = holdQueueing(bl);
+    const first = convertWithKey(bl, protocol, body, key);
+    try {
+      await eventually(() => hold.held() === 1, 3000, "the first call to be queueing");
+      expect(await convertWithKey(bl, protocol, body, key)).toEqual({
         ok: false,
         code: 409,
         status: httpOrGrpc(protocol, 409, ABORTED),
         message: "a request with this Idempotency-Key is still in progress, retry later",
         retryAfter: 1,
-      },
-    ]);
+      });
+    } finally {
+      hold.release();
+    }
+    const won = expectOk(await first);
+    expect(won).toMatchObject({ status: "Queued", reused: false });
+    expect(await convertWithKey(bl, protocol, body, key)).toEqual(won);
+    await queueSubmitted(bl);
     expect(createsOf(bl, resource)).toBe(1);
-    expect(await convertWithKey(bl, protocol, body, key)).toEqual(won[0]);
   });
 
   test.each([
@@ -102,6 +121,7 @@ describe.each(KEY_PROTOCOLS)("over %s", (protocol) => {
     const answer = await convertWithKey(bl, protocol, body, key);
     expect(answer).toMatchObject({ ok: false, code: 611, status: httpOrGrpc(protocol, 400, INVALID_ARGUMENT) });
     expect(answer.ok ? "" : answer.message).toMatch(/^the API request is invalid.*: idempotency-key: /);
+    await queueSubmitted(bl);
     expect(createsOf(bl, resource)).toBe(0);
   });
 
@@ -115,8 +135,15 @@ describe.each(KEY_PROTOCOLS)("over %s", (protocol) => {
     const colleague = expectOk(
       await convertWithKey(bl, protocol, body, key, { token: await bl.token(bl.world.project, "colleague") }),
     );
-    expect(new Set([mine.taskUuid, theirs.taskUuid, colleague.taskUuid]).size).toBe(3);
-    expect(createsOf(bl, resource)).toBe(3);
+    expect(theirs).toMatchObject({ reused: false });
+    expect(theirs.taskUuid).not.toBe(mine.taskUuid);
+    // The colleague's call did its own work: the identical request of the project found my task
+    // (reused), where my key's kept answer would have said reused: false.
+    expect(mine).toMatchObject({ reused: false });
+    expect(colleague).toMatchObject({ taskUuid: mine.taskUuid, reused: true });
+    await createdTimes(resource, 2);
+    await queueSubmitted(bl);
+    expect(createsOf(bl, resource)).toBe(2);
   });
 });
 
@@ -130,6 +157,7 @@ describe("control and non-ASCII characters in the key", () => {
     const { resource, body } = fresh();
     const answer = await convertWithKey(bl, protocol, body, key);
     expect(answer).toMatchObject({ ok: false, code: 611, status: httpOrGrpc(protocol, 400, INVALID_ARGUMENT) });
+    await queueSubmitted(bl);
     expect(createsOf(bl, resource)).toBe(0);
   });
 });
@@ -146,6 +174,7 @@ describe("one key, whatever the protocol", () => {
     expect(await convertWithKey(bl, "json", b2, k2)).toEqual(viaGrpc);
     // The draft's quoted form names the same key.
     expect(await convertWithKey(bl, "json", b2, `"${k2}"`)).toEqual(viaGrpc);
+    await queueSubmitted(bl);
     expect([createsOf(bl, resource), createsOf(bl, r2)]).toEqual([1, 1]);
   });
 
@@ -159,7 +188,12 @@ describe("one key, whatever the protocol", () => {
       const record = await redis.hgetall(name);
       expect(record).toMatchObject({
         state: "done",
-        answer: JSON.stringify({ task_uuid: first.taskUuid, status: first.status }),
+        answer: JSON.stringify({
+          task_uuid: first.taskUuid,
+          status: first.status,
+          reused: false,
+          queue_position: first.queuePosition,
+        }),
       });
       expect(record["fingerprint"]).toMatch(/^[0-9a-f]{64}$/);
       expect(await redis.ttl(name)).toBeGreaterThan(86_400 - 10);

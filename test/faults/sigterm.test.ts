@@ -2,7 +2,9 @@
  * SIGTERM under load, against the real process (`node dist/src/main.js`):
  * every request already accepted gets its full answer, new connections are
  * refused, HTTP/2 sessions get GOAWAY, and the process exits 0 within the
- * grace period.
+ * grace period. The requests held in flight are CancelConversions of a
+ * submitted projector task, waiting on a slow backend cancel (ConvertFile
+ * only queues, and answers at once).
  */
 import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
@@ -13,7 +15,7 @@ import { type ConversionSimulator, startConversionSimulator } from "../../src/de
 import { silentLogger } from "../../src/log.js";
 import { createRedisStore, type RedisStore } from "../../src/store/redis/store.js";
 import { eventually } from "../harness/eventually.js";
-import { JSON_HEADERS, parseBody, postJson } from "../harness/http.js";
+import { parseBody, postJson } from "../harness/http.js";
 import { h2, h2connect } from "../harness/http-clients.js";
 import { type MainProcess, startMainProcess } from "../harness/main-process.js";
 import { deleteKeysWithPrefix, redisUrl, uniquePrefix } from "../harness/redis-url.js";
@@ -68,28 +70,38 @@ test("SIGTERM lets accepted requests finish, refuses new connections and exits 0
     subject: "s",
     ttlSeconds: 60,
   });
-  const body = JSON.stringify({
-    resource_url: "https://example.com/a.pdf",
-    passphrase: "guest pass",
-    conversion_type: "dynamic",
-  });
-  sim.setFault({ kind: "slow", delayMs: 1000 });
+  // A projector task at the backend, under way there for a minute (a "slow" resource), so each
+  // CancelConversion of it waits on the backend's answer.
+  const converted = await postJson(
+    started,
+    ROUTES.convert,
+    { resource_url: "https://example.com/slow-a.pdf", passphrase: "guest pass", conversion_type: "dynamic" },
+    { token },
+  );
+  expect(converted.status).toBe(200);
+  const uuid = parseBody<{ task_uuid: string }>(converted).task_uuid;
+  await eventually(
+    async () => (await store.conversions.getConversion(uuid))?.backendUuid !== undefined,
+    5_000,
+    "the task to be submitted",
+  );
+  sim.setFault({ kind: "slow", delayMs: 1000, operation: "cancel" });
+  const cancelsAtBackend = () => sim.requests().filter((r) => r.method === "DELETE").length;
+  const path = `${ROUTES.convert}/${uuid}`;
 
   // In flight over HTTP/1.1 …
-  const h1 = Array.from({ length: 5 }, () =>
-    postJson(started, ROUTES.convert, body, { token }).then((r) => ({
-      status: r.status,
-      body: parseBody<{ task_uuid?: string }>(r),
-    })),
-  );
+  const headers = { authorization: `Bearer ${token}` };
+  const h1 = Array.from({ length: 5 }, async () => {
+    const res = await fetch(`${started.url}${path}`, { method: "DELETE", headers });
+    return { status: res.status, body: (await res.json()) as { task_uuid?: string; status?: string } };
+  });
   // … and over one HTTP/2 session.
   const session = await h2connect(started.url);
   const goaway = once(session, "goaway");
-  const headers = { authorization: `Bearer ${token}`, ...JSON_HEADERS };
-  const h2s = Array.from({ length: 5 }, () => h2(session, ROUTES.convert, { method: "POST", headers, body }));
+  const h2s = Array.from({ length: 5 }, () => h2(session, path, { method: "DELETE", headers }));
   // Let all ten reach the (slow) backend, then ask the process to stop.
-  for (let i = 0; i < 100 && sim.requests().length < 10; i++) await sleep(20);
-  expect(sim.requests().length).toBe(10);
+  for (let i = 0; i < 100 && cancelsAtBackend() < 10; i++) await sleep(20);
+  expect(cancelsAtBackend()).toBe(10);
   const sentAt = Date.now();
   proc.kill("SIGTERM");
   const exited = once(proc, "exit");
@@ -109,9 +121,9 @@ test("SIGTERM lets accepted requests finish, refuses new connections and exits 0
   const answers1 = await Promise.all(h1);
   const answers2 = await Promise.all(h2s);
   for (const a of answers1) expect(a.status).toBe(200);
-  for (const a of answers1) expect(a.body.task_uuid).toMatch(/^[A-Za-z0-9_-]+$/);
+  for (const a of answers1) expect(a.body).toMatchObject({ task_uuid: uuid, status: "Abort" });
   for (const a of answers2) expect(a.status).toBe(200);
-  for (const a of answers2) expect(JSON.parse(a.body)).toMatchObject({ status: "Waiting" });
+  for (const a of answers2) expect(JSON.parse(a.body)).toMatchObject({ task_uuid: uuid, status: "Abort" });
   await goaway;
   session.close();
 

@@ -5,18 +5,26 @@
  * gRPC with it (@grpc/grpc-js, an implementation of its own, on the fast path).
  * Errors carry the documented code (the JSON body's, or the ErrorInfo's), the
  * transport's status and Retry-After (the header, or `retry_after_seconds`).
+ * Also: what reached the backend for a resource, waiting for a project's queue
+ * to be submitted, and holding or failing the store's enqueue of a ConvertFile.
  */
+import { randomUUID } from "node:crypto";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { ConnectError, createClient } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
+import { expect, vi } from "vitest";
 import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import {
   ConvertFileRequestSchema,
   ConvertFileResponseSchema,
   WhiteboardService,
 } from "../../../gen/whiteboard/v1/whiteboard_pb.js";
+import { Failure } from "../../../src/services/failure.js";
+import type { QueuePrimitives } from "../../../src/store/conversion-queue-steps.js";
 import type { Boardline } from "../../harness/boardline.js";
+import { eventually } from "../../harness/eventually.js";
 import { postJson } from "../../harness/http.js";
+import { convertBody } from "../../harness/request-bodies.js";
 import { ROUTES, RPC_PATHS } from "../../harness/routes.js";
 import { convertRequest, type ProtocolName, transport } from "./rpc.js";
 import { boardlineErrorInfo } from "../../harness/grpc-status-details.js";
@@ -25,7 +33,13 @@ export type KeyProtocol = "json" | "connect" | "grpc" | "grpc-web";
 export const KEY_PROTOCOLS: readonly KeyProtocol[] = ["json", "connect", "grpc", "grpc-web"];
 
 export type Answer =
-  | { readonly ok: true; readonly taskUuid: string; readonly status: string }
+  | {
+      readonly ok: true;
+      readonly taskUuid: string;
+      readonly status: string;
+      readonly reused: boolean;
+      readonly queuePosition: number;
+    }
   | {
       readonly ok: false;
       /** The documented `error.code`. */
@@ -61,9 +75,14 @@ async function viaJson(bl: Boardline, body: object, headers: Record<string, stri
   const parsed = JSON.parse(res.text) as {
     task_uuid: string;
     status: string;
+    reused?: boolean;
+    queue_position?: number;
     error: { code: number; message: string };
   };
-  if (res.status === 200) return { ok: true, taskUuid: parsed.task_uuid, status: parsed.status };
+  if (res.status === 200) {
+    const { task_uuid: taskUuid, status, reused, queue_position: queuePosition } = parsed;
+    return { ok: true, taskUuid, status, reused: reused === true, queuePosition: queuePosition ?? 0 };
+  }
   const retryAfter = res.headers.get("retry-after");
   return {
     ok: false,
@@ -86,7 +105,8 @@ async function viaConnectEs(
     const answer = await client.convertFile(convertRequest(body), {
       headers: { ...headers, authorization: `Bearer ${token}` },
     });
-    return { ok: true, taskUuid: answer.taskUuid, status: answer.status };
+    const { taskUuid, status, reused, queuePosition } = answer;
+    return { ok: true, taskUuid, status, reused, queuePosition };
   } catch (e) {
     const err = ConnectError.from(e);
     const info = err.findDetails(ErrorInfoSchema)[0];
@@ -113,9 +133,10 @@ function viaGrpcJs(
       metadata,
       { deadline: Date.now() + 10_000 },
       (error, value) => {
-        if (error === null && value !== undefined)
-          resolve({ ok: true, taskUuid: value.taskUuid, status: value.status });
-        else resolve(failed(error?.code ?? -1, error?.details ?? "", errorInfoOf(error)));
+        if (error === null && value !== undefined) {
+          const { taskUuid, status, reused, queuePosition } = value;
+          resolve({ ok: true, taskUuid, status, reused, queuePosition });
+        } else resolve(failed(error?.code ?? -1, error?.details ?? "", errorInfoOf(error)));
       },
     );
   }).finally(() => client.close());
@@ -139,9 +160,87 @@ function errorInfoOf(error: grpc.ServiceError | null): Record<string, string> | 
   return boardlineErrorInfo(raw)?.metadata;
 }
 
-/** How many tasks the backend was asked to create for `resource` (the simulator records every request). */
+/**
+ * How many times the backend was asked to create a task for `resource` (the simulator records
+ * every request, refused or not). Requests reach it from the queue, after ConvertFile's answer.
+ */
 export function createsOf(bl: Boardline, resource: string): number {
   return bl.simulator
     .requests()
     .filter((r) => r.method === "POST" && (r.body as { resource?: unknown } | undefined)?.resource === resource).length;
+}
+
+/**
+ * Waits until every request the project's queue held when called has been handed to the
+ * backend: a request queued now is submitted after them (first come, first served), so once
+ * it reached the backend they did too. Lets a test say that a call queued nothing.
+ */
+export async function queueSubmitted(
+  bl: Boardline,
+  o: { readonly passphrase?: string; readonly token?: string } = {},
+): Promise<void> {
+  const resource = `https://docs.example.com/marker-${randomUUID()}.pptx`;
+  const body = convertBody(bl, {
+    resource_url: resource,
+    ...(o.passphrase === undefined ? {} : { passphrase: o.passphrase }),
+  });
+  const res = await postJson(bl, ROUTES.convert, body, o.token === undefined ? {} : { token: o.token });
+  expect(res.status, res.text).toBe(200);
+  await eventually(() => createsOf(bl, resource) > 0, 5_000, "the queue's earlier requests to be submitted");
+}
+
+/**
+ * Holds every ConvertFile of `bl` at the store's enqueue — after its Idempotency-Key was
+ * claimed and its checks passed — until `release()`; `held()` counts the calls waiting.
+ */
+export function holdQueueing(bl: Boardline): { held: () => number; release: () => void } {
+  const queue = bl.store.conversionQueue;
+  const enqueue = queue.enqueueConversion.bind(queue);
+  let held = 0;
+  let open = () => {};
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const spy = vi.spyOn(queue, "enqueueConversion").mockImplementation(async (task, options) => {
+    held++;
+    await gate;
+    return enqueue(task, options);
+  });
+  return {
+    held: () => held,
+    release() {
+      spy.mockRestore();
+      open();
+    },
+  };
+}
+
+/**
+ * Makes the store's next enqueue of a ConvertFile fail as a Redis time-out does: `"before"`
+ * writing anything; `"unindexed"` once the task is in its project's queue, before the queue is
+ * put in the index of queues the submitters read; or `"after"` all of it (the reply lost on its
+ * way back).
+ */
+export function failNextQueueing(bl: Boardline, when: "before" | "unindexed" | "after"): void {
+  const timedOut = () => new Failure("unavailable", { cause: new Error("Command timed out") });
+  const queue = bl.store.conversionQueue;
+  if (when === "unindexed") {
+    // The step is the store's own (src/store/conversion-queue-steps.ts), reached through its raw operations.
+    const raw = (queue as unknown as { raw: Pick<QueuePrimitives, "indexQueue"> }).raw;
+    const indexQueue = raw.indexQueue.bind(raw);
+    let failed = false;
+    const spy = vi.spyOn(raw, "indexQueue").mockImplementation(async (project, at) => {
+      if (failed || project !== bl.world.project) return indexQueue(project, at);
+      failed = true;
+      spy.mockRestore();
+      throw timedOut();
+    });
+    return;
+  }
+  const enqueue = queue.enqueueConversion.bind(queue);
+  const spy = vi.spyOn(queue, "enqueueConversion").mockImplementationOnce(async (task, options) => {
+    spy.mockRestore();
+    if (when === "after") await enqueue(task, options);
+    throw timedOut();
+  });
 }

@@ -2,7 +2,8 @@
  * Graceful shutdown: in-flight requests over HTTP/1.1, HTTP/2 and gRPC finish
  * with their full answers, new connections are refused, HTTP/2 sessions get
  * GOAWAY, shutdown resolves promptly — and with a short grace period stuck
- * requests are cut off. Nothing is left open afterwards.
+ * requests are cut off. Nothing is left open afterwards. The calls held in
+ * flight are CancelConversions waiting on a slow backend (backend-bound-call.ts).
  */
 import http from "node:http";
 import type http2 from "node:http2";
@@ -15,9 +16,8 @@ import { WhiteboardService } from "../../../gen/whiteboard/v1/whiteboard_pb.js";
 import { type Boardline, startBoardline } from "../../harness/boardline.js";
 import { eventually } from "../../harness/eventually.js";
 import https from "node:https";
-import { JSON_HEADERS } from "../../harness/http.js";
 import { type Answer, closeSession, h1, h2, h2connect, raw } from "../../harness/http-clients.js";
-import { ROUTES } from "../../harness/routes.js";
+import { cancelPath, cancelsAtBackend, submittedTask } from "./backend-bound-call.js";
 import { selfSignedCertificate } from "./self-signed-certificate.js";
 
 const SLOW_MS = 800;
@@ -27,13 +27,6 @@ afterEach(async () => {
   await bl?.close();
   bl = undefined;
 });
-
-const convertBody = (b: Boardline) =>
-  JSON.stringify({
-    resource_url: "https://example.com/deck.pdf",
-    passphrase: b.world.hostPassphrase,
-    conversion_type: "static",
-  });
 
 function tcpResources(): number {
   return process.getActiveResourcesInfo().filter((r) => r === "TCPSocketWrap" || r === "TCPServerWrap").length;
@@ -52,11 +45,12 @@ function connectOutcome(port: number): Promise<string> {
 
 test("in-flight requests finish, new connections are refused, h2 gets GOAWAY, shutdown resolves promptly", async () => {
   const before = tcpResources();
-  bl = await startBoardline({ store: "memory" });
+  bl = await startBoardline({ store: "memory", conversionApi: "projector" });
   const b = bl;
   const token = await b.token();
-  b.simulator.setFault({ kind: "slow", delayMs: SLOW_MS });
-  const headers = { ...JSON_HEADERS, authorization: `Bearer ${token}` };
+  const uuid = await submittedTask(b);
+  b.simulator.setFault({ kind: "slow", delayMs: SLOW_MS, operation: "cancel" });
+  const headers = { authorization: `Bearer ${token}` };
 
   // An idle keep-alive HTTP/1.1 connection: closed at once, not waited for.
   const idleAgent = new http.Agent({ keepAlive: true });
@@ -71,24 +65,22 @@ test("in-flight requests finish, new connections are refused, h2 gets GOAWAY, sh
       finishedAt.push(performance.now());
       return v;
     });
-  const h1Calls = [0, 1].map(() => stamp(h1(b.url, ROUTES.convert, { method: "POST", headers, body: convertBody(b) })));
+  const h1Calls = [0, 1].map(() => stamp(h1(b.url, cancelPath(uuid), { method: "DELETE", headers })));
   const session = await h2connect(b.url);
   let goawayAt: number | undefined;
   session.on("goaway", () => {
     goawayAt ??= performance.now(); // the first one; a second follows when the session closes
   });
   session.on("error", () => {});
-  const h2Calls = [0, 1].map(() =>
-    stamp(h2(session, ROUTES.convert, { method: "POST", headers, body: convertBody(b) })),
-  );
+  const h2Calls = [0, 1].map(() => stamp(h2(session, cancelPath(uuid), { method: "DELETE", headers })));
   const sessionManager = new Http2SessionManager(b.url);
   const grpcCall = stamp(
-    createClient(WhiteboardService, createGrpcTransport({ baseUrl: b.url, sessionManager })).convertFile(
-      { resourceUrl: "https://example.com/deck.pdf", passphrase: b.world.hostPassphrase, conversionType: "static" },
+    createClient(WhiteboardService, createGrpcTransport({ baseUrl: b.url, sessionManager })).cancelConversion(
+      { taskUuid: uuid },
       { headers: { authorization: `Bearer ${token}` } },
     ),
   );
-  await eventually(() => b.simulator.requests().length >= 5, 3000, "5 requests at the backend");
+  await eventually(() => cancelsAtBackend(b) >= 5, 3000, "5 requests at the backend");
 
   const started = performance.now();
   let resolvedAt: number | undefined;
@@ -106,10 +98,10 @@ test("in-flight requests finish, new connections are refused, h2 gets GOAWAY, sh
 
   for (const a of [...h1Answers, ...h2Answers]) {
     expect(a.status).toBe(200);
-    expect(JSON.parse(a.body)).toMatchObject({ task_uuid: expect.any(String), status: "Waiting" });
+    expect(JSON.parse(a.body)).toMatchObject({ task_uuid: uuid, status: "Abort" });
   }
   for (const a of h1Answers) expect(a.headers.connection).toBe("close");
-  expect(grpcAnswer.taskUuid).not.toBe("");
+  expect(grpcAnswer).toMatchObject({ taskUuid: uuid, status: "Abort" });
   expect(goawayAt).toBeDefined();
   // GOAWAY and the idle connection's close come at once: before any in-flight stream is answered.
   // (Bounds here are relations between events, or the grace the test sets, never a guess at
@@ -133,22 +125,23 @@ test("in-flight requests finish, new connections are refused, h2 gets GOAWAY, sh
 });
 
 test("a short grace period cuts stuck requests off and shutdown still resolves", async () => {
-  bl = await startBoardline({ store: "memory", conversionTimeoutMs: 10_000 });
+  bl = await startBoardline({ store: "memory", conversionApi: "projector", conversionTimeoutMs: 10_000 });
   const b = bl;
   const token = await b.token();
-  b.simulator.setFault({ kind: "slow", delayMs: 8000 });
-  const headers = { ...JSON_HEADERS, authorization: `Bearer ${token}` };
-  const h1Call = h1(b.url, ROUTES.convert, { method: "POST", headers, body: convertBody(b) }).then(
+  const uuid = await submittedTask(b);
+  b.simulator.setFault({ kind: "slow", delayMs: 8000, operation: "cancel" });
+  const headers = { authorization: `Bearer ${token}` };
+  const h1Call = h1(b.url, cancelPath(uuid), { method: "DELETE", headers }).then(
     (a) => a.status,
     (e: Error) => e.message,
   );
   const session = await h2connect(b.url);
   session.on("error", () => {});
-  const h2Call = h2(session, ROUTES.convert, { method: "POST", headers, body: convertBody(b) }).then(
+  const h2Call = h2(session, cancelPath(uuid), { method: "DELETE", headers }).then(
     (a) => a.status,
     (e: Error) => e.message,
   );
-  await eventually(() => b.simulator.requests().length >= 2, 3000, "2 requests at the backend");
+  await eventually(() => cancelsAtBackend(b) >= 2, 3000, "2 requests at the backend");
 
   const started = performance.now();
   await b.server.shutdown(300);
@@ -205,18 +198,18 @@ test("an open health Watch stream hears NOT_SERVING and ends: it does not hold s
 });
 
 test("a keep-alive HTTP/1.1 request arriving during the drain is answered with Connection: close", async () => {
-  bl = await startBoardline({ store: "memory" });
+  bl = await startBoardline({ store: "memory", conversionApi: "projector" });
   const b = bl;
   const token = await b.token();
-  b.simulator.setFault({ kind: "slow", delayMs: 600 });
-  const headers = { ...JSON_HEADERS, authorization: `Bearer ${token}` };
+  const uuid = await submittedTask(b);
+  b.simulator.setFault({ kind: "slow", delayMs: 600, operation: "cancel" });
   // Keep one request in flight so the drain lasts.
-  const inflight = h1(b.url, ROUTES.convert, { method: "POST", headers, body: convertBody(b) });
+  const inflight = h1(b.url, cancelPath(uuid), { method: "DELETE", headers: { authorization: `Bearer ${token}` } });
   // An established keep-alive connection, idle at the moment shutdown begins, then used again.
   const conn = await raw(b.port);
   conn.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
   await eventually(() => conn.received().includes("\r\n\r\n"), 3000, "first answer");
-  await eventually(() => b.simulator.requests().length >= 1, 3000, "the request at the backend");
+  await eventually(() => cancelsAtBackend(b) >= 1, 3000, "the request at the backend");
   const shutdown = b.server.shutdown(5000);
   conn.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
   await conn.closed;
@@ -231,22 +224,19 @@ test("a keep-alive HTTP/1.1 request arriving during the drain is answered with C
 
 test("TLS: an in-flight h2 request finishes, an idle HTTP/1.1 keep-alive connection is closed at once", async () => {
   const cert = selfSignedCertificate();
-  bl = await startBoardline({ store: "memory", tls: cert });
+  bl = await startBoardline({ store: "memory", conversionApi: "projector", tls: cert });
   const b = bl;
   const token = await b.token();
+  const uuid = await submittedTask(b, cert.cert);
   const agent = new https.Agent({ keepAlive: true, ca: cert.cert });
   const idle = await h1(b.url, "/healthz", { agent, ca: cert.cert });
   expect(idle.status).toBe(200);
   const idleClosed = new Promise<number>((resolve) => idle.socket.once("close", () => resolve(performance.now())));
-  b.simulator.setFault({ kind: "slow", delayMs: 500 });
+  b.simulator.setFault({ kind: "slow", delayMs: 500, operation: "cancel" });
   const session = await h2connect(b.url, cert.cert);
   session.on("error", () => {});
-  const call = h2(session, ROUTES.convert, {
-    method: "POST",
-    headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
-    body: convertBody(b),
-  });
-  await eventually(() => b.simulator.requests().length >= 1, 3000, "the request at the backend");
+  const call = h2(session, cancelPath(uuid), { method: "DELETE", headers: { authorization: `Bearer ${token}` } });
+  await eventually(() => cancelsAtBackend(b) >= 1, 3000, "the request at the backend");
   const started = performance.now();
   await b.server.shutdown(5000);
   expect(performance.now() - started).toBeLessThan(1500);
