@@ -7,10 +7,12 @@
  * queues (`conv-queues`) is one more key. So a step touches one of them, and
  * the order of the steps is what keeps every accepted task on its way:
  *
- * - accept: the record first, then the queue (with the reuse index), then the
- *   index of queues — a queue entry always has its record; an accept that
- *   reuses a task still queued indexes its queue too, in case the task's own
- *   accept stopped before that step (its retry reuses it);
+ * - accept: the record first, then the index of queues, then the queue (with
+ *   the reuse index), then the index of queues again — a queue entry always
+ *   has its record, and its queue is in the index whichever step an instance
+ *   dies after (the second write covers a submitter that saw the queue empty
+ *   and took it out between the first two); an accept that reuses a task
+ *   still queued indexes its queue too;
  * - submit: the record marked first, then the backend asked, then its uuid
  *   recorded, then the task due for a poll, then taken out of the queue — a
  *   task whose uuid is recorded is never submitted again;
@@ -78,6 +80,7 @@ export class ConversionQueueSteps implements ConversionQueueStore {
     if (request === undefined) throw new TypeError("a queued task carries its request");
     const sealed = seal(this.ring, task.project, RESOURCE_FIELD, request.resourceUrl);
     await this.records.writeRecord(task.uuid, conversionFields(task, sealed));
+    await this.raw.indexQueue(task.project, task.createdAt);
     const outcome = await this.raw.enqueue(task.project, task.uuid, options);
     if (outcome.kind !== "queued") {
       await this.raw.deleteRecord(task.uuid);

@@ -217,9 +217,9 @@ export function holdQueueing(bl: Boardline): { held: () => number; release: () =
 
 /**
  * Makes the store's next enqueue of a ConvertFile fail as a Redis time-out does: `"before"`
- * writing anything; `"unindexed"` once the task is in its project's queue, before the queue is
- * put in the index of queues the submitters read; or `"after"` all of it (the reply lost on its
- * way back).
+ * writing anything; `"unindexed"` once the task is in its project's queue, at the write that puts
+ * the queue (again) in the index of queues the submitters read; or `"after"` all of it (the reply
+ * lost on its way back).
  */
 export function failNextQueueing(bl: Boardline, when: "before" | "unindexed" | "after"): void {
   const timedOut = () => new Failure("unavailable", { cause: new Error("Command timed out") });
@@ -228,10 +228,10 @@ export function failNextQueueing(bl: Boardline, when: "before" | "unindexed" | "
     // The step is the store's own (src/store/conversion-queue-steps.ts), reached through its raw operations.
     const raw = (queue as unknown as { raw: Pick<QueuePrimitives, "indexQueue"> }).raw;
     const indexQueue = raw.indexQueue.bind(raw);
-    let failed = false;
+    // The accept's second write to the index: the one after the task joined its queue.
+    let calls = 0;
     const spy = vi.spyOn(raw, "indexQueue").mockImplementation(async (project, at) => {
-      if (failed || project !== bl.world.project) return indexQueue(project, at);
-      failed = true;
+      if (project !== bl.world.project || ++calls < 2) return indexQueue(project, at);
       spy.mockRestore();
       throw timedOut();
     });
