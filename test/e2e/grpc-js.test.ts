@@ -4,29 +4,39 @@
  * message byte-for-byte equal to the JSON route's `error.message` (the
  * `grpc-message` percent-encoding), and a `grpc-status-details-bin` that
  * decodes to a google.rpc.Status carrying a google.rpc.ErrorInfo with the
- * numeric code. Also both RPCs succeed, and a request that is not protobuf is
- * INVALID_ARGUMENT with the 611 message.
+ * numeric code. ConvertFile answers before the backend is asked, so the
+ * backend's rows are checked on CancelConversion, which still asks it. Also
+ * both RPCs succeed, and a request that is not protobuf is INVALID_ARGUMENT
+ * with the 611 message.
  */
-import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import { create, type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { anyIs, anyUnpack, type Any } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { MuteRequestSchema, MuteResponseSchema } from "../../gen/channel/v1/pstn_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { ConvertFileRequestSchema, ConvertFileResponseSchema } from "../../gen/whiteboard/v1/whiteboard_pb.js";
+import {
+  CancelConversionRequestSchema,
+  ConversionSchema,
+  ConvertFileRequestSchema,
+  ConvertFileResponseSchema,
+} from "../../gen/whiteboard/v1/whiteboard_pb.js";
+import type { SimulatorFault } from "../../src/demo/simulator/index.js";
 import { encodeGrpcMessage } from "../../src/server/rpc/grpc-status-trailer.js";
 import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { eventually } from "../harness/eventually.js";
 import { statusDetails } from "../harness/grpc-status-details.js";
 import { startRedisServer } from "../harness/redis-server.js";
 import { type ErrorCase, errorCases, GRPC, jsonMessage } from "./helpers/cases.js";
 import { postJson } from "../harness/http.js";
-import { muteBody } from "../harness/request-bodies.js";
+import { convertBody, muteBody } from "../harness/request-bodies.js";
 import { type Op, ROUTES, RPC_PATHS } from "../harness/routes.js";
 import { expectError, INVALID_PREFIX } from "./helpers/contract.js";
 import { convertRequest, muteRequest } from "./helpers/rpc.js";
 
 const TIMEOUT_MS = 300;
+const CANCEL_PATH = "/whiteboard.v1.WhiteboardService/CancelConversion";
 
 let bl: Boardline;
 let client: grpc.Client;
@@ -124,11 +134,15 @@ function expectStatusDetails(error: grpc.ServiceError, grpcCode: number, code: n
   expect(info?.reason).toMatch(/^[A-Z][A-Z0-9_]*[A-Z0-9]$/);
 }
 
+/** The rows only the conversion backend's faults reach. */
+const BACKEND_ROWS: readonly number[] = [GRPC.UNAVAILABLE, GRPC.INTERNAL, GRPC.DEADLINE_EXCEEDED];
+
 describe("error cases: the same message as the JSON route, byte for byte", () => {
   test("every case", async () => {
     // One test over the catalogue so the JSON answer and the RPC answer of a case run back to back.
     const seen = new Set<number>();
-    for (const k of cases) {
+    // A backend fault no longer fails a ConvertFile (it is queued): its rows are CancelConversion's, below.
+    for (const k of cases.filter((c) => c.fault === undefined)) {
       const expected = await jsonMessage(bl, k);
       if (k.fault !== undefined) bl.simulator.setFault(k.fault);
       const { error, value } = await callOp(k.op, k.body, k.authorization);
@@ -141,7 +155,11 @@ describe("error cases: the same message as the JSON route, byte for byte", () =>
       expectStatusDetails(e, k.grpc, k.code, expected);
       seen.add(k.grpc);
     }
-    expect([...seen].sort((a, b) => a - b)).toEqual(Object.values(GRPC).sort((a, b) => a - b));
+    expect([...seen].sort((a, b) => a - b)).toEqual(
+      Object.values(GRPC)
+        .filter((code) => !BACKEND_ROWS.includes(code))
+        .sort((a, b) => a - b),
+    );
   });
 
   test("messages with ':', ',', '[', '`' and '\\' arrive intact (grpc-message percent-encoding)", async () => {
@@ -236,7 +254,8 @@ describe("success", () => {
       auth,
     );
     expect(error).toBeUndefined();
-    expect(value?.status).toBe("Waiting");
+    expect(value).toMatchObject({ status: "Queued", reused: false, queuePosition: 1 });
+    expect(value?.taskUuid).toMatch(/^[0-9a-f]{32}$/);
     const record = await bl.store.conversions.getConversion(value?.taskUuid ?? "");
     expect(record).toMatchObject({
       project: bl.world.project,
@@ -244,7 +263,11 @@ describe("success", () => {
       type: "static",
       by: "grpc-js-presenter",
     });
-    expect(bl.simulator.requests().at(-1)?.body).toEqual({ resource, type: "static", scale: 0.1, preview: false });
+    // Submitted after the answer.
+    const sent = () =>
+      bl.simulator.requests().filter((r) => (r.body as { resource?: string } | undefined)?.resource === resource);
+    await eventually(() => sent().length > 0, 5_000, "the submission");
+    expect(sent().map((r) => r.body)).toEqual([{ resource, type: "static", scale: 0.1, preview: false }]);
   });
 });
 
@@ -276,6 +299,64 @@ describe("rows that need a server of their own", () => {
     } finally {
       c.close();
       await limited.close();
+    }
+  });
+
+  test("CancelConversion, the backend failing → the JSON route's message, each backend row", async () => {
+    // Projector API (its tasks can be cancelled), and no polls: the task stays Waiting, so a cancel asks the backend.
+    const at = await startBoardline({
+      conversionApi: "projector",
+      conversionTimeoutMs: TIMEOUT_MS,
+      follow: { firstPollMs: 600_000 },
+    });
+    const c = new grpc.Client(new URL(at.url).host, grpc.credentials.createInsecure());
+    try {
+      const token = await at.token();
+      const accepted = await postJson(at, ROUTES.convert, convertBody(at), { token });
+      const uuid = (JSON.parse(accepted.text) as { task_uuid: string }).task_uuid;
+      await eventually(
+        async () => (await at.store.conversions.getConversion(uuid))?.status === "Waiting",
+        5_000,
+        "the task to be submitted",
+      );
+      const rows: [SimulatorFault, number, number, number][] = [
+        [{ kind: "status", status: 503 }, GRPC.UNAVAILABLE, 503, 503],
+        [{ kind: "reset" }, GRPC.UNAVAILABLE, 503, 503],
+        [{ kind: "status", status: 401 }, GRPC.INTERNAL, 500, 500],
+        [{ kind: "garbage" }, GRPC.INTERNAL, 500, 500],
+        [{ kind: "status", status: 400 }, GRPC.INVALID_ARGUMENT, 400, 611],
+        // Last: a slow answer alone still cancels the task at the backend.
+        [{ kind: "slow", delayMs: TIMEOUT_MS * 4 }, GRPC.DEADLINE_EXCEEDED, 504, 504],
+      ];
+      const seen = new Set<number>();
+      for (const [fault, grpcCode, http, code] of rows) {
+        const name = JSON.stringify(fault);
+        at.simulator.setFault({ ...fault, times: 1, operation: "cancel" });
+        const json = await postJson(at, `${ROUTES.convert}/${uuid}`, undefined, { token, method: "DELETE" });
+        const message = expectError(json, http, code);
+        at.simulator.setFault({ ...fault, times: 1, operation: "cancel" });
+        const { error, value } = await callOn(
+          c,
+          CANCEL_PATH,
+          encoder(CancelConversionRequestSchema),
+          ConversionSchema,
+          create(CancelConversionRequestSchema, { taskUuid: uuid }),
+          `Bearer ${token}`,
+        );
+        at.simulator.clearFaults();
+        expect(value, name).toBeUndefined();
+        expect({ name, code: error?.code, details: error?.details }).toEqual({
+          name,
+          code: grpcCode,
+          details: message,
+        });
+        expectStatusDetails(error as grpc.ServiceError, grpcCode, code, message);
+        seen.add(grpcCode);
+      }
+      expect([...seen]).toEqual(expect.arrayContaining([...BACKEND_ROWS]));
+    } finally {
+      c.close();
+      await at.close();
     }
   });
 

@@ -4,17 +4,22 @@
  * for the HTTP status, the exact body shape, the code and the message, and
  * that it changed nothing: every key under the server's prefix reads the same
  * afterwards and the conversion backend saw no request unless it had to.
+ * ConvertFile answers before the backend is asked, so the backend's faults
+ * are checked where a caller meets them: on the task (the GetConversion
+ * route), and on the CancelConversion route, which still asks the backend.
  */
+import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { SimulatorFault } from "../../src/demo/simulator/index.js";
 import { MissLimitGuard } from "../../src/services/passphrase-guard.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
+import { eventually } from "../harness/eventually.js";
 import { type HttpAnswer, type PostOptions, postJson, postJsonH2, requestH2 } from "../harness/http.js";
-import { conversionKeys, redisSnapshot } from "../harness/redis-state.js";
+import { conversionKeys, type RedisSnapshot, redisSnapshot } from "../harness/redis-state.js";
 import { startRedisServer } from "../harness/redis-server.js";
 import { convertBody, muteBody } from "../harness/request-bodies.js";
 import { type Op, OPS, ROUTES } from "../harness/routes.js";
-import { expectError, INVALID_PREFIX, unauthenticatedCases, without } from "./helpers/contract.js";
+import { expectError, expectNoLeak, INVALID_PREFIX, unauthenticatedCases, without } from "./helpers/contract.js";
 
 const MAX_BODY_BYTES = 4096;
 const TIMEOUT_MS = 400;
@@ -37,13 +42,34 @@ afterEach(() => {
   bl.simulator.clearFaults();
 });
 
+/** The keys of a conversion on its way to the backend: its queue, the project's pace and lease, the index of queues. */
+const SUBMITTING = /:conv-(queue|queues|pace|queue-lease)$/;
+
+/**
+ * A snapshot of `at`'s keys once no conversion is on its way to the backend: a
+ * request accepted by an earlier test is submitted after its answer, and the
+ * pace it leaves runs out on its own.
+ */
+async function quietSnapshot(at: Boardline = bl): Promise<RedisSnapshot> {
+  let snapshot: RedisSnapshot = {};
+  await eventually(
+    async () => {
+      snapshot = await redisSnapshot(at);
+      return Object.keys(snapshot).every((k) => !SUBMITTING.test(k));
+    },
+    5_000,
+    "the accepted conversions to be submitted",
+  );
+  return snapshot;
+}
+
 /**
  * Sends one failing request and checks the answer and that nothing changed:
  * not a key under the prefix, and no backend request unless `backend` says one
  * was expected.
  */
 async function failing(path: string, body: unknown, o: PostOptions & { backend?: number } = {}): Promise<HttpAnswer> {
-  const before = await redisSnapshot(bl);
+  const before = await quietSnapshot();
   const backendBefore = bl.simulator.requests().length;
   const res = await postJson(bl, path, body, o);
   expect(await redisSnapshot(bl)).toEqual(before);
@@ -195,7 +221,7 @@ describe.each(OPS)("%s: transport checks", (op) => {
         }
       },
     });
-    const before = await redisSnapshot(bl);
+    const before = await quietSnapshot();
     const res = await fetch(`${bl.url}${ROUTES[op]}`, {
       method: "POST",
       headers: { authorization: `Bearer ${await bl.token()}`, "content-type": "application/json" },
@@ -332,38 +358,117 @@ describe("fileconvert: 403 and 404", () => {
   });
 });
 
-describe("fileconvert: the conversion backend fails", () => {
-  const cases: [string, SimulatorFault, number, number][] = [
-    ["answers 500", { kind: "status", status: 500, times: 1 }, 503, 503],
-    ["answers 502", { kind: "status", status: 502, times: 1 }, 503, 503],
-    ["answers 503", { kind: "status", status: 503, times: 1 }, 503, 503],
-    ["resets the connection", { kind: "reset", times: 1 }, 503, 503],
-    ["is too slow", { kind: "slow", delayMs: TIMEOUT_MS * 3, times: 1 }, 504, 504],
-    ["answers 401 (our credentials are wrong)", { kind: "status", status: 401, times: 1 }, 500, 500],
-    ["answers 403 (our credentials are wrong)", { kind: "status", status: 403, times: 1 }, 500, 500],
-    ["answers garbage", { kind: "garbage", times: 1 }, 500, 500],
-    ["answers 400", { kind: "status", status: 400, times: 1 }, 400, 611],
-  ];
-  test.each(cases)("%s", async (_name, fault, http, code) => {
-    bl.simulator.setFault(fault);
-    const before = await redisSnapshot(bl);
-    const res = await failing(ROUTES.convert, convertBody(bl), { backend: 1 });
-    expectError(res, http, code);
-    expect(conversionKeys(await redisSnapshot(bl), bl)).toEqual(conversionKeys(before, bl));
+describe("fileconvert: the conversion backend fails after the answer", () => {
+  // A server of its own (projector API, so its tasks can be cancelled): its tasks are retried while `bl` is snapshot.
+  let at: Boardline;
+  beforeAll(async () => {
+    at = await startBoardline({
+      conversionTimeoutMs: TIMEOUT_MS,
+      conversionApi: "projector",
+      follow: { firstPollMs: 600_000 },
+    });
+  });
+  afterAll(async () => {
+    await at?.close();
+  });
+  afterEach(() => {
+    at?.simulator.clearFaults();
   });
 
-  test("500 says nothing but 'internal server error'", async () => {
-    bl.simulator.setFault({ kind: "garbage", times: 1 });
-    expectError(await failing(ROUTES.convert, convertBody(bl), { backend: 1 }), 500, 500, "internal server error");
+  const resourceUrl = () => `https://docs.example.com/${randomBytes(6).toString("hex")}.pptx`;
+  const task = async (uuid: string) => {
+    const res = await postJson(at, `${ROUTES.convert}/${uuid}`, undefined, { method: "GET" });
+    expect(res.status, res.text).toBe(200);
+    return JSON.parse(res.text) as Record<string, unknown>;
+  };
+  const backendRequests = (resource: string) =>
+    at.simulator.requests().filter((r) => (r.body as { resource?: string } | undefined)?.resource === resource);
+
+  /** ConvertFile with the backend failing as `fault` says (once): the caller gets the task, Queued, first in its queue. */
+  async function queuedDespite(fault: SimulatorFault | undefined, resource: string): Promise<string> {
+    if (fault !== undefined) at.simulator.setFault({ ...fault, times: 1, operation: "create" });
+    const res = await postJson(at, ROUTES.convert, convertBody(at, { resource_url: resource }));
+    expect(res.status, res.text).toBe(200);
+    const answer = JSON.parse(res.text) as Record<string, unknown>;
+    expect(answer).toEqual({
+      task_uuid: expect.stringMatching(/^[0-9a-f]{32}$/),
+      status: "Queued",
+      reused: false,
+      queue_position: 1,
+    });
+    await eventually(() => backendRequests(resource).length > 0, 5_000, "the submission");
+    return answer["task_uuid"] as string;
+  }
+
+  /** Waits for the project's queue to be empty, so the next test's request is the first in it again. */
+  const drained = () =>
+    eventually(
+      async () => (await at.store.conversionQueue.queueLength(at.world.project)) === 0,
+      5_000,
+      "the queue to drain",
+    );
+
+  test.each<[string, SimulatorFault]>([
+    ["answers 500", { kind: "status", status: 500 }],
+    ["answers 502", { kind: "status", status: 502 }],
+    ["answers 503", { kind: "status", status: 503 }],
+    ["resets the connection", { kind: "reset" }],
+    ["is too slow", { kind: "slow", delayMs: TIMEOUT_MS * 3 }],
+    ["answers 401 (our credentials are wrong)", { kind: "status", status: 401 }],
+    ["answers 403 (our credentials are wrong)", { kind: "status", status: 403 }],
+    ["answers garbage", { kind: "garbage" }],
+  ])("%s: the task stays Queued, and is submitted again until the backend takes it", async (_name, fault) => {
+    const resource = resourceUrl();
+    const uuid = await queuedDespite(fault, resource);
+    expect(await task(uuid)).toMatchObject({ status: "Queued", failed_reason: "" });
+    // Tried again (every 2 s); the fault was for one request.
+    await eventually(async () => (await task(uuid))["status"] === "Waiting", 5_000, "the task to be submitted");
+    const record = await at.store.conversions.getConversion(uuid);
+    expect(record?.attempts).toBe(2);
+    expect(backendRequests(resource)).toHaveLength(2);
+    expect(record?.backendUuid).toBe(at.simulator.creates().findLast((c) => c.resource === resource)?.uuid);
+    await drained();
   });
 
-  test("an unreachable backend → 503", async () => {
-    const down = await startBoardline({ conversionTimeoutMs: TIMEOUT_MS });
+  test("answers 400: the task ends as Fail, and the backend's words reach no one", async () => {
+    const resource = resourceUrl();
+    const uuid = await queuedDespite({ kind: "status", status: 400 }, resource);
+    await eventually(async () => (await task(uuid))["status"] === "Fail", 5_000, "the task to fail");
+    const body = await task(uuid);
+    expect(body).toMatchObject({ status: "Fail", failed_reason: "the conversion backend rejected the request" });
+    expectNoLeak(JSON.stringify(body));
+    // Rejected, not retried.
+    expect(backendRequests(resource)).toHaveLength(1);
+    expect((await at.store.conversions.getConversion(uuid))?.attempts).toBe(1);
+    await drained();
+  });
+
+  test("500 says nothing but 'internal server error' (CancelConversion, the backend answering garbage)", async () => {
+    const uuid = await queuedDespite(undefined, resourceUrl());
+    await eventually(async () => (await task(uuid))["status"] === "Waiting", 5_000, "the task to be submitted");
+    await drained();
+    at.simulator.setFault({ kind: "garbage", times: 1, operation: "cancel" });
+    const before = await quietSnapshot(at);
+    const res = await postJson(at, `${ROUTES.convert}/${uuid}`, undefined, { method: "DELETE" });
+    expectError(res, 500, 500, "internal server error");
+    expect(await redisSnapshot(at)).toEqual(before);
+  });
+
+  test("an unreachable backend: the task is Queued, then Fail, 'timeout', CONVERSION_FOLLOW_MS after it was accepted", async () => {
+    const down = await startBoardline({ conversionTimeoutMs: TIMEOUT_MS, follow: { followMs: 1_000 } });
     try {
       await down.simulator.close();
       const res = await postJson(down, ROUTES.convert, convertBody(down));
-      expectError(res, 503, 503);
-      expect(await down.store.getMuteState(down.world.project, down.world.channel)).toEqual({});
+      expect(res.status, res.text).toBe(200);
+      const { task_uuid: uuid, status } = JSON.parse(res.text) as { task_uuid: string; status: string };
+      expect(status).toBe("Queued");
+      const get = async () =>
+        JSON.parse((await postJson(down, `${ROUTES.convert}/${uuid}`, undefined, { method: "GET" })).text) as Record<
+          string,
+          unknown
+        >;
+      await eventually(async () => (await get())["status"] === "Fail", 5_000, "the task to time out");
+      expect(await get()).toMatchObject({ status: "Fail", failed_reason: "timeout", backend_task_uuid: "" });
     } finally {
       await down.close();
     }
@@ -430,7 +535,7 @@ describe("429: too many wrong passphrases (with the guessing limit on)", () => {
 
 describe.each(OPS)("%s over HTTP/2 (h2c, prior knowledge)", (op) => {
   test("401 with WWW-Authenticate", async () => {
-    const before = await redisSnapshot(bl);
+    const before = await quietSnapshot();
     const res = await postJsonH2(bl, ROUTES[op], bodyOf(op), { token: null });
     expectError(res, 401, 401);
     expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
@@ -443,7 +548,7 @@ describe.each(OPS)("%s over HTTP/2 (h2c, prior knowledge)", (op) => {
   });
 
   test("413 over MAX_BODY_BYTES", async () => {
-    const before = await redisSnapshot(bl);
+    const before = await quietSnapshot();
     const res = await postJsonH2(bl, ROUTES[op], bodyOf(op, { pad: "x".repeat(MAX_BODY_BYTES * 4) }));
     expectError(res, 413, 611);
     expect(await redisSnapshot(bl)).toEqual(before);

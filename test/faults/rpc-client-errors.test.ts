@@ -2,9 +2,10 @@
  * Client mistakes on the RPC protocols map through the error table on every
  * protocol — never INTERNAL, which means only our own bug — and a deadline is
  * DEADLINE_EXCEEDED wherever it runs out. Found by an outside fuzz run: a
- * truncated gzip message, a compressed flag with no encoding, a ConvertFile
- * deadline passing during the backend call, and a deadline too long for a
- * timer all answered INTERNAL (or were refused) on some protocols.
+ * truncated gzip message, a compressed flag with no encoding, a deadline
+ * passing during a backend call (CancelConversion's: ConvertFile only queues,
+ * and asks the backend later), and a deadline too long for a timer all
+ * answered INTERNAL (or were refused) on some protocols.
  */
 import http2 from "node:http2";
 import { gzipSync } from "node:zlib";
@@ -12,20 +13,29 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { MuteRequestSchema } from "../../gen/channel/v1/pstn_pb.js";
-import { ConvertFileRequestSchema } from "../../gen/whiteboard/v1/whiteboard_pb.js";
+import { CancelConversionRequestSchema } from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import { INVALID_REQUEST_MESSAGE } from "../../src/server/call/error-table.js";
 import { type Boardline, startBoardline } from "../harness/boardline.js";
 import { capturingLogger } from "../harness/capturing-logger.js";
-import { RPC_PATHS } from "../harness/routes.js";
+import { eventually } from "../harness/eventually.js";
+import { postJson } from "../harness/http.js";
+import { ROUTES, RPC_PATHS } from "../harness/routes.js";
 
 const MUTE = RPC_PATHS.mute;
-const CONVERT = RPC_PATHS.convert;
+const CANCEL = "/whiteboard.v1.WhiteboardService/CancelConversion";
 
 let bl: Boardline;
 let token: string;
 const log = capturingLogger();
 beforeAll(async () => {
-  bl = await startBoardline({ store: "memory", conversionTimeoutMs: 10_000, logger: log.logger });
+  // Projector API (its tasks can be cancelled) and no polls: a submitted task stays Waiting, so a cancel asks the backend.
+  bl = await startBoardline({
+    store: "memory",
+    conversionTimeoutMs: 10_000,
+    conversionApi: "projector",
+    follow: { firstPollMs: 600_000 },
+    logger: log.logger,
+  });
   token = await bl.token();
 });
 afterAll(async () => {
@@ -37,12 +47,6 @@ const muteBytes = () =>
     MuteRequestSchema,
     create(MuteRequestSchema, { uid: "u-1", passphrase: bl.world.hostPassphrase, mute: true }),
   );
-const convertJson = () =>
-  JSON.stringify({
-    resource_url: "https://example.com/a.pdf",
-    passphrase: bl.world.hostPassphrase,
-    conversion_type: "static",
-  });
 const frame = (flag: number, payload: Uint8Array) => {
   const head = Buffer.alloc(5);
   head[0] = flag;
@@ -178,24 +182,33 @@ describe("undecodable compressed messages are INVALID_ARGUMENT with the 611 mess
   });
 });
 
-describe("a ConvertFile deadline that runs out during the backend call is DEADLINE_EXCEEDED on every protocol", () => {
-  const slow = () => bl.simulator.setFault({ kind: "slow", delayMs: 3_000, times: 1 });
-  const convertBytes = () =>
-    toBinary(
-      ConvertFileRequestSchema,
-      create(ConvertFileRequestSchema, {
-        resourceUrl: "https://example.com/a.pdf",
-        passphrase: bl.world.hostPassphrase,
-        conversionType: "static",
-      }),
+describe("a CancelConversion deadline that runs out during the backend call is DEADLINE_EXCEEDED on every protocol", () => {
+  let uuid = "";
+  beforeAll(async () => {
+    const res = await postJson(bl, ROUTES.convert, {
+      resource_url: "https://example.com/a.pdf",
+      passphrase: bl.world.hostPassphrase,
+      conversion_type: "static",
+    });
+    expect(res.status, res.text).toBe(200);
+    uuid = (JSON.parse(res.text) as { task_uuid: string }).task_uuid;
+    await eventually(
+      async () => (await bl.store.conversions.getConversion(uuid))?.status === "Waiting",
+      5_000,
+      "the task to be submitted",
     );
+  });
+  const slow = () => bl.simulator.setFault({ kind: "slow", delayMs: 3_000, times: 1, operation: "cancel" });
+  const cancelBytes = () =>
+    toBinary(CancelConversionRequestSchema, create(CancelConversionRequestSchema, { taskUuid: uuid }));
+  const cancelJson = () => JSON.stringify({ task_uuid: uuid });
 
   test("gRPC (fast path)", async () => {
     slow();
     const r = await grpc(
-      CONVERT,
+      CANCEL,
       { "content-type": "application/grpc", "grpc-timeout": "300m" },
-      frame(0, convertBytes()),
+      frame(0, cancelBytes()),
     );
     expect(r.status).toBe(Code.DeadlineExceeded);
   });
@@ -203,26 +216,22 @@ describe("a ConvertFile deadline that runs out during the backend call is DEADLI
   test("gRPC with the JSON codec (connect-es)", async () => {
     slow();
     const r = await grpc(
-      CONVERT,
+      CANCEL,
       { "content-type": "application/grpc+json", "grpc-timeout": "300m" },
-      frame(0, Buffer.from(convertJson())),
+      frame(0, Buffer.from(cancelJson())),
     );
     expect(r.status).toBe(Code.DeadlineExceeded);
   });
 
   test("gRPC-Web", async () => {
     slow();
-    const r = await grpcWeb(CONVERT, { "grpc-timeout": "300m" }, frame(0, convertBytes()));
+    const r = await grpcWeb(CANCEL, { "grpc-timeout": "300m" }, frame(0, cancelBytes()));
     expect(r.status).toBe(Code.DeadlineExceeded);
   });
 
   test("Connect", async () => {
     slow();
-    const r = await connect(
-      CONVERT,
-      { "content-type": "application/json", "connect-timeout-ms": "300" },
-      convertJson(),
-    );
+    const r = await connect(CANCEL, { "content-type": "application/json", "connect-timeout-ms": "300" }, cancelJson());
     expect(r.http).toBe(504);
     expect(r.body.code).toBe("deadline_exceeded");
   });
