@@ -1,6 +1,7 @@
 /**
  * `boardline conversion show`: the record of a file-conversion task as the
- * follower last saved it — status, progress and pages (records expire
+ * follower last saved it — status, progress and pages, and once submitted the
+ * backend's uuid and how many times it was submitted (records expire
  * CONVERSION_RETENTION_DAYS after their last change). `boardline conversion
  * watch`: one line per change of that record until the task ends.
  */
@@ -83,6 +84,8 @@ async function showConversion(uuid: string, o: { json?: boolean }, cmd: Command)
       pages,
       prefix: task.prefix ?? null,
       failed_reason: task.failedReason ?? null,
+      backend_task_uuid: task.backendUuid ?? null,
+      attempts: task.attempts ?? null,
       created_at: formatTime(task.createdAt),
       updated_at: formatTime(task.updatedAt),
       by: task.by,
@@ -97,6 +100,8 @@ async function showConversion(uuid: string, o: { json?: boolean }, cmd: Command)
         ...(task.failedReason === undefined ? [] : [["failed reason", task.failedReason] as [string, string]]),
         ["pages", task.pageCount === undefined ? "not known yet" : String(task.pageCount)],
         ...(task.prefix === undefined ? [] : [["prefix", task.prefix] as [string, string]]),
+        ...(task.backendUuid === undefined ? [] : [["backend task", task.backendUuid] as [string, string]]),
+        ...(task.attempts === undefined ? [] : [["attempts", String(task.attempts)] as [string, string]]),
         ["created", formatTime(task.createdAt)],
         ["updated", formatTime(task.updatedAt)],
         ["by", task.by],
