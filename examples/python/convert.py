@@ -67,7 +67,16 @@ def convert(stub, auth, request, deadline):
         return stub.ConvertFile(request, metadata=auth + (("idempotency-key", key),), timeout=CALL_TIMEOUT_SECONDS)
 
     answer = with_retries("ConvertFile", call, deadline)
-    say("accepted", task_uuid=answer.task_uuid, status=answer.status, idempotency_key=key)
+    # Queued at once: boardline submits it to the conversion backend at the project's pace. An identical
+    # request (same document, type and scale) gets the task already there: reused.
+    say(
+        "accepted",
+        task_uuid=answer.task_uuid,
+        status=answer.status,
+        reused=answer.reused,
+        queue_position=answer.queue_position,
+        idempotency_key=key,
+    )
     return answer.task_uuid
 
 
@@ -125,7 +134,13 @@ def main():
         return 1
     for page in conversion.pages:
         say("page", page=page.page, url=page.url)
-    say("finished", task_uuid=task_uuid, page_count=conversion.page_count)
+    # backend_task_uuid: the backend's own id, which a whiteboard client loading a dynamic document needs.
+    say(
+        "finished",
+        task_uuid=task_uuid,
+        backend_task_uuid=conversion.backend_task_uuid,
+        page_count=conversion.page_count,
+    )
     return 0
 
 

@@ -31,12 +31,18 @@ async function post(path: string, token: string, body: object): Promise<{ status
 
 const mute = (token: string, passphrase: string, uid = "pstn-42", on = true) =>
   post("/v1/channel/pstn/mute", token, { uid, passphrase, mute: on });
-const convert = (token: string, passphrase: string) =>
-  post("/v1/whiteboard/fileconvert", token, {
-    resource_url: "https://example.com/deck.pdf",
-    passphrase,
-    conversion_type: "static",
-  });
+/** A ConvertFile of a document of its own (an identical request would reuse an earlier task). */
+const convert = (token: string, passphrase: string, resource = newDocument()) =>
+  post("/v1/whiteboard/fileconvert", token, { resource_url: resource, passphrase, conversion_type: "static" });
+const newDocument = () => `https://example.com/deck-${randomBytes(6).toString("hex")}.pdf`;
+
+/** The request that created the task of `resource` at the backend, once the server's submitter has sent it. */
+async function creationOf(resource: string) {
+  const creation = () =>
+    bl.simulator.requests().find((r) => r.method === "POST" && JSON.stringify(r.body).includes(resource));
+  await eventually(() => creation() !== undefined, 10_000, "the submitter to create the task");
+  return creation();
+}
 
 beforeAll(async () => {
   await ensureBuilt();
@@ -347,20 +353,30 @@ describe("records the CLI writes are what the server reads", () => {
     expect(out).toContain("conversion QPS 4");
     expect(out).not.toContain(bl.world.secretKey);
 
-    const res = await convert(token, attendee);
+    const resource = newDocument();
+    const res = await convert(token, attendee, resource);
     expect(res.status).toBe(200);
-    const { task_uuid, status } = res.body as { task_uuid: string; status: string };
-    expect(status).toBe("Waiting");
-    const seen = bl.simulator.requests().at(-1);
+    expect(res.body).toMatchObject({ status: "Queued", reused: false, queue_position: 1 });
+    const { task_uuid } = res.body as { task_uuid: string };
+    // The submitter creates the task at the backend with the settings the CLI wrote.
+    const seen = await creationOf(resource);
     expect(seen?.headers.region).toBe("in-mum");
     expect(seen?.headers.token).toMatch(/^NETLESSSDK_/);
 
-    const shown = JSON.parse(await ok(["conversion", "show", task_uuid, "--json"])) as Record<string, unknown>;
+    // The record as the submitter left it: the backend's first status, its uuid, one attempt.
+    const show = async () =>
+      JSON.parse(await ok(["conversion", "show", task_uuid, "--json"])) as Record<string, unknown>;
+    await eventually(async () => (await show()).status === "Waiting", 5_000, "the submission to be recorded");
+    const shown = await show();
     expect(shown).toMatchObject({ task_uuid, project, channel, type: "static", status: "Waiting", by: "op-7" });
     expect(shown).toMatchObject({ api: "legacy", progress_percent: 0, page_count: null, pages: [] });
-    expect(shown.updated_at).toBe(shown.created_at);
+    expect(shown).toMatchObject({ backend_task_uuid: expect.stringMatching(/^[0-9a-f]{32}$/), attempts: 1 });
+    expect(shown.backend_task_uuid).not.toBe(task_uuid);
+    expect(Date.parse(String(shown.updated_at))).toBeGreaterThanOrEqual(Date.parse(String(shown.created_at)));
     const plain = await ok(["conversion", "show", task_uuid]);
     expect(plain).toMatch(/status\s+Waiting, 0 %/);
+    expect(plain).toMatch(new RegExp(`backend uuid\\s+${String(shown.backend_task_uuid)}\n`));
+    expect(plain).toMatch(/submissions begun\s+1\n/);
     expect(plain).toMatch(/pages\s+not known yet/);
     // GetWhiteboardSettings' answer: the kind of credential, set when and by whom (the access key no longer).
     expect(JSON.parse(await ok(["whiteboard", "show", project, "--json"]))).toEqual({
@@ -378,8 +394,9 @@ describe("records the CLI writes are what the server reads", () => {
       env: { BOARDLINE_SDK_TOKEN: bl.world.sdkToken },
     });
     expect(JSON.parse(set)).toEqual({ project, region: "sg", credentials: "sdk_token", conversion_qps: 1 });
-    expect((await convert(token, host)).status).toBe(200);
-    const seen = bl.simulator.requests().at(-1);
+    const resource = newDocument();
+    expect((await convert(token, host, resource)).status).toBe(200);
+    const seen = await creationOf(resource);
     expect(seen?.headers.token).toBe(bl.world.sdkToken);
     expect(seen?.headers.region).toBe("sg");
     const shown = await ok(["whiteboard", "show", project]);

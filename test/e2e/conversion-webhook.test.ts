@@ -4,7 +4,9 @@
  * the webhook URL it was given. The followers here poll a minute apart and
  * look for due tasks a minute apart, so a task that ends within seconds was
  * fetched because its webhook woke a follower — and a call that must not wake
- * anything is checked by the backend never being asked.
+ * anything is checked by the backend never being asked. ConvertFile only
+ * queues a task; the submitter issues its webhook as it hands it to the
+ * backend, so each test waits for that before it looks at the URL.
  */
 import { createHmac, randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
@@ -45,17 +47,40 @@ afterAll(async () => {
 
 const sign = (id: string, key: Uint8Array = SECRET) => createHmac("sha256", key).update(id).digest("base64url");
 
-/** A new task; `slow` ones stay Waiting for a minute (and so in the due set). */
-async function convert(slow = true): Promise<string> {
-  const resource = `https://docs.example.com/${slow ? "slow" : "deck"}.pptx`;
+/** The task's score in `conv-due`, which holds boardline's ids. */
+const dueAt = async (uuid: string) => {
+  const score = await redis.zscore(`${bl.prefix}conv-due`, uuid);
+  return score === null ? undefined : Number(score);
+};
+
+/** A task: boardline's id (what its callers know), and the backend's (what the simulator knows). */
+interface Task {
+  readonly uuid: string;
+  readonly backend: string;
+}
+
+/**
+ * A new task, once the submitter has handed it to the backend; `slow` ones stay
+ * Waiting for a minute, and are due for their first poll a minute on. Each has
+ * a resource of its own, so no request reuses another's task.
+ */
+async function convert(slow = true): Promise<Task> {
+  const resource = `https://docs.example.com/${slow ? "slow" : "deck"}-${randomBytes(6).toString("hex")}.pptx`;
   const res = await postJson(bl, ROUTES.convert, convertBody(bl, { resource_url: resource }));
   expect(res.status).toBe(200);
-  return (JSON.parse(res.text) as { task_uuid: string }).task_uuid;
+  const answer = JSON.parse(res.text) as { task_uuid: string; status: string; reused: boolean };
+  expect(answer).toMatchObject({ status: "Queued", reused: false });
+  const created = () => bl.simulator.creates().find((c) => c.resource === resource);
+  await eventually(() => created() !== undefined, 5_000, "the submitter to create the task");
+  const task = { uuid: answer.task_uuid, backend: created()?.uuid ?? "" };
+  // The submitter records the backend's uuid, then makes the task due: a test that reads `conv-due` waits for both.
+  if (slow) await eventually(async () => (await dueAt(task.uuid)) !== undefined, 5_000, "the task to be due");
+  return task;
 }
 
 /** The webhook URL the backend was given for the task, and its id and sig. */
-function hookOf(uuid: string): { url: string; id: string; sig: string } {
-  const url = bl.simulator.tasks().find((t) => t.uuid === uuid)?.webhookEndpoint ?? "";
+function hookOf(task: Task): { url: string; id: string; sig: string } {
+  const url = bl.simulator.tasks().find((t) => t.uuid === task.backend)?.webhookEndpoint ?? "";
   const m =
     /^http:\/\/127\.0\.0\.1:\d+\/v1\/whiteboard\/conversion-webhook\/([A-Za-z0-9_-]{22})\?sig=([A-Za-z0-9_-]{43})$/.exec(
       url,
@@ -64,14 +89,10 @@ function hookOf(uuid: string): { url: string; id: string; sig: string } {
   return { url, id: m[1] as string, sig: m[2] as string };
 }
 
-/** How often the backend was asked about the task. */
-const queriesOf = (uuid: string) =>
-  bl.simulator.requests().filter((r) => r.method === "GET" && r.path === `${PROJECTOR_TASKS_PATH}/${uuid}`).length;
-
-const dueAt = async (uuid: string) => {
-  const score = await redis.zscore(`${bl.prefix}conv-due`, uuid);
-  return score === null ? undefined : Number(score);
-};
+/** How often the backend was asked about the task (by its own uuid). */
+const queriesOf = (task: Task) =>
+  bl.simulator.requests().filter((r) => r.method === "GET" && r.path === `${PROJECTOR_TASKS_PATH}/${task.backend}`)
+    .length;
 
 async function call(target: string, init: RequestInit = {}) {
   const res = await fetch(target, { method: "POST", ...init });
@@ -94,38 +115,41 @@ async function aLookHappened(): Promise<void> {
 }
 
 describe("conversion webhooks", () => {
-  it("the backend gets <base>/v1/whiteboard/conversion-webhook/<id>?sig=<HMAC of id>, mapped in Redis", async () => {
-    const uuid = await convert();
-    const { url, id, sig } = hookOf(uuid);
+  it("the backend gets <base>/v1/whiteboard/conversion-webhook/<id>?sig=<HMAC of id>, mapped in Redis to boardline's id", async () => {
+    const task = await convert();
+    const { url, id, sig } = hookOf(task);
     expect(url.startsWith(`${bl.url}${HOOK_PATH}`)).toBe(true);
     expect(sig).toBe(sign(id));
     const creates = bl.simulator.requests().filter((r) => r.method === "POST" && r.path === PROJECTOR_TASKS_PATH);
     expect(creates.map((r) => (r.body as { webhookEndpoint?: string }).webhookEndpoint)).toContain(url);
-    expect(await redis.get(`${bl.prefix}conv-hook:{${id}}`)).toBe(uuid);
+    // The id stands for the task its callers know, not for the backend's uuid.
+    expect(task.backend).not.toBe(task.uuid);
+    expect(await redis.get(`${bl.prefix}conv-hook:{${id}}`)).toBe(task.uuid);
     expect(await redis.ttl(`${bl.prefix}conv-hook:{${id}}`)).toBeGreaterThan(604_800 - 10);
     expect(hookOf(await convert()).id).not.toBe(id);
   });
 
   it("a task ends within seconds, though polls are a minute apart: its webhook woke the follower", async () => {
-    const uuid = await convert(false);
-    await eventually(async () => (await status(uuid)) === "Finished", 10_000, "the task to be Finished");
-    expect(bl.simulator.webhookDeliveries().filter((d) => d.uuid === uuid)).toEqual([
+    const task = await convert(false);
+    await eventually(async () => (await status(task.uuid)) === "Finished", 10_000, "the task to be Finished");
+    expect(bl.simulator.webhookDeliveries().filter((d) => d.uuid === task.backend)).toEqual([
       expect.objectContaining({ outcome: 204 }),
     ]);
-    expect(queriesOf(uuid)).toBeGreaterThan(0);
+    expect(queriesOf(task)).toBeGreaterThan(0);
     // Saved, announced, then out of the due set: separate steps.
-    await eventually(async () => (await dueAt(uuid)) === undefined, 5_000, "the task to leave the due set");
+    await eventually(async () => (await dueAt(task.uuid)) === undefined, 5_000, "the task to leave the due set");
     // Called again once ended: 204, and the task is not made due again.
-    expect((await call(hookOf(uuid).url)).status).toBe(204);
-    expect(await dueAt(uuid)).toBeUndefined();
+    expect((await call(hookOf(task).url)).status).toBe(204);
+    expect(await dueAt(task.uuid)).toBeUndefined();
   });
 
   it("a forged, missing or misplaced sig is 401 and nothing is queried or moved", async () => {
-    const uuid = await convert();
-    const { id, sig } = hookOf(uuid);
-    const otherUuid = await convert();
-    const other = hookOf(otherUuid);
-    const before = await dueAt(uuid);
+    const task = await convert();
+    const { id, sig } = hookOf(task);
+    const otherTask = await convert();
+    const other = hookOf(otherTask);
+    const before = await dueAt(task.uuid);
+    expect(before).toBeGreaterThan(Date.now() + 30_000);
     const flipped = `${sig.slice(0, 5)}${sig[5] === "A" ? "B" : "A"}${sig.slice(6)}`;
     const forged = [
       `${id}`,
@@ -146,27 +170,31 @@ describe("conversion webhooks", () => {
       expect(res.json, tail).toEqual(UNAUTHENTICATED);
     }
     await aLookHappened();
-    expect(queriesOf(uuid)).toBe(0);
-    expect(queriesOf(otherUuid)).toBe(0);
-    expect(await dueAt(uuid)).toBe(before);
+    expect(queriesOf(task)).toBe(0);
+    expect(queriesOf(otherTask)).toBe(0);
+    expect(await dueAt(task.uuid)).toBe(before);
   });
 
   it("the body is never believed: the follower asks the backend", async () => {
-    const uuid = await convert();
+    const task = await convert();
     const claim = {
-      uuid,
+      uuid: task.backend,
       status: "Finished",
       convertedPercentage: 100,
       images: { 1: { url: "https://evil.example/1.png" } },
     };
-    const res = await call(hookOf(uuid).url, {
+    const res = await call(hookOf(task).url, {
       body: JSON.stringify(claim),
       headers: { "content-type": "application/json" },
     });
     expect(res.status).toBe(204);
-    await eventually(() => queriesOf(uuid) > 0, 5_000, "the backend to be asked");
-    await eventually(async () => ((await dueAt(uuid)) ?? 0) > Date.now() + 30_000, 5_000, "the next poll a minute on");
-    expect(await status(uuid)).toBe("Waiting");
+    await eventually(() => queriesOf(task) > 0, 5_000, "the backend to be asked");
+    await eventually(
+      async () => ((await dueAt(task.uuid)) ?? 0) > Date.now() + 30_000,
+      5_000,
+      "the next poll a minute on",
+    );
+    expect(await status(task.uuid)).toBe("Waiting");
   });
 
   it("a signed call for an id boardline does not know is 204 and wakes nothing", async () => {
@@ -176,25 +204,25 @@ describe("conversion webhooks", () => {
   });
 
   it("another instance on the same Redis takes the call", async () => {
-    const uuid = await convert();
-    const { url } = hookOf(uuid);
+    const task = await convert();
+    const { url } = hookOf(task);
     const res = await call(url.replace(bl.url, twin.url), {
       body: "anything",
       headers: { "content-type": "text/plain" },
     });
     expect(res.status).toBe(204);
-    await eventually(() => queriesOf(uuid) > 0, 5_000, "the twin's follower to ask the backend");
+    await eventually(() => queriesOf(task) > 0, 5_000, "the twin's follower to ask the backend");
   });
 
   it("over HTTP/2 as well", async () => {
-    const uuid = await convert();
-    const { url } = hookOf(uuid);
+    const task = await convert();
+    const { url } = hookOf(task);
     const res = await requestH2(bl.url, url.slice(bl.url.length), {
       body: "{}",
       headers: { "content-type": "application/json" },
     });
     expect(res.status).toBe(204);
-    await eventually(() => queriesOf(uuid) > 0, 5_000, "the backend to be asked");
+    await eventually(() => queriesOf(task) > 0, 5_000, "the backend to be asked");
   });
 
   it("only POST: other methods are 405 with Allow: POST", async () => {
@@ -210,8 +238,8 @@ describe("conversion webhooks", () => {
   });
 
   it("a body over 256 KiB is 413 (the connection closed); one of 256 KiB is taken", async () => {
-    const uuid = await convert();
-    const { url } = hookOf(uuid);
+    const task = await convert();
+    const { url } = hookOf(task);
     const target = url.slice(bl.url.length);
     const limit = 256 * 1024;
     const declared = await raw(bl.port);
@@ -228,9 +256,9 @@ describe("conversion webhooks", () => {
       expect(res?.headers.connection).toBe("close");
       expect(JSON.parse(res?.body ?? "")).toMatchObject({ error: { code: 611 } });
     }
-    expect(queriesOf(uuid)).toBe(0);
+    expect(queriesOf(task)).toBe(0);
     expect((await call(url, { body: "x".repeat(limit) })).status).toBe(204);
-    await eventually(() => queriesOf(uuid) > 0, 5_000, "the backend to be asked");
+    await eventually(() => queriesOf(task) > 0, 5_000, "the backend to be asked");
   });
 
   it("paths other than one id under the prefix are not webhooks (404)", async () => {
@@ -246,8 +274,10 @@ describe("without CONVERSION_WEBHOOK_BASE", () => {
     try {
       const res = await postJson(plain, ROUTES.convert, convertBody(plain));
       expect(res.status).toBe(200);
-      const create = plain.simulator.requests().find((r) => r.method === "POST");
-      expect(create?.body).not.toHaveProperty("webhookEndpoint");
+      const create = () => plain.simulator.requests().find((r) => r.method === "POST");
+      await eventually(() => create() !== undefined, 5_000, "the submitter to create the task");
+      expect(create()?.body).toHaveProperty("resource");
+      expect(create()?.body).not.toHaveProperty("webhookEndpoint");
       const id = randomBytes(16).toString("base64url");
       expect((await call(`${plain.url}${HOOK_PATH}${id}?sig=${sign(id)}`)).status).toBe(404);
     } finally {

@@ -140,7 +140,12 @@ describe.each(TRANSPORTS)("the browser example over %s", (transport) => {
       BOARDLINE_TOKEN: live.tokens.user,
       BOARDLINE_HOST_PASSPHRASE: live.hostPassphrase,
       uid,
+      // A document of its own: the other transport's run converted one, and the same again would be that task, ended.
+      resource_url: `https://example.com/deck-${transport}-${Date.now()}.pdf`,
     });
+    expect(
+      await page.locator('#log li[data-step="convert"][data-outcome="ok"]').first().textContent({ timeout: 15_000 }),
+    ).toMatch(/^convert: task [0-9a-f]{32} Queued$/);
     await page.waitForSelector('#log li[data-step="watch"][data-outcome="ok"]', { timeout: 15_000 });
     live.cutConnections();
     expect(await done()).toBe("ok");

@@ -2,7 +2,8 @@
  * The Python example (examples/python/): generated from proto/ with Debian's
  * protoc and grpc_python_plugin by its own generate.sh, then run with Debian's
  * python3 against a live boardline and its conversion simulator. It converts a
- * document and prints the pages; it reads a channel's telephone line (who is
+ * document (queued, then watched to its end) and prints the pages, and the
+ * same document again is the same task; it reads a channel's telephone line (who is
  * on it, their state, the policy) as the gateway does; and each error a caller must handle happens
  * to it once: an expired token (UNAUTHENTICATED, no retry), the wrong-passphrase
  * limit (RESOURCE_EXHAUSTED, it waits retry_after_seconds), Redis down
@@ -93,6 +94,10 @@ function runProgram(env: Record<string, string>, args: string[] = [], script = "
   return { lines, exited, next };
 }
 
+/** A document of its own for each run: the same one again would be answered with the earlier task (reused). */
+let documents = 0;
+const newDocument = () => `https://example.com/quarterly-review-${process.pid}-${++documents}.pdf`;
+
 const events = (run: Run, event: string) => run.lines.filter((l) => l.event === event);
 /** The i-th (from 0) line of `event`, which must be there. */
 function nth(run: Run, event: string, i: number): Line {
@@ -117,18 +122,31 @@ beforeEach(() => {
 afterAll(() => live?.stop());
 
 test("converts with the attendee passphrase and prints every page", async () => {
-  const run = runProgram(live.env);
+  const run = runProgram(live.env, [newDocument()]);
   expect((await run.exited).code).toBe(0);
   const accepted = nth(run, "accepted", 0);
+  expect(accepted).toMatchObject({ status: "Queued", reused: false, queue_position: 1 });
   const finished = nth(run, "finished", 0);
   expect(finished.task_uuid).toBe(accepted.task_uuid);
-  const task = live.simulator.tasks().find((t) => t.uuid === accepted.task_uuid);
+  // The watch followed the task from the queue to its end.
+  expect(events(run, "progress").map((p) => p.status)).toContain("Finished");
+  // The backend knows the task by its own id, which the last line names.
+  expect(finished.backend_task_uuid).not.toBe(finished.task_uuid);
+  const task = live.simulator.tasks().find((t) => t.uuid === finished.backend_task_uuid);
   expect(task?.pageCount).toBeGreaterThan(0);
   const pages = events(run, "page");
   expect(pages.map((p) => p.page)).toEqual(Array.from({ length: task?.pageCount ?? 0 }, (_, i) => i + 1));
   // The page images the simulator serves (as the demo's does), one per page.
   for (const p of pages) expect(p.url).toBe(`${live.simulator.url}/files/staticConvert/${task?.uuid}/${p.page}.png`);
   expect(events(run, "retry")).toEqual([]);
+
+  // The same document again: the same task, already finished, and the backend is not asked again.
+  const tasksBefore = live.simulator.tasks().length;
+  const again = runProgram(live.env, [String(task?.resource)]);
+  expect((await again.exited).code).toBe(0);
+  expect(nth(again, "accepted", 0)).toMatchObject({ task_uuid: accepted.task_uuid, reused: true, status: "Finished" });
+  expect(events(again, "page")).toHaveLength(pages.length);
+  expect(live.simulator.tasks()).toHaveLength(tasksBefore);
 });
 
 /** The gateway's report of one participant, over JSON. */
@@ -202,7 +220,7 @@ test("RESOURCE_EXHAUSTED: after too many wrong passphrases it waits retry_after_
     });
     expect(res.status).toBe(403);
   }
-  const run = runProgram({ ...live.env, BOARDLINE_TOKEN: token }, ["--role", "host"]);
+  const run = runProgram({ ...live.env, BOARDLINE_TOKEN: token }, [newDocument(), "--role", "host"]);
   const retry = await run.next("retry", "RESOURCE_EXHAUSTED");
   const after = Number(retry.retry_after_seconds);
   expect(after).toBeGreaterThanOrEqual(1);
@@ -219,7 +237,7 @@ test("RESOURCE_EXHAUSTED: after too many wrong passphrases it waits retry_after_
 test("UNAVAILABLE: with Redis down it backs off and retries with the same key; one task is started", async () => {
   const tasksBefore = live.simulator.tasks().length;
   live.redisDown();
-  const run = runProgram(live.env);
+  const run = runProgram(live.env, [newDocument()]);
   try {
     await run.next("retry", "UNAVAILABLE");
     await new Promise((r) => setTimeout(r, 1000));
@@ -238,12 +256,12 @@ test("UNAVAILABLE: with Redis down it backs off and retries with the same key; o
   const keys = new Set(events(run, "call").map((c) => c.idempotency_key));
   expect(keys).toEqual(new Set([accepted.idempotency_key]));
   const created = live.simulator.tasks().slice(tasksBefore);
-  expect(created.map((t) => t.uuid)).toEqual([accepted.task_uuid]);
   expect(events(run, "finished")).toHaveLength(1);
+  expect(created.map((t) => t.uuid)).toEqual([nth(run, "finished", 0).backend_task_uuid]);
 });
 
 test("a watch cut by the network is reconnected and followed to the end", async () => {
-  const run = runProgram(live.env);
+  const run = runProgram(live.env, [newDocument()]);
   await run.next("progress");
   live.cutConnections();
   expect((await run.exited).code).toBe(0);

@@ -85,7 +85,8 @@ async function restart(secretsKeys: string): Promise<MainProcess> {
   return server;
 }
 
-async function convert(project: string): Promise<number> {
+/** A ConvertFile of `project`: its status. Each asks for a document of its own, so none reuses an earlier task. */
+async function convert(project: string, resource = newDocument()): Promise<number> {
   const token = await mintToken({
     secret: new TextEncoder().encode(JWT_SECRET),
     project,
@@ -96,7 +97,7 @@ async function convert(project: string): Promise<number> {
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
     body: JSON.stringify({
-      resource_url: "https://docs.example.com/deck.pdf",
+      resource_url: resource,
       passphrase: `${PASSPHRASE} ${project}`,
       conversion_type: "static",
     }),
@@ -105,16 +106,20 @@ async function convert(project: string): Promise<number> {
   return res.status;
 }
 
-/** Each project converts, with the credentials it was given (the simulator checks them). */
+const newDocument = () => `https://docs.example.com/deck-${randomBytes(6).toString("hex")}.pdf`;
+
+/**
+ * Each project converts, with the credentials it was given (the simulator
+ * checks them): ConvertFile queues the task, and the server's submitter
+ * creates it at the backend with the project's settings, read then.
+ */
 async function expectConversionsWork(): Promise<void> {
   for (const project of PROJECTS) {
-    const before = sim.requests().length;
-    expect(await convert(project), project).toBe(200);
-    // The task's creation (the follower's polls of earlier tasks may come in between).
-    const created = sim
-      .requests()
-      .slice(before)
-      .find((r) => r.method === "POST");
+    const resource = newDocument();
+    expect(await convert(project, resource), project).toBe(200);
+    const creation = () => sim.requests().find((r) => r.method === "POST" && JSON.stringify(r.body).includes(resource));
+    await eventually(() => creation() !== undefined, 10_000, `the task of ${project} to be created`);
+    const created = creation();
     expect(created?.headers.region).toBe(REGIONS[project]);
     const token = created?.headers.token;
     if (project === PAIR_PROJECT) expect(token).toMatch(/^NETLESSSDK_/);

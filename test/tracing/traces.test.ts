@@ -1,22 +1,30 @@
 /**
  * Traces, end to end: the real process with tracing on exports to a receiver
  * this test started (OTLP over HTTP/JSON on loopback). A JSON mute and a gRPC
- * ConvertFile arrive as call spans with their Redis commands and their Netless
- * exchange as children; an incoming `traceparent` is the call span's parent on
- * every protocol, and the one Netless receives continues the same trace; a
- * caller's mistake is no span error, a backend fault is; nothing a span or its
- * resource carries is a token, a passphrase or a key. With tracing off, no
- * OpenTelemetry module is loaded at all.
+ * ConvertFile arrive as call spans with their Redis commands as children; a
+ * gRPC CancelConversion has its Netless exchange as a child too. An incoming
+ * `traceparent` is the call span's parent on every protocol, and the one
+ * Netless receives on a cancel continues the same trace. ConvertFile only
+ * queues: the submitter hands the task to Netless later, outside any call, and
+ * that exchange is not traced, like the follower's polls. A caller's mistake
+ * is no span error, a backend fault is; nothing a span or its resource carries
+ * is a token, a passphrase or a key. With tracing off, no OpenTelemetry module
+ * is loaded at all.
  */
 import { once } from "node:events";
 import net from "node:net";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { MuteRequestSchema, PstnService } from "../../gen/channel/v1/pstn_pb.js";
-import { ConvertFileRequestSchema } from "../../gen/whiteboard/v1/whiteboard_pb.js";
+import {
+  CancelConversionRequestSchema,
+  ConversionSchema,
+  ConvertFileRequestSchema,
+  ConvertFileResponseSchema,
+} from "../../gen/whiteboard/v1/whiteboard_pb.js";
 import { eventually } from "../harness/eventually.js";
 import { postJson } from "../harness/http.js";
 import type { ReceivedSpan } from "../harness/otlp-receiver.js";
@@ -31,6 +39,7 @@ import {
   traceOf,
 } from "./traced-service.js";
 
+const CANCEL_PATH = "/whiteboard.v1.WhiteboardService/CancelConversion";
 const SERVER = 2;
 const CLIENT = 3;
 const ERROR = 2;
@@ -104,36 +113,78 @@ test("a JSON mute: the caller's traceparent is the call span's parent, its Redis
   ).toEqual([1, 5]);
 });
 
-test("a gRPC ConvertFile (grpc-js): the call's parent is the caller's, Netless gets the same trace from its client span", async () => {
-  const tp = newTraceparent();
-  const metadata = new grpc.Metadata();
-  metadata.set("authorization", `Bearer ${await svc.token()}`);
-  metadata.set("traceparent", tp.header);
-  metadata.set("tracestate", "caller=7f3a");
-  const request = create(ConvertFileRequestSchema, {
-    resourceUrl: "https://example.com/deck.pptx",
-    passphrase: svc.world.guestA,
-    conversionType: "static",
-  });
+/** One unary call over grpc-js (not Connect: another implementation's metadata and trailers), answering its bytes. */
+async function grpcUnary(path: string, request: Uint8Array, metadata: grpc.Metadata): Promise<Buffer> {
   const client = new grpc.Client(new URL(svc.url).host, grpc.credentials.createInsecure());
   try {
-    const error = await new Promise<grpc.ServiceError | null>((resolve) => {
+    return await new Promise<Buffer>((resolve, reject) => {
       client.makeUnaryRequest(
-        RPC_PATHS.convert,
+        path,
         (m: Uint8Array) => Buffer.from(m),
         (b: Buffer) => b,
-        toBinary(ConvertFileRequestSchema, request),
+        request,
         metadata,
-        (e) => resolve(e),
+        (e, answer) => (e === null && answer !== undefined ? resolve(answer) : reject(e ?? new Error("no answer"))),
       );
     });
-    expect(error).toBeNull();
   } finally {
     client.close();
   }
+}
 
+/** The task's record as GetConversion answers it (JSON, not traced by the caller). */
+async function conversionOf(uuid: string, token: string): Promise<{ status: string; backend_task_uuid?: string }> {
+  const res = await fetch(`${svc.url}/v1/whiteboard/fileconvert/${uuid}`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  expect(res.status).toBe(200);
+  return (await res.json()) as { status: string; backend_task_uuid?: string };
+}
+
+/** Waits for the submitter to hand the task to the backend (at the project's pace), and answers the backend's uuid. */
+async function submitted(uuid: string, token: string): Promise<string> {
+  let backend = "";
+  const recorded = async () => {
+    backend = (await conversionOf(uuid, token)).backend_task_uuid ?? "";
+    return backend !== "";
+  };
+  await eventually(recorded, 10_000, "the task to be submitted");
+  return backend;
+}
+
+/** A task of project B on a slow document (it stays Waiting at the backend), submitted; its ids and the token used. */
+async function waitingTask(): Promise<{ uuid: string; backend: string; token: string }> {
+  const token = await svc.token(svc.world.projectB);
+  const body = {
+    resource_url: `https://example.com/slow-${newTraceparent().parentId}.pdf`,
+    passphrase: svc.world.hostB,
+    conversion_type: "static",
+  };
+  const answer = await postJson(svc, ROUTES.convert, body, { token });
+  expect(answer.status).toBe(200);
+  const uuid = (JSON.parse(answer.text) as { task_uuid: string }).task_uuid;
+  return { uuid, backend: await submitted(uuid, token), token };
+}
+
+test("a gRPC ConvertFile (grpc-js): the call's parent is the caller's, it queues in Redis; the submission later is not traced", async () => {
+  const tp = newTraceparent();
+  const metadata = new grpc.Metadata();
+  const token = await svc.token();
+  metadata.set("authorization", `Bearer ${token}`);
+  metadata.set("traceparent", tp.header);
+  const request = create(ConvertFileRequestSchema, {
+    resourceUrl: `https://example.com/deck-${tp.parentId}.pptx`,
+    passphrase: svc.world.guestA,
+    conversionType: "static",
+  });
+  const bytes = await grpcUnary(RPC_PATHS.convert, toBinary(ConvertFileRequestSchema, request), metadata);
+  const answer = fromBinary(ConvertFileResponseSchema, bytes);
+  expect(answer).toMatchObject({ status: "Queued", reused: false });
+  expect(answer.taskUuid).toMatch(/^[0-9a-f]{32}$/);
+
+  const isRedis = (s: ReceivedSpan) => s.attributes["db.system.name"] === "redis";
   const spans = await traceOf(svc.receiver, tp.traceId, (s) =>
-    childrenOf(s, callSpan(s, "whiteboard.v1.WhiteboardService/ConvertFile")).some((c) => c.name === "netless create"),
+    childrenOf(s, callSpan(s, "whiteboard.v1.WhiteboardService/ConvertFile")).some(isRedis),
   );
   const call = callSpan(spans, "whiteboard.v1.WhiteboardService/ConvertFile");
   expect(call?.parentSpanId).toBe(tp.parentId);
@@ -145,20 +196,64 @@ test("a gRPC ConvertFile (grpc-js): the call's parent is the caller's, Netless g
     "rpc.grpc.status_code": 0,
     "http.response.status_code": 200,
   });
-  const netless = childrenOf(spans, call).find((s) => s.name === "netless create");
+  // The whiteboard record, the task's record and its place in the queue: Redis spans of the same call.
+  for (const s of childrenOf(spans, call)) expect(s.kind).toBe(CLIENT);
+
+  // The submitter hands the task to Netless later, outside any call: no span, and no trace sent along.
+  const backend = await submitted(answer.taskUuid, token);
+  const submission = svc.simulator
+    .requests()
+    .find((r) => r.method === "POST" && JSON.stringify(r.body).includes(tp.parentId));
+  expect(submission).toBeDefined();
+  expect(submission?.headers.traceparent).toBeUndefined();
+  expect(backend).not.toBe(answer.taskUuid);
+  // Spans are exported in the order they end: once a later call's spans are in, a span of the submission would be too.
+  const witness = newTraceparent();
+  const mute = { uid: "u-witness", passphrase: svc.world.hostA, mute: true };
+  const muted = await postJson(svc, ROUTES.mute, mute, { token, headers: { traceparent: witness.header } });
+  expect(muted.status).toBe(200);
+  await traceOf(svc.receiver, witness.traceId, (s) => s.some(isScript));
+  expect(svc.receiver.spans().filter((s) => s.name === "netless create")).toEqual([]);
+  expect(childrenOf(svc.receiver.spans(), call).filter(isRedis).length).toBeGreaterThan(1);
+});
+
+test("a gRPC CancelConversion (grpc-js) of a submitted task: Netless gets the same trace from its client span", async () => {
+  const task = await waitingTask();
+  const tp = newTraceparent();
+  const metadata = new grpc.Metadata();
+  metadata.set("authorization", `Bearer ${task.token}`);
+  metadata.set("traceparent", tp.header);
+  metadata.set("tracestate", "caller=7f3a");
+  const request = create(CancelConversionRequestSchema, { taskUuid: task.uuid });
+  const bytes = await grpcUnary(CANCEL_PATH, toBinary(CancelConversionRequestSchema, request), metadata);
+  expect(fromBinary(ConversionSchema, bytes)).toMatchObject({ taskUuid: task.uuid, status: "Abort" });
+
+  const spans = await traceOf(svc.receiver, tp.traceId, (s) =>
+    childrenOf(s, callSpan(s, "whiteboard.v1.WhiteboardService/CancelConversion")).some(
+      (c) => c.name === "netless cancel",
+    ),
+  );
+  const call = callSpan(spans, "whiteboard.v1.WhiteboardService/CancelConversion");
+  expect(call?.parentSpanId).toBe(tp.parentId);
+  expect(call?.attributes).toMatchObject({
+    "rpc.system": "grpc",
+    "rpc.method": "CancelConversion",
+    "boardline.protocol": "grpc",
+    "rpc.grpc.status_code": 0,
+  });
+  const netless = childrenOf(spans, call).find((s) => s.name === "netless cancel");
   expect(netless?.kind).toBe(CLIENT);
   expect(netless?.attributes).toMatchObject({
-    "http.request.method": "POST",
-    "http.response.status_code": 201,
+    "http.request.method": "DELETE",
+    "http.response.status_code": 200,
     "server.address": "127.0.0.1",
-    "url.full": `${svc.simulator.url}/v5/projector/tasks`,
-    "boardline.netless.operation": "create",
+    "url.full": `${svc.simulator.url}/v5/projector/tasks/${task.backend}`,
+    "boardline.netless.operation": "cancel",
   });
-  // The whiteboard record and the task's record: Redis spans of the same call.
-  expect(childrenOf(spans, call).filter((s) => s.attributes["db.system.name"] === "redis").length).toBeGreaterThan(1);
 
   // What Netless received continues the trace, from the client span.
   const received = svc.simulator.requests().find((r) => (r.headers.traceparent ?? "").includes(tp.traceId));
+  expect(received?.method).toBe("DELETE");
   expect(received?.headers.traceparent).toBe(`00-${tp.traceId}-${netless?.spanId}-01`);
   expect(received?.headers.tracestate).toBe("caller=7f3a");
 });
@@ -209,31 +304,32 @@ test("a caller's mistake is answered in the span but is no span error; a backend
   });
   expect(denied?.statusCode).not.toBe(ERROR);
 
+  // A backend fault: a cancel that Netless answers 500 (ConvertFile only queues; it meets no backend).
+  const task = await waitingTask();
   const faulty = newTraceparent();
-  svc.simulator.setFault({ kind: "status", status: 500, operation: "create" });
+  svc.simulator.setFault({ kind: "status", status: 500, operation: "cancel" });
   try {
-    const convert = {
-      resource_url: "https://example.com/x.pdf",
-      passphrase: svc.world.hostB,
-      conversion_type: "static",
-    };
-    const token = await svc.token(svc.world.projectB);
-    const failed = await postJson(svc, ROUTES.convert, convert, { token, headers: { traceparent: faulty.header } });
+    const failed = await fetch(`${svc.url}/v1/whiteboard/fileconvert/${task.uuid}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${task.token}`, traceparent: faulty.header },
+    });
     expect(failed.status).toBe(503);
   } finally {
     svc.simulator.clearFaults();
   }
   const spans = await traceOf(svc.receiver, faulty.traceId, (s) =>
-    childrenOf(s, callSpan(s, "whiteboard.v1.WhiteboardService/ConvertFile")).some((c) => c.name === "netless create"),
+    childrenOf(s, callSpan(s, "whiteboard.v1.WhiteboardService/CancelConversion")).some(
+      (c) => c.name === "netless cancel",
+    ),
   );
-  const call = callSpan(spans, "whiteboard.v1.WhiteboardService/ConvertFile");
+  const call = callSpan(spans, "whiteboard.v1.WhiteboardService/CancelConversion");
   expect(call?.statusCode).toBe(ERROR);
   expect(call?.attributes).toMatchObject({
     "http.response.status_code": 503,
     "rpc.grpc.status_code": 14,
     "boardline.code": "503",
   });
-  const netless = childrenOf(spans, call).find((s) => s.name === "netless create");
+  const netless = childrenOf(spans, call).find((s) => s.name === "netless cancel");
   expect(netless?.statusCode).toBe(ERROR);
   expect(netless?.attributes["http.response.status_code"]).toBe(500);
 });
@@ -262,11 +358,12 @@ test("a watch (server-sent events): one span for the whole stream, ended with it
   expect(childrenOf(spans, watch).map((c) => c.name)).toContain("HGETALL");
 });
 
-test("the follower's polls of Netless and the background Redis commands are not traced", async () => {
-  // ConvertFile above created tasks; the follower polls them (first after 100 ms).
+test("the submissions to Netless, the follower's polls and the background Redis commands are not traced", async () => {
+  // The tasks queued above were submitted, and the follower polls them (first after 100 ms).
   await eventually(() => svc.simulator.requests().some((r) => r.method === "GET"), 5_000, "a poll of the backend");
-  const polls = svc.simulator.requests().filter((r) => r.method === "GET");
-  for (const p of polls) expect(p.headers.traceparent).toBeUndefined();
+  const background = svc.simulator.requests().filter((r) => r.method === "GET" || r.method === "POST");
+  expect(background.map((r) => r.method)).toContain("POST");
+  for (const r of background) expect(r.headers.traceparent, `${r.method} ${r.path}`).toBeUndefined();
   // Every client span (Redis, Netless) hangs off a call span: none comes from background work.
   const spans = svc.receiver.spans();
   const calls = new Set(spans.filter((s) => s.kind === SERVER).map((s) => s.spanId));

@@ -52,6 +52,8 @@ export class ConversionSubmitter {
   private timer: NodeJS.Timeout | undefined;
   /** When the timer fires (ms): a wake for a sooner time replaces it. */
   private timerAt = Number.POSITIVE_INFINITY;
+  /** When queues are due again, not reached yet: a look finds only the queues due by then. */
+  private readonly dueAts = new Set<number>();
   private claiming: Promise<void> | undefined;
   private again = false;
   private readonly turns = new Set<Promise<void>>();
@@ -93,6 +95,7 @@ export class ConversionSubmitter {
 
   /** The next look at `at` (ms), or at the tick's, whichever is sooner; the tick at a random point around it. */
   private schedule(at: number): void {
+    if (Number.isFinite(at)) this.dueAts.add(at);
     const tick = this.now() + this.o.settings.tickMs * (0.5 + Math.random());
     const next = Math.min(at, tick);
     if (this.timer !== undefined && this.timerAt <= next) return;
@@ -102,8 +105,11 @@ export class ConversionSubmitter {
       () => {
         this.timer = undefined;
         this.timerAt = Number.POSITIVE_INFINITY;
+        // A timer may fire a millisecond early by the wall clock: a time not reached yet stays for the next one.
+        const now = this.now();
+        for (const due of this.dueAts) if (due <= now) this.dueAts.delete(due);
         this.look();
-        if (this.running) this.schedule(Number.POSITIVE_INFINITY);
+        if (this.running) this.schedule(Math.min(...this.dueAts));
       },
       Math.max(0, next - this.now()),
     );
@@ -111,8 +117,10 @@ export class ConversionSubmitter {
   }
 
   private look(): void {
-    if (!this.running || this.claiming !== undefined) return;
-    this.again = false;
+    if (!this.running) return;
+    // A look asked for during a claim runs after it: that claim may have read the queues before they were due.
+    this.again = this.claiming !== undefined;
+    if (this.again) return;
     this.claiming = this.claim()
       .then(() => undefined)
       .finally(() => {
