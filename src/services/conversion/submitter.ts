@@ -16,35 +16,17 @@
  * staying at the head; other trouble is retried likewise until the request is
  * `followMs` old, then it ends as Fail, "timeout".
  */
-import { Failure } from "../failure.js";
-import type {
-  ConversionBackend,
-  ConversionTaskRecord,
-  Store,
-  SubmissionOutcome,
-  WhiteboardSettings,
-} from "../ports.js";
-import { paceMs } from "./pace.js";
+import type { Store } from "../ports.js";
 import type { FollowerSettings } from "./follower.js";
-import type { ConversionWebhooks } from "./webhooks.js";
+import { paceMs } from "./pace.js";
+import { type HeadSubmission, submitHead, TROUBLE_WAIT_MS } from "./submit-head.js";
 
-export interface SubmitterOptions {
-  readonly store: Store;
-  readonly backend: ConversionBackend;
+export interface SubmitterOptions extends HeadSubmission {
   readonly settings: FollowerSettings;
   /** Who holds the leases this submitter takes (unique per instance). */
   readonly owner: string;
-  /** With CONVERSION_WEBHOOK_BASE: each projector task gets a webhook of its own. */
-  readonly webhooks?: Pick<ConversionWebhooks, "issue"> | undefined;
-  /** Told of every turn that went wrong (for the logs); never of a secret. */
-  readonly onTrouble: (project: string, error: unknown) => void;
-  /** Told of every submission: its outcome, and how long (ms) the request had waited since it was accepted. */
-  readonly onSubmission?: (outcome: SubmissionOutcome, waitMs: number) => void;
-  readonly now?: () => number;
 }
 
-/** How long a turn waits after trouble other than the backend's refusal. */
-const TROUBLE_WAIT_MS = 2_000;
 /** Turns under way at once at most, on one instance. */
 const MAX_TURNS = 64;
 
@@ -187,7 +169,7 @@ export class ConversionSubmitter {
           await this.pause(turn.ms);
           continue;
         }
-        await this.submit(project, turn.uuid, whiteboard);
+        await submitHead(this.o, project, turn.uuid, whiteboard);
       }
     } catch (e) {
       this.o.onTrouble(project, e);
@@ -211,97 +193,5 @@ export class ConversionSubmitter {
       const timer = setTimeout(done, ms);
       this.pauses.add(done);
     });
-  }
-
-  /**
-   * Submits the head of the queue. A head that needs no submission gives its
-   * turn back; one that must wait holds the project's turns back.
-   */
-  private async submit(project: string, uuid: string, whiteboard: WhiteboardSettings | undefined): Promise<void> {
-    const { store, settings } = this.o;
-    const queue = store.conversionQueue;
-    const at = this.now();
-    const mark = await queue.markSubmitting(uuid, at);
-    if (mark !== "marked") {
-      if (mark === "submitted") await queue.followSubmitted(uuid, at + settings.firstPollMs);
-      if (mark === "ended") await queue.finishEnded(uuid);
-      else await queue.dequeue(project, uuid);
-      await queue.giveBackTurn(project);
-      return;
-    }
-    const task = await queue.getQueuedTask(uuid);
-    if (task?.request === undefined) {
-      await this.fail(uuid, "the request could not be read", at);
-      return;
-    }
-    if (whiteboard === undefined) {
-      await this.retryOrTimeOut(task, at);
-      return;
-    }
-    const told = (outcome: SubmissionOutcome) =>
-      this.o.onSubmission?.(outcome, Math.max(0, this.now() - task.createdAt));
-    try {
-      await this.send(task, whiteboard);
-      told("ok");
-    } catch (e) {
-      if (e instanceof Failure && e.kind === "unavailable" && e.retryAfterSeconds !== undefined) {
-        told("over_capacity");
-        await queue.holdTurns(project, e.retryAfterSeconds * 1000);
-      } else if (e instanceof Failure && e.kind === "invalid") {
-        told("rejected");
-        await this.fail(uuid, "the conversion backend rejected the request", at);
-      } else {
-        told("error");
-        this.o.onTrouble(project, e);
-        await this.retryOrTimeOut(task, at);
-      }
-    }
-  }
-
-  /** Asks the backend for the task, records its uuid, makes it due for its first poll, and takes it out of the queue. */
-  private async send(task: ConversionTaskRecord, whiteboard: WhiteboardSettings): Promise<void> {
-    const { store, backend, settings, webhooks } = this.o;
-    const request = task.request;
-    if (request === undefined) throw new TypeError("a queued task carries its request");
-    // Mapped before the task exists, so that its first call finds it.
-    const webhook = task.api === "projector" ? webhooks?.issue() : undefined;
-    if (webhook !== undefined) await store.conversions.recordWebhook(webhook.id, task.uuid);
-    const created = await backend.createTask({
-      resourceUrl: request.resourceUrl,
-      type: task.type,
-      ...(request.scale === undefined ? {} : { scale: request.scale }),
-      region: whiteboard.region,
-      credentials: whiteboard.credentials,
-      ...(webhook === undefined ? {} : { webhookEndpoint: webhook.url }),
-    });
-    const at = this.now();
-    const recorded = await store.conversionQueue.recordSubmission(task.uuid, {
-      backendUuid: created.uuid,
-      api: created.api,
-      status: created.status,
-      at,
-      firstPollAt: at + settings.firstPollMs,
-    });
-    await store.conversionQueue.dequeue(task.project, task.uuid);
-    if (recorded === "cancelled" && created.api === "projector") {
-      // Cancelled while it was being submitted: it stays Abort, and the backend need not convert it.
-      const ref = { uuid: created.uuid, type: task.type, api: created.api, ...whiteboard };
-      await backend.cancelTask(ref).catch((e: unknown) => this.o.onTrouble(task.project, e));
-    }
-  }
-
-  /** The head stays, and is tried again after a wait, until it is `followMs` old: then it fails. */
-  private async retryOrTimeOut(task: ConversionTaskRecord, at: number): Promise<void> {
-    if (at - task.createdAt < this.o.settings.followMs)
-      await this.o.store.conversionQueue.holdTurns(task.project, TROUBLE_WAIT_MS);
-    else await this.fail(task.uuid, "timeout", at);
-  }
-
-  private async fail(uuid: string, reason: string, at: number): Promise<void> {
-    await this.o.store.conversionQueue.endQueued(
-      uuid,
-      { status: "Fail", percent: 0, pages: [], failedReason: reason },
-      at,
-    );
   }
 }
