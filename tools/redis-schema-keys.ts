@@ -180,8 +180,10 @@ export const KEYS: Readonly<Record<KeyName, KeyDoc>> = {
   conversion: {
     key: (k) => k.conversion("<task uuid>"),
     type: "hash",
-    holds: "one conversion task: where it belongs, its type and API, its latest state and pages",
-    writtenBy: "ConvertFile creates it; the conversion follower saves each state (only while it holds the lease)",
+    holds:
+      "one conversion task: where it belongs, its type and API, its latest state and pages; while queued its request (`resource`, sealed; `scale`; `reuse_key`) and `attempts`/`submitting_at`; once submitted `backend_uuid` and `submitted_at`",
+    writtenBy:
+      "ConvertFile creates it (status `Queued`); the submitters record the submission; the conversion follower saves each state (only while it holds the lease)",
     expires: "`CONVERSION_RETENTION_DAYS` after its last change",
   },
   conversionChanges: {

@@ -203,6 +203,7 @@ async function startInstance(
   const server = await launch({
     host: "127.0.0.1",
     port,
+    conversionApi: o.conversionApi ?? "legacy",
     ...(o.webhooks === undefined ? {} : { webhooks: { base: `http://127.0.0.1:${port}`, secret: o.webhooks.secret } }),
     ...(o.tls === undefined ? {} : { tls: o.tls }),
     ...(o.headersTimeoutMs === undefined ? {} : { headersTimeoutMs: o.headersTimeoutMs }),

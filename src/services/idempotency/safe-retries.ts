@@ -8,14 +8,15 @@
  *   answers at once: another request under it → `idempotency_key_reused`
  *   (422); its answer → that answer; a call still working, or one whose
  *   outcome is unknown → `idempotency_key_busy` (409) with `retryAfterSeconds`.
- * - A call that fails before it asks the backend is not stored: the key is
- *   released, and a retry does the work. So is one the backend refused
- *   outright (`invalid`, or `unavailable` with `retryAfterSeconds`: over its
- *   capacity) — nothing was made, and the same request would fail again.
- * - Any other failure after the backend was asked (a time-out, a reset
- *   connection, a 5xx, the call cancelled, the record not written) leaves the
- *   outcome unknown: the key is marked `unknown` and stays locked for
- *   `lockMs` from then; after that it is free, and a retry does the work again.
+ * - A call that fails before it asks its backend (for ConvertFile the queue,
+ *   for CreateChannel the store) is not stored: the key is released, and a
+ *   retry does the work. So is one refused outright (`invalid`, a full queue,
+ *   `unavailable` with `retryAfterSeconds`, …) — nothing was made, and the
+ *   same request would fail again.
+ * - Any other failure after that (a time-out, a reset connection, the record
+ *   not written) leaves the outcome unknown: the key is marked `unknown` and
+ *   stays locked for `lockMs` from then; after that it is free, and a retry
+ *   does the work again.
  * - A store failure while releasing or marking is not the caller's: the claim
  *   still expires after `lockMs` by itself.
  */
