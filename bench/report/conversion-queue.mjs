@@ -22,6 +22,11 @@ const quantile = (xs, q) => {
 /** @param {number} n @param {number} [digits] */
 const fmt = (n, digits = 0) =>
   Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits }).replace(/,/g, " ") : "—";
+/** @param {number[]} xs "least–most" of ratios, or the one value */
+const range = (xs) =>
+  fmt(Math.min(...xs), 2) === fmt(Math.max(...xs), 2)
+    ? fmt(xs[0] ?? Number.NaN, 2)
+    : `${fmt(Math.min(...xs), 2)}–${fmt(Math.max(...xs), 2)}`;
 /** @param {number[]} xs "p50 / p90 / p99 / max" in whole ms */
 const spread = (xs) =>
   `${fmt(quantile(xs, 0.5))} / ${fmt(quantile(xs, 0.9))} / ${fmt(quantile(xs, 0.99))} / ${fmt(Math.max(...xs))}`;
@@ -57,7 +62,7 @@ export function render(r) {
   const summary = names.map((name) => {
     const cs = cells.filter((c) => c.name === name);
     const rs = ratios(name);
-    return `| ${name} | ${cs.map((c) => fmt(c.rps)).join(", ")} | ${fmt(median(cs.map((c) => c.rps)))} | ${name === "Mute" ? "1" : `${fmt(Math.min(...rs), 2)}–${fmt(Math.max(...rs), 2)}`} | ${fmt(median(cs.map((c) => c.p50)), 2)} / ${fmt(median(cs.map((c) => c.p99)), 2)} | ${fmt(median(cs.map((c) => c.blUs)))} / ${fmt(median(cs.map((c) => c.redisUs)))} | ${fmt(median(cs.map((c) => c.commands)), 1)} / ${fmt(median(cs.map((c) => c.scripts)), 2)} | ${cs.reduce((a, c) => a + c.errors, 0)} |`;
+    return `| ${name} | ${cs.map((c) => fmt(c.rps)).join(", ")} | ${fmt(median(cs.map((c) => c.rps)))} | ${name === "Mute" ? "1" : range(rs)} | ${fmt(median(cs.map((c) => c.p50)), 2)} / ${fmt(median(cs.map((c) => c.p99)), 2)} | ${fmt(median(cs.map((c) => c.blUs)))} / ${fmt(median(cs.map((c) => c.redisUs)))} | ${fmt(median(cs.map((c) => c.commands)), 1)} / ${fmt(median(cs.map((c) => c.scripts)), 2)} | ${cs.reduce((a, c) => a + c.errors, 0)} |`;
   });
   const rows = [...cells]
     .sort((a, b) => a.round - b.round)
@@ -150,11 +155,12 @@ the backend's answer before the next.
 - Late: the simulator's create less that ideal submission, per request.
 - Head: from the burst's first answer to its first create. Submissions/s: (requests − 1) ÷ the time from the
   first create to the last; after the answers: the same over the creates after the last answer was read, when
-  no accept competes with the submitter for the instance's CPU; drained: from sending the burst to the last create. Refused: creates the simulator answered "too many tasks"; outcomes: the instances' own
+  no accept competes with the submitter for the instance's CPU; drained: from sending the burst to the last
+  create. Refused: creates the simulator answered "too many tasks"; outcomes: the instances' own
   \`boardline_conversion_submissions_total\`.
 
-Against a backend that answers at once, the worst p99 lateness over every burst: **${fmt(worstLate)} ms**; slowest effective rate **${fmt(slowest, 1)} submissions/s**
-(of ${fmt(s.qps)} allowed); creates refused by the simulator: **${refused}**.
+Against a backend that answers at once, the worst p99 lateness over every burst: **${fmt(worstLate)} ms**; the slowest
+effective rate **${fmt(slowest, 1)} submissions/s** (of ${fmt(s.qps)} allowed); creates refused by the simulator: **${refused}**.
 
 | instances | create answered after ms | burst | answer ms p50 / p90 / p99 / max | deepest place | wait ms p50 / p90 / p99 / max | ideal wait ms p50 / p90 / p99 / max | late ms p50 / p90 / p99 / max | head ms | submissions/s | after the answers | drained s | refused | outcomes |
 | --------- | ------------------------ | ----- | ------------------------------- | ------------- | ----------------------------- | ----------------------------------- | ----------------------------- | ------- | ------------- | ----------------- | --------- | ------- | -------- |
