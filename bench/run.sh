@@ -3,7 +3,7 @@
 # the same run (the floor, the floor plus one Redis write, the bare servers doing the same work). Each
 # part writes its own section of docs/performance.md; the full run writes them all.
 #
-#   npm run bench                         every mode below, in turn (about 27 minutes)
+#   npm run bench                         every mode below, in turn (about 30 minutes)
 #   bash bench/run.sh MODE                one mode (or BENCH_ONLY=MODE npm run bench; npm run bench:MODE)
 #   bash bench/run.sh --help              the modes and knobs
 #
@@ -47,7 +47,7 @@ BENCH_SECONDS=${BENCH_SECONDS:-5}
 BENCH_WARMUP=${BENCH_WARMUP:-1}
 BENCH_P99_RUNS=${BENCH_P99_RUNS:-3}
 BENCH_CONCURRENCY=${BENCH_CONCURRENCY:-"1 16 64"}
-MODES="mute conversions pstn-watchers channels follow reconnect-storm watch-fanout pstn-line"
+MODES="mute conversions pstn-watchers channels follow reconnect-storm watch-fanout pstn-line conversion-queue"
 usage() {
   cat <<'USAGE'
 Usage: bash bench/run.sh [MODE]     (npm run bench runs every mode; npm run bench:MODE runs one)
@@ -62,6 +62,7 @@ Modes, each writing its own section of docs/performance.md:
   reconnect-storm  watchers reconnecting all at once against paced
   watch-fanout     10 000 mute-event watches on one instance against the bare fan-out floor
   pstn-line        MuteAll on 1 000 participants (answer, Redis and event-loop time); ReportLine reports/s against Mute's
+  conversion-queue ConvertFile queuing a new task each call against Mute and a reused ConvertFile; a burst of 200 from accept to submission
 Knobs: see the top of bench/run.sh and bench/README.md.
 USAGE
 }
@@ -246,6 +247,8 @@ part reconnect-storm "reconnect storm" "${COMMON[@]}" node bench/scenarios/recon
 part watch-fanout "watch fan-out" "${COMMON[@]}" node bench/scenarios/watch-fanout.mjs
 # MuteAll on a line of 1 000, and the gateway's reports a second against Mute's; about 2 min.
 part pstn-line "phone line" "${COMMON[@]}" node bench/scenarios/pstn-line.mjs
+# ConvertFile queued against Mute and a reused ConvertFile, and a burst of 200 from accept to submission; about 3 min.
+part conversion-queue "conversion queue" "${COMMON[@]}" node bench/scenarios/conversion-queue.mjs
 
 read -r REDIS_PORT BL_PORT BH_PORT BG_PORT SIM_PORT BN_PORT FH_PORT FG_PORT RH_PORT RG_PORT REDIS_TLS_PORT BT_PORT < <(node -e '
   const net = require("node:net");

@@ -13,10 +13,11 @@ const PROJECT = "bench-proj";
 /**
  * A fresh project on `redisUrl` (one channel, its host passphrase, a whiteboard
  * with a new SDK token), and what a caller needs: the passphrase, the SDK token
- * the simulator must accept, the JWT secret and a token for ConvertFile.
+ * the simulator must accept, the JWT secret and a token for ConvertFile (and Mute).
  * @param {string} redisUrl
+ * @param {{ conversionQps?: number }} [whiteboard] the whiteboard's `conversion_qps` (absent: the default, 1)
  */
-export async function seedFollowProject(redisUrl) {
+export async function seedFollowProject(redisUrl, whiteboard = {}) {
   const passphrase = `bench-host-${randomBytes(8).toString("hex")}`;
   const jwtSecret = randomBytes(32).toString("base64url");
   const sdkToken = createSdkToken({
@@ -30,7 +31,8 @@ export async function seedFollowProject(redisUrl) {
   );
   await store.waitUntilReady();
   await store.createChannel({ project: PROJECT, channel: "bench-chan", hostPassphrase: passphrase });
-  await store.setWhiteboard(PROJECT, { region: "us-sv", credentials: { sdkToken } });
+  const qps = whiteboard.conversionQps === undefined ? {} : { conversionQps: whiteboard.conversionQps };
+  await store.setWhiteboard(PROJECT, { region: "us-sv", credentials: { sdkToken }, ...qps });
   await store.close();
   const token = await mintToken({
     secret: new TextEncoder().encode(jwtSecret),

@@ -91,6 +91,15 @@ const PARTS = [
       "same client and concurrency, in alternating rounds.",
   },
   {
+    id: "conversion-queue",
+    heading: "Conversion queue",
+    mode: "conversion-queue",
+    about:
+      "Accepted ConvertFile calls a second on one instance (each queuing a new task) beside boardline's own " +
+      "Mute and a reused ConvertFile, and the time from a request's answer to its submission under a burst, " +
+      "against a perfect pacer at the project's pace.",
+  },
+  {
     id: "ab",
     heading: "Mute before and after a change",
     command: "BENCH_AB_BEFORE=<dir> BENCH_AB_WRITE=1 bash bench/ab.sh",
