@@ -1,13 +1,13 @@
 /**
  * The error cases the RPC suites replay: each one is a request that can be
- * expressed as a protobuf message (so as JSON too), the fault the conversion
- * backend should show, and the row of the error table (docs/architecture.md,
- * "Error table") it must land on. A suite sends it to the JSON route first,
+ * expressed as a protobuf message (so as JSON too), and the row of the error
+ * table (docs/architecture.md, "Error table") it must land on. (The conversion
+ * backend's faults no longer reach ConvertFile, which only queues: their rows
+ * are checked on CancelConversion, test/e2e/grpc-js.test.ts.) A suite sends it to the JSON route first,
  * and then expects the RPC to carry the very same message text.
  */
 import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
-import type { SimulatorFault } from "../../../src/demo/simulator/index.js";
 import type { Boardline } from "../../harness/boardline.js";
 import { postJson } from "../../harness/http.js";
 import { convertBody, muteBody } from "../../harness/request-bodies.js";
@@ -32,15 +32,13 @@ export interface ErrorCase {
   readonly body: Record<string, unknown>;
   /** The Authorization header; undefined sends none. */
   readonly authorization: string | undefined;
-  /** Set on the simulator (for one request) before each call. */
-  readonly fault?: SimulatorFault;
   readonly grpc: number;
   readonly http: number;
   readonly code: number;
 }
 
-/** The cases, for a server whose conversion time-out is `timeoutMs`. */
-export async function errorCases(bl: Boardline, timeoutMs: number): Promise<ErrorCase[]> {
+/** The cases, for a server of the seeded world. */
+export async function errorCases(bl: Boardline): Promise<ErrorCase[]> {
   const w = bl.world;
   const valid = `Bearer ${await bl.token()}`;
   const bare = `Bearer ${await bl.token(w.bareProject)}`;
@@ -53,10 +51,6 @@ export async function errorCases(bl: Boardline, timeoutMs: number): Promise<Erro
   const unauthenticated = { grpc: GRPC.UNAUTHENTICATED, http: 401, code: 401 };
   const denied = { grpc: GRPC.PERMISSION_DENIED, http: 403, code: 403 };
   const notFound = { grpc: GRPC.NOT_FOUND, http: 404, code: 404 };
-  const unavailable = { grpc: GRPC.UNAVAILABLE, http: 503, code: 503 };
-  const internal = { grpc: GRPC.INTERNAL, http: 500, code: 500 };
-  const deadline = { grpc: GRPC.DEADLINE_EXCEEDED, http: 504, code: 504 };
-  const once = (fault: SimulatorFault): SimulatorFault => ({ ...fault, times: 1 });
   return [
     // 611: validation clauses with ':', ',', '[', '`', '\' and spaces in them.
     { name: "mute: uid empty", op: "mute", body: m({ uid: "" }), authorization: valid, ...invalid },
@@ -125,14 +119,6 @@ export async function errorCases(bl: Boardline, timeoutMs: number): Promise<Erro
       ...invalid,
     },
     { name: "convert: passphrase empty", op: "convert", body: c({ passphrase: "" }), authorization: valid, ...invalid },
-    {
-      name: "convert: the backend answers 400",
-      op: "convert",
-      body: c({}),
-      authorization: valid,
-      fault: once({ kind: "status", status: 400 }),
-      ...invalid,
-    },
     // 401
     { name: "mute: no token", op: "mute", body: m({}), authorization: undefined, ...unauthenticated },
     { name: "mute: not Bearer", op: "mute", body: m({}), authorization: "Basic YTpi", ...unauthenticated },
@@ -202,76 +188,17 @@ export async function errorCases(bl: Boardline, timeoutMs: number): Promise<Erro
       authorization: valid,
       ...notFound,
     },
-    // the backend
-    {
-      name: "convert: backend 503",
-      op: "convert",
-      body: c({}),
-      authorization: valid,
-      fault: once({ kind: "status", status: 503 }),
-      ...unavailable,
-    },
-    {
-      name: "convert: backend 500",
-      op: "convert",
-      body: c({}),
-      authorization: valid,
-      fault: once({ kind: "status", status: 500 }),
-      ...unavailable,
-    },
-    {
-      name: "convert: backend resets",
-      op: "convert",
-      body: c({}),
-      authorization: valid,
-      fault: once({ kind: "reset" }),
-      ...unavailable,
-    },
-    {
-      name: "convert: backend too slow",
-      op: "convert",
-      body: c({}),
-      authorization: valid,
-      fault: once({ kind: "slow", delayMs: timeoutMs * 4 }),
-      ...deadline,
-    },
-    {
-      name: "convert: backend 401",
-      op: "convert",
-      body: c({}),
-      authorization: valid,
-      fault: once({ kind: "status", status: 401 }),
-      ...internal,
-    },
-    {
-      name: "convert: backend 403",
-      op: "convert",
-      body: c({}),
-      authorization: valid,
-      fault: once({ kind: "status", status: 403 }),
-      ...internal,
-    },
-    {
-      name: "convert: backend garbage",
-      op: "convert",
-      body: c({}),
-      authorization: valid,
-      fault: once({ kind: "garbage" }),
-      ...internal,
-    },
   ];
 }
 
 /** Runs the case on its JSON route; checks the row and returns the message. */
 export async function jsonMessage(bl: Boardline, k: ErrorCase): Promise<string> {
-  if (k.fault !== undefined) bl.simulator.setFault(k.fault);
   const res = await postJson(
     bl,
     ROUTES[k.op],
     k.body,
     k.authorization === undefined ? { token: null } : { authorization: k.authorization },
   );
-  bl.simulator.clearFaults();
   const message = expectError(res, k.http, k.code);
   if (k.http === 401) expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
   return message;
