@@ -227,7 +227,7 @@ export const KEYS: Readonly<Record<KeyName, KeyDoc>> = {
     key: (k) => k.conversionPace("<project>"),
     type: "string",
     holds:
-      "`1` while the project's next submission must wait (one pace: 1 s / `conversion_qps`; longer after a refusal)",
+      "while the project's next submission must wait: the id of the task whose turn started the pace (1 s / `conversion_qps`), or `1` after a refusal (longer)",
     writtenBy: "the submitters",
     expires: "when the wait is over (PX)",
   },

@@ -50,10 +50,10 @@ export interface QueuePrimitives {
   /** SET lease NX PX. */
   tryQueueLease(project: string, owner: string, leaseMs: number): Promise<boolean>;
   releaseQueueLease(project: string, owner: string): Promise<void>;
-  takeTurn(project: string, owner: string, paceMs: number): Promise<QueueTurn>;
+  takeTurn(project: string, owner: string, paceMs: number, inFlight: readonly string[]): Promise<QueueTurn>;
   holdTurns(project: string, ms: number): Promise<void>;
-  /** DEL the pace. */
-  giveBackTurn(project: string): Promise<void>;
+  /** DEL the pace when it is the one the turn of `uuid` started. */
+  giveBackTurn(project: string, uuid: string): Promise<void>;
   /** ZRANK + 1 in the project's queue. */
   position(project: string, uuid: string): Promise<number | undefined>;
   length(project: string): Promise<number>;
@@ -125,16 +125,16 @@ export class ConversionQueueSteps implements ConversionQueueStore {
     return claimed;
   }
 
-  takeTurn(project: string, owner: string, paceMs: number): Promise<QueueTurn> {
-    return this.raw.takeTurn(project, owner, paceMs);
+  takeTurn(project: string, owner: string, paceMs: number, inFlight: readonly string[] = []): Promise<QueueTurn> {
+    return this.raw.takeTurn(project, owner, paceMs, inFlight);
   }
 
   holdTurns(project: string, ms: number): Promise<void> {
     return this.raw.holdTurns(project, ms);
   }
 
-  giveBackTurn(project: string): Promise<void> {
-    return this.raw.giveBackTurn(project);
+  giveBackTurn(project: string, uuid: string): Promise<void> {
+    return this.raw.giveBackTurn(project, uuid);
   }
 
   markSubmitting(uuid: string, at: number): Promise<SubmissionMark> {

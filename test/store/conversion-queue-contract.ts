@@ -131,18 +131,34 @@ export function conversionQueueContract(current: () => ContractSubject): void {
 
     it("gives the head when it is the project's turn, then makes the next wait a pace", async () => {
       setUp();
-      const [head] = await accept(2);
+      const [head = "", second = ""] = await accept(2);
       await store.conversionQueue.claimDueQueues(at, 10, "s1", LEASE_MS);
       expect(await store.conversionQueue.takeTurn(project, "s2", 1_000)).toEqual({ kind: "lost" });
       expect(await store.conversionQueue.takeTurn(project, "s1", 1_000)).toEqual({ kind: "submit", uuid: head });
       const wait = await store.conversionQueue.takeTurn(project, "s1", 1_000);
       expect(wait.kind).toBe("wait");
       expect(wait.kind === "wait" && wait.ms > 0 && wait.ms <= 1_000).toBe(true);
+      // A turn that submitted nothing is given back by its own task only.
+      await store.conversionQueue.giveBackTurn(project, second);
+      expect((await store.conversionQueue.takeTurn(project, "s1", 1_000)).kind).toBe("wait");
+      await store.conversionQueue.giveBackTurn(project, head);
+      expect(await store.conversionQueue.takeTurn(project, "s1", 1_000)).toEqual({ kind: "submit", uuid: head });
+      // A hold (the backend over its capacity) is no turn to give back.
       await store.conversionQueue.holdTurns(project, 30_000);
+      await store.conversionQueue.giveBackTurn(project, head);
       const held = await store.conversionQueue.takeTurn(project, "s1", 1_000);
       expect(held.kind === "wait" && held.ms > 1_000).toBe(true);
-      await store.conversionQueue.giveBackTurn(project);
-      expect(await store.conversionQueue.takeTurn(project, "s1", 1_000)).toEqual({ kind: "submit", uuid: head });
+    });
+
+    it("skips the tasks the caller is submitting: the next one, or busy when every one is", async () => {
+      setUp();
+      const [first = "", second = ""] = await accept(2);
+      await store.conversionQueue.claimDueQueues(at, 10, "s1", LEASE_MS);
+      expect(await store.conversionQueue.takeTurn(project, "s1", 1, [first])).toEqual({ kind: "submit", uuid: second });
+      expect(await store.conversionQueue.takeTurn(project, "s1", 1, [first, second])).toEqual({ kind: "busy" });
+      await store.conversionQueue.dequeue(project, first);
+      await store.conversionQueue.dequeue(project, second);
+      expect(await store.conversionQueue.takeTurn(project, "s1", 1, [first, second])).toEqual({ kind: "empty" });
     });
 
     it("submits a request once: its mark, its uuid recorded with its first state, due for a poll, out of the queue", async () => {

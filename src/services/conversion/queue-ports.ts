@@ -33,6 +33,8 @@ export type QueueTurn =
   | { readonly kind: "submit"; readonly uuid: string }
   /** Not the project's turn for `ms` more. */
   | { readonly kind: "wait"; readonly ms: number }
+  /** Every task at the head is being submitted already (by the caller). */
+  | { readonly kind: "busy" }
   | { readonly kind: "empty" }
   /** The lease on the queue is not ours any more (it ran out). */
   | { readonly kind: "lost" };
@@ -88,15 +90,16 @@ export interface ConversionQueueStore {
   /** Up to `max` projects whose queue is due at `now`, each now leased to `owner` for `leaseMs`. */
   claimDueQueues(now: number, max: number, owner: string, leaseMs: number): Promise<DueQueue[]>;
   /**
-   * The head of the project's queue, when it is the project's turn and
-   * `owner` holds the queue's lease; the project's next turn is then
-   * `paceMs` later, whichever instance takes it.
+   * The first task of the project's queue not in `inFlight` (those the
+   * caller is submitting), when it is the project's turn and `owner` holds the
+   * queue's lease; the project's next turn is then `paceMs` later, whichever
+   * instance takes it.
    */
-  takeTurn(project: string, owner: string, paceMs: number): Promise<QueueTurn>;
+  takeTurn(project: string, owner: string, paceMs: number, inFlight?: readonly string[]): Promise<QueueTurn>;
   /** Holds the project's next turn back at least `ms` (the backend is over its capacity). */
   holdTurns(project: string, ms: number): Promise<void>;
-  /** The project's next turn may come at once: the turn taken submitted nothing. */
-  giveBackTurn(project: string): Promise<void>;
+  /** The project's next turn may come at once: the turn taken for `uuid` submitted nothing (unless a later turn was taken since). */
+  giveBackTurn(project: string, uuid: string): Promise<void>;
   /** Marks a queued task as being submitted (one more attempt), unless it has ended or been submitted. */
   markSubmitting(uuid: string, at: number): Promise<SubmissionMark>;
   /**

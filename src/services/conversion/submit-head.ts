@@ -50,7 +50,7 @@ export async function submitHead(
     if (mark === "submitted") await queue.followSubmitted(uuid, at + settings.firstPollMs);
     if (mark === "ended") await queue.finishEnded(uuid);
     else await queue.dequeue(project, uuid);
-    await queue.giveBackTurn(project);
+    await queue.giveBackTurn(project, uuid);
     return;
   }
   const task = await queue.getQueuedTask(uuid);

@@ -27,8 +27,10 @@ export interface SubmitterOptions extends HeadSubmission {
   readonly owner: string;
 }
 
-/** Turns under way at once at most, on one instance. */
+/** Queues whose turns are taken at once at most, on one instance. */
 const MAX_TURNS = 64;
+/** Submissions of one project under way at once at most: its pace × the backend's answer time needs fewer. */
+const MAX_SUBMISSIONS = 16;
 
 export class ConversionSubmitter {
   private timer: NodeJS.Timeout | undefined;
@@ -142,26 +144,45 @@ export class ConversionSubmitter {
   }
 
   /**
-   * The turns of a claimed queue: the head is submitted, and while the next
-   * turn comes within half a lease the queue is kept and its turn awaited
-   * here, to the millisecond (a claim of a queue due later would come a tick
-   * late). Then the queue is given back, due at its next turn.
+   * The turns of a claimed queue: each turn starts the submission of the
+   * first task not under way, without waiting for the backend's answer (a
+   * project's pace is not bound by how fast the backend answers), up to
+   * MAX_SUBMISSIONS at once. While the next turn comes within a quarter lease
+   * the queue is kept and its turn awaited here, to the millisecond (a claim
+   * of a queue due later would come a tick late). Then, every submission
+   * ended, the queue is given back, due at its next turn; a quarter lease and
+   * the backend's deadline end well within the lease, so no other instance
+   * takes a task while it is being submitted here.
    */
   private async turn(project: string): Promise<void> {
     const { store, owner, settings } = this.o;
     const queue = store.conversionQueue;
-    const keepUntil = this.now() + settings.leaseMs / 2;
+    const keepUntil = this.now() + settings.leaseMs / 4;
+    const underWay = new Map<string, Promise<void>>();
     let nextAt = this.now() + TROUBLE_WAIT_MS;
+    let lost = false;
     try {
       const whiteboard = await store.getWhiteboard(project);
       const pace = paceMs(whiteboard?.conversionQps);
       for (;;) {
-        const turn = await queue.takeTurn(project, owner, pace);
+        if (underWay.size >= MAX_SUBMISSIONS) {
+          await Promise.race(underWay.values());
+          continue;
+        }
+        const turn = await queue.takeTurn(project, owner, pace, [...underWay.keys()]);
         const now = this.now();
-        if (turn.kind === "lost") return;
-        if (turn.kind === "empty") {
+        if (turn.kind === "lost") {
+          lost = true;
+          break;
+        }
+        if (turn.kind === "empty" && underWay.size === 0) {
           nextAt = now;
           break;
+        }
+        if (turn.kind === "empty" || turn.kind === "busy") {
+          // The queue is kept while submissions are under way: a request that comes meanwhile has its turn here.
+          await Promise.race([...underWay.values(), this.pause(pace)]);
+          continue;
         }
         if (turn.kind === "wait") {
           nextAt = now + turn.ms;
@@ -169,11 +190,17 @@ export class ConversionSubmitter {
           await this.pause(turn.ms);
           continue;
         }
-        await submitHead(this.o, project, turn.uuid, whiteboard);
+        const { uuid } = turn;
+        const submission = submitHead(this.o, project, uuid, whiteboard)
+          .catch((e: unknown) => this.o.onTrouble(project, e))
+          .finally(() => underWay.delete(uuid));
+        underWay.set(uuid, submission);
       }
     } catch (e) {
       this.o.onTrouble(project, e);
     }
+    await Promise.all(underWay.values());
+    if (lost) return;
     try {
       await queue.releaseQueue(project, owner, nextAt);
       this.schedule(nextAt);

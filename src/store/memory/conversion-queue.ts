@@ -92,14 +92,16 @@ export class MemoryConversionQueue implements QueuePrimitives {
     if (this.string(key) === owner) this.data.delete(key);
   }
 
-  async takeTurn(project: string, owner: string, paceMs: number): Promise<QueueTurn> {
+  async takeTurn(project: string, owner: string, paceMs: number, inFlight: readonly string[]): Promise<QueueTurn> {
     this.guard();
     if (this.string(this.keys.conversionQueueLease(project)) !== owner) return { kind: "lost" };
-    const head = this.ordered(project)[0];
-    if (head === undefined) return { kind: "empty" };
+    const heads = this.ordered(project).slice(0, inFlight.length + 1);
+    if (heads.length === 0) return { kind: "empty" };
+    const head = heads.find((uuid) => !inFlight.includes(uuid));
+    if (head === undefined) return { kind: "busy" };
     const left = this.ttl(this.keys.conversionPace(project));
     if (left > 0) return { kind: "wait", ms: left };
-    this.setString(this.keys.conversionPace(project), "1", Math.max(1, Math.ceil(paceMs)));
+    this.setString(this.keys.conversionPace(project), head, Math.max(1, Math.ceil(paceMs)));
     return { kind: "submit", uuid: head };
   }
 
@@ -109,9 +111,10 @@ export class MemoryConversionQueue implements QueuePrimitives {
     if (this.ttl(key) < ms) this.setString(key, "1", Math.max(1, Math.ceil(ms)));
   }
 
-  async giveBackTurn(project: string): Promise<void> {
+  async giveBackTurn(project: string, uuid: string): Promise<void> {
     this.guard();
-    this.data.delete(this.keys.conversionPace(project));
+    const key = this.keys.conversionPace(project);
+    if (this.string(key) === uuid) this.data.delete(key);
   }
 
   async position(project: string, uuid: string): Promise<number | undefined> {

@@ -96,7 +96,7 @@ export class RedisConversionQueue implements QueuePrimitives {
     await this.calls.call("releaseConversionQueue", (c) => conversionScriptsOn(c).blConvRelease(key, owner));
   }
 
-  async takeTurn(project: string, owner: string, paceMs: number): Promise<QueueTurn> {
+  async takeTurn(project: string, owner: string, paceMs: number, inFlight: readonly string[]): Promise<QueueTurn> {
     const reply = await this.calls.call("takeConversionTurn", (c) =>
       queueScriptsOn(c).blQueueTakeTurn(
         this.keys.conversionQueue(project),
@@ -104,12 +104,13 @@ export class RedisConversionQueue implements QueuePrimitives {
         this.keys.conversionQueueLease(project),
         owner,
         String(Math.max(1, Math.ceil(paceMs))),
+        ...inFlight,
       ),
     );
     const [kind, value] = reply;
     if (kind === "submit" && value !== undefined) return { kind, uuid: value };
     if (kind === "wait") return { kind, ms: Number(value) };
-    if (kind === "empty" || kind === "lost") return { kind };
+    if (kind === "empty" || kind === "lost" || kind === "busy") return { kind };
     throw new Error(`takeConversionTurn: unexpected script reply ${JSON.stringify(reply)}`);
   }
 
@@ -120,8 +121,10 @@ export class RedisConversionQueue implements QueuePrimitives {
     );
   }
 
-  async giveBackTurn(project: string): Promise<void> {
-    await this.calls.call("holdConversionTurns", (c) => c.del(this.keys.conversionPace(project)));
+  async giveBackTurn(project: string, uuid: string): Promise<void> {
+    const key = this.keys.conversionPace(project);
+    // The release script deletes a key holding the given value, as it does a lease.
+    await this.calls.call("holdConversionTurns", (c) => conversionScriptsOn(c).blConvRelease(key, uuid));
   }
 
   async position(project: string, uuid: string): Promise<number | undefined> {

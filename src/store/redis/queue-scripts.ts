@@ -29,19 +29,31 @@ return {'queued', length + 1}
 `;
 
 /**
- * The head of a project's queue, when it is the project's turn. KEYS: queue,
- * pace, lease. ARGV: owner, pace ms. Returns {'lost'}, {'empty'}, {'wait', ms}
- * or {'submit', uuid}; a turn taken starts the next pace (the pace key lives
- * that long), so every instance waits it out, whichever submits next.
+ * The first task of a project's queue not being submitted, when it is the
+ * project's turn. KEYS: queue, pace, lease. ARGV: owner, pace ms, then the
+ * ids the caller is submitting. Returns {'lost'}, {'empty'}, {'busy'} (every
+ * task at the head is being submitted), {'wait', ms} or {'submit', uuid}; a
+ * turn taken starts the next pace (the pace key, holding the uuid, lives that
+ * long), so every instance waits it out, whichever submits next.
  */
 const TAKE_TURN = `
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {'lost'} end
-local head = redis.call('ZRANGE', KEYS[1], 0, 0)
-if not head[1] then return {'empty'} end
+local heads = redis.call('ZRANGE', KEYS[1], 0, #ARGV - 2)
+if not heads[1] then return {'empty'} end
+local busy = {}
+for i = 3, #ARGV do busy[ARGV[i]] = true end
+local pick
+for _, id in ipairs(heads) do
+  if not busy[id] then
+    pick = id
+    break
+  end
+end
+if not pick then return {'busy'} end
 local left = redis.call('PTTL', KEYS[2])
 if left > 0 then return {'wait', left} end
-redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
-return {'submit', head[1]}
+redis.call('SET', KEYS[2], pick, 'PX', ARGV[2])
+return {'submit', pick}
 `;
 
 /** Holds the project's next turn back at least ARGV[1] ms. KEYS: pace. */
@@ -106,7 +118,7 @@ return 'ended'
 /** The script commands, as ioredis adds them to the client. */
 export interface QueueScriptCommands {
   blQueueEnqueue(queue: string, reuse: string, ...args: string[]): Promise<[string, string | number]>;
-  blQueueTakeTurn(queue: string, pace: string, lease: string, owner: string, paceMs: string): Promise<string[]>;
+  blQueueTakeTurn(queue: string, pace: string, lease: string, ...args: string[]): Promise<string[]>;
   blQueueHold(pace: string, ms: string): Promise<1>;
   blQueueMarkSubmitting(record: string, at: string): Promise<string>;
   blQueueRecordSubmission(record: string, changes: string, ...args: string[]): Promise<string>;

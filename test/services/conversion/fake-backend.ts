@@ -21,10 +21,16 @@ export class FakeBackend implements ConversionBackend {
   failWith: Error | undefined;
   /** What a cancel answers. */
   cancelState: ConversionState = { status: "Abort", percent: 40, pages: [] };
+  /** How long a create takes to answer; the task is made when it is asked, as the real backend makes it. */
+  createMs = 0;
+  /** When (Date.now) each create was asked, in order. */
+  readonly askedAt: number[] = [];
 
   async createTask(request: ConversionRequest): Promise<ConversionTask> {
     if (this.failWith !== undefined) throw this.failWith;
+    this.askedAt.push(Date.now());
     this.created.push(request);
+    if (this.createMs > 0) await new Promise((resolve) => setTimeout(resolve, this.createMs));
     const uuid = `task${String(this.created.length).padStart(28, "0")}`;
     return { uuid, type: request.type, status: "Waiting", api: this.api };
   }

@@ -3,7 +3,8 @@
  * in production, on the in-memory store with a fake backend, under fake
  * timers and a fake wall clock, with looks a minute apart: a queue given
  * back due at a time is looked at then, not at the next tick, however the
- * times of several queues interleave.
+ * times of several queues interleave; a backend slower to answer than the
+ * project's pace does not slow the pace.
  */
 import { create } from "@bufbuild/protobuf";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -64,7 +65,7 @@ async function world() {
     expect(answer.status).toBe("Queued");
   };
   const submitted = () => backend.created.map((r) => r.resourceUrl.replace("https://files.example/", ""));
-  return { submitter, accept, submitted, troubles };
+  return { submitter, accept, submitted, troubles, backend };
 }
 
 describe("the submitter's timer", () => {
@@ -79,6 +80,19 @@ describe("the submitter's timer", () => {
     // The fast queue's next turn (empty, nothing to do) came first; the slow queue's is a second on.
     await vi.advanceTimersByTimeAsync(paceMs(1));
     expect(submitted()).toEqual(["slow/1.pdf", "fast/3.pdf", "slow/2.pdf"]);
+    await submitter.stop();
+    expect(troubles).toEqual([]);
+  });
+
+  it("keeps the project's pace when the backend answers slower than it: submissions overlap, in order", async () => {
+    const { submitter, accept, submitted, troubles, backend } = await world();
+    backend.createMs = 300;
+    submitter.start();
+    for (let i = 0; i < 5; i++) await accept("fast");
+    await vi.advanceTimersByTimeAsync(paceMs(20) * 5 + 300);
+    expect(submitted()).toEqual([1, 2, 3, 4, 5].map((n) => `fast/${n}.pdf`));
+    const gaps = backend.askedAt.slice(1).map((at, i) => at - (backend.askedAt[i] ?? 0));
+    expect(gaps, JSON.stringify(gaps)).toSatisfy((g: number[]) => g.every((gap) => gap >= paceMs(20) && gap < 300));
     await submitter.stop();
     expect(troubles).toEqual([]);
   });
