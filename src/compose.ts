@@ -159,6 +159,7 @@ export async function launch(o: LaunchOptions): Promise<Server> {
   });
   countPoll = (lateMs) => server.metrics.observeConversionPoll(lateMs);
   metrics = server.metrics;
+  o.store.observe?.(server.metrics.store);
   server.metrics.countWatchRefusals(() => slots.refused + openings.refused);
   follower.start();
   submitter.start();

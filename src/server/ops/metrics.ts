@@ -5,6 +5,7 @@
  */
 import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
 import type { SubmissionOutcome } from "../../services/ports.js";
+import { StoreMetrics } from "./store-metrics.js";
 
 export class Metrics {
   readonly registry = new Registry();
@@ -15,9 +16,12 @@ export class Metrics {
   private readonly submissions: Counter<"outcome">;
   private readonly queueWait: Histogram;
   private readonly queuePlace: Histogram;
+  /** The Redis store's series; the store reports to it (compose.ts hands it over). */
+  readonly store: StoreMetrics;
 
   constructor(options: { collectDefault?: boolean } = {}) {
     if (options.collectDefault ?? true) collectDefaultMetrics({ register: this.registry, prefix: "boardline_" });
+    this.store = new StoreMetrics(this.registry);
     this.calls = new Counter({
       name: "boardline_calls_total",
       help: "Calls by RPC, protocol and outcome (ok, or the documented error code).",
