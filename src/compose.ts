@@ -22,8 +22,10 @@ import { ConversionTasks } from "./services/conversion/tasks.js";
 import { ConversionSubmitter } from "./services/conversion/submitter.js";
 import { ConversionWatchHub } from "./services/conversion/watch-hub.js";
 import { ConversionWebhooks } from "./services/conversion/webhooks.js";
+import { observedBackend } from "./services/conversion/observed-backend.js";
 import type { Metrics } from "./server/ops/metrics.js";
-import { noGuard, type PassphraseGuard } from "./services/passphrase-guard.js";
+import { NoGuard } from "./services/no-guard.js";
+import type { PassphraseGuard } from "./services/passphrase-guard.js";
 import {
   type Authenticator,
   type ConversionApi,
@@ -100,7 +102,7 @@ const WATCH_POLL_MS = 250;
  * finish, then stops the follower — all before the caller closes the store.
  */
 export async function launch(o: LaunchOptions): Promise<Server> {
-  const guard = o.guard ?? noGuard;
+  const guard = o.guard ?? new NoGuard();
   const settings = { ...DEFAULT_FOLLOWER_SETTINGS, ...o.follow };
   const maxWatches = o.maxWatches ?? 10_000;
   const slots = new WatchSlots(
@@ -112,12 +114,14 @@ export async function launch(o: LaunchOptions): Promise<Server> {
   const openings = new Openings(STREAM_OPENINGS_AT_ONCE, maxWatches, linedUpLog(o.logger));
   const hub = new ConversionWatchHub(o.store, { pollMs: WATCH_POLL_MS, slots });
   const pstnHub = new PstnWatchHub(o.store.pstnEvents, slots, { ...DEFAULT_PSTN_WATCH_SETTINGS, ...o.pstnWatch });
-  // The follower starts after the server, whose metrics count its polls.
-  let countPoll: ((lateMs: number) => void) | undefined;
+  // The server's metrics once it has started (after the domain it serves), which count the conversions.
+  let metrics: Metrics | undefined;
+  const backend = observedBackend(o.backend, (operation, outcome) => metrics?.countBackendAnswer(operation, outcome));
   const follower = new ConversionFollower({
-    onPoll: (lateMs) => countPoll?.(lateMs),
+    onPoll: (lateMs) => metrics?.observeConversionPoll(lateMs),
+    onFinished: (ms) => metrics?.observeConversionFinished(ms),
     store: o.store,
-    backend: o.backend,
+    backend,
     settings,
     owner: randomUUID(),
     // The store and the backend client log their outages themselves (once); this is the detail.
@@ -128,9 +132,7 @@ export async function launch(o: LaunchOptions): Promise<Server> {
       ),
   });
   const webhooks = o.webhooks && conversionWebhooks(o.webhooks, o.store, follower);
-  // The server's metrics, once it has started (after the domain it serves).
-  let metrics: Metrics | undefined;
-  const submitter = conversionSubmitter(o, settings, webhooks, () => metrics);
+  const submitter = conversionSubmitter({ ...o, backend }, settings, webhooks, () => metrics);
   const retries = new SafeRetries(o.store.idempotency, o.idempotencyLockMs ?? retryLockMs(10_000, 1_000));
   const domain = {
     pstn: new PstnControl(o.store, guard),
@@ -142,7 +144,7 @@ export async function launch(o: LaunchOptions): Promise<Server> {
       onQueued: (position) => metrics?.observeConversionQueued(position),
       onQueueFull: queueFullLog(o.logger),
     }),
-    conversions: new ConversionTasks(o.store, o.backend, hub),
+    conversions: new ConversionTasks(o.store, backend, hub),
     pstnWatch: new PstnWatches(pstnHub, o.maxWatchChannels ?? 1000),
     lineReports: new LineReports(o.store),
     lineModeration: new LineModeration(o.store, guard),
@@ -157,8 +159,9 @@ export async function launch(o: LaunchOptions): Promise<Server> {
     openings,
     ...(webhooks === undefined ? {} : { conversionWebhook: webhooks }),
   });
-  countPoll = (lateMs) => server.metrics.observeConversionPoll(lateMs);
   metrics = server.metrics;
+  o.store.observe?.(server.metrics.store);
+  guard.observe?.(server.metrics.security);
   server.metrics.countWatchRefusals(() => slots.refused + openings.refused);
   follower.start();
   submitter.start();

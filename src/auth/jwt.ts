@@ -17,6 +17,7 @@ import {
   SignJWT,
 } from "jose";
 import { Failure } from "../services/failure.js";
+import { TokenRefused, type TokenRefusalReason } from "../services/token-refusal.js";
 import type { Authenticator, Caller } from "../services/ports.js";
 import { checkProjectId } from "../store/schema/keys.js";
 import { TtlCache } from "../ttl-cache.js";
@@ -86,7 +87,7 @@ export class JwtAuthenticator implements Authenticator {
 
   async authenticate(authorization: string | undefined): Promise<Caller> {
     if (authorization === undefined || authorization === "") {
-      throw new Failure("unauthenticated", { detail: "missing Authorization: Bearer token" });
+      throw refused("other", "missing Authorization: Bearer token");
     }
     // The usual header, `Bearer <a token verified before>`, is found without parsing it: a cached token
     // matched BEARER's token part, so that header matches BEARER, with that token.
@@ -97,7 +98,7 @@ export class JwtAuthenticator implements Authenticator {
     const match = authorization.length <= MAX_TOKEN_LENGTH ? BEARER.exec(authorization) : null;
     const token = match?.[1];
     if (token === undefined) {
-      throw new Failure("unauthenticated", { detail: "malformed Authorization header; expected Bearer <jwt>" });
+      throw refused("malformed", "malformed Authorization header; expected Bearer <jwt>");
     }
     const hit = this.verified?.get(token)?.value;
     if (hit !== undefined) return hit;
@@ -110,30 +111,27 @@ export class JwtAuthenticator implements Authenticator {
           : await jwtVerify(token, this.key, this.verifyOptions);
     } catch (e) {
       if (isKeySetUnavailable(e)) throw new Failure("unavailable", { cause: e });
-      throw new Failure("unauthenticated", { detail: "invalid or expired token", cause: e });
+      throw refused(verifierRefusal(e), "invalid or expired token", e);
     }
     this.checkType(result.protectedHeader.typ);
     const payload: Record<string, unknown> = result.payload;
     const project = payload[this.options.projectClaim];
     const subject = payload["sub"];
     if (typeof project !== "string" || project === "" || typeof subject !== "string" || subject === "") {
-      throw new Failure("unauthenticated", {
-        detail: `token lacks the "${this.options.projectClaim}" or "sub" claim`,
-      });
+      throw refused("other", `token lacks the "${this.options.projectClaim}" or "sub" claim`);
     }
     // The project names Redis keys (`{<project>/<channel>}`, `{<project>}`): one the key schema
     // cannot hold would read and write another project's keys, so it is no project at all.
     const problem = checkProjectId(project);
     if (problem !== undefined) {
-      throw new Failure("unauthenticated", {
-        detail: `the token's "${this.options.projectClaim}" claim is not a usable project id: ${problem}`,
-      });
+      throw refused("other", `the token's "${this.options.projectClaim}" claim is not a usable project id: ${problem}`);
     }
     const scopes = readScopes(payload[this.options.scopeClaim ?? "scope"]);
     if (scopes === undefined) {
-      throw new Failure("unauthenticated", {
-        detail: `the token's "${this.options.scopeClaim ?? "scope"}" claim must be a space-separated string or an array of strings`,
-      });
+      throw refused(
+        "malformed",
+        `the token's "${this.options.scopeClaim ?? "scope"}" claim must be a space-separated string or an array of strings`,
+      );
     }
     const caller: Caller = { project, subject, scopes };
     this.remember(token, caller, payload["exp"]);
@@ -147,9 +145,7 @@ export class JwtAuthenticator implements Authenticator {
   private checkType(typ: unknown): void {
     if (this.types === undefined) return;
     if (typeof typ !== "string" || !this.types.has(mediaType(typ))) {
-      throw new Failure("unauthenticated", {
-        detail: `the token's "typ" header is not one of ${(this.options.types ?? []).join(", ")}`,
-      });
+      throw refused("other", `the token's "typ" header is not one of ${(this.options.types ?? []).join(", ")}`);
     }
   }
 
@@ -204,6 +200,26 @@ function loadKey(source: JwtKeySource): Uint8Array | JWTVerifyGetKey {
 }
 
 /** A remote JWKS that cannot be fetched is our outage, not the caller's fault. */
+/** A refusal of the caller's token: 401, its reason the cause's (the metrics count refusals by it). */
+function refused(reason: TokenRefusalReason, detail: string, cause?: unknown): Failure {
+  return new Failure("unauthenticated", { detail, cause: new TokenRefused(reason, { cause }) });
+}
+
+/** Why jose refused a token, by its error's code. */
+function verifierRefusal(e: unknown): TokenRefusalReason {
+  const code = e instanceof Error && "code" in e ? e.code : undefined;
+  if (code === "ERR_JWT_EXPIRED") return "expired";
+  if (code === "ERR_JWS_SIGNATURE_VERIFICATION_FAILED" || code === "ERR_JWKS_NO_MATCHING_KEY") return "bad_signature";
+  if (
+    code === "ERR_JWT_CLAIM_VALIDATION_FAILED" &&
+    "claim" in (e as object) &&
+    (e as { claim: unknown }).claim === "aud"
+  )
+    return "wrong_audience";
+  if (code === "ERR_JWS_INVALID" || code === "ERR_JWT_INVALID") return "malformed";
+  return "other";
+}
+
 function isKeySetUnavailable(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   return code === "ERR_JWKS_TIMEOUT" || (e instanceof Error && e.name === "TypeError" && /fetch/i.test(e.message));

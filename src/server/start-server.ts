@@ -85,6 +85,7 @@ export async function startServer(o: ServerOptions): Promise<Server> {
           () => true,
           () => false,
         );
+  metrics.reportReadiness(ready);
   const streams = o.streams ?? [];
   const rpc = rpcRouter(o, pipeline, ready, draining.signal, cancelCalls.signal);
   const dispatch = createDispatch({

@@ -52,7 +52,18 @@ export interface PassphraseGuard {
    * `Failure("rate_limited")` when a guess is needed and none is left.
    */
   lookUp(caller: Caller, passphrase: string, lookup: PassphraseLookup): Promise<LookedUp>;
+  /** From now on, tell `observer` of each wrong passphrase and each call the limit refused (the metrics). */
+  observe?(observer: GuardObserver): void;
 }
+
+export interface GuardObserver {
+  /** A passphrase was refused (its guess kept). */
+  onMiss(): void;
+  /** A call was refused for want of a guess (RESOURCE_EXHAUSTED / 429). */
+  onRefused(): void;
+}
+
+export const UNOBSERVED: GuardObserver = { onMiss() {}, onRefused() {} };
 
 export interface GuessLimit {
   readonly attempts: number;
@@ -61,16 +72,7 @@ export interface GuessLimit {
   readonly provenSeconds?: number;
 }
 
-const DONE = Promise.resolve();
-const NOTHING_TO_GIVE_BACK: Guess = { giveBack: () => DONE, keep: () => DONE };
-
-/** The guard that never refuses (GUESS_LIMIT=0). */
-export const noGuard: PassphraseGuard = {
-  lookUp: async (caller, passphrase, lookup) => ({
-    guess: NOTHING_TO_GIVE_BACK,
-    record: await lookup(caller.project, passphrase),
-  }),
-};
+export const DONE = Promise.resolve();
 
 /** A call whose guess others still hold tries again after this, doubling (with jitter)… */
 const HELD_FIRST_WAIT_MS = 20;
@@ -84,6 +86,7 @@ export class MissLimitGuard implements PassphraseGuard {
   /** Per caller key: its guesses in flight on this instance, and the calls queued for one. */
   private readonly lines = new Map<string, Line>();
   readonly holders: ProvenHolders | undefined;
+  observer: GuardObserver = UNOBSERVED;
 
   constructor(
     private readonly store: Store,
@@ -93,6 +96,10 @@ export class MissLimitGuard implements PassphraseGuard {
   ) {
     const seconds = limit.provenSeconds ?? 0;
     this.holders = seconds > 0 ? new ProvenHolders(seconds * 1000, PROVEN_HOLDERS_MAX, now) : undefined;
+  }
+
+  observe(observer: GuardObserver): void {
+    this.observer = observer;
   }
 
   async lookUp(caller: Caller, passphrase: string, lookup: PassphraseLookup): Promise<LookedUp> {
@@ -116,8 +123,8 @@ export class MissLimitGuard implements PassphraseGuard {
     try {
       return { guess, record: await looking };
     } catch (e) {
-      // The lookup failed: the guess stays taken in the store, as a miss's would.
-      await guess.keep();
+      // The lookup failed: the guess stays taken in the store, as a miss's would (but no miss is counted).
+      await guess.lost();
       throw e;
     }
   }
@@ -171,7 +178,7 @@ export class MissLimitGuard implements PassphraseGuard {
       const timer = setTimeout(() => {
         const at = waiting.waiting.indexOf(admitted);
         if (at >= 0) waiting.waiting.splice(at, 1);
-        reject(heldRefusal());
+        reject(this.refused(heldRefusal()));
       }, HELD_MAX_WAIT_MS);
       const admitted = () => {
         clearTimeout(timer);
@@ -179,6 +186,11 @@ export class MissLimitGuard implements PassphraseGuard {
       };
       waiting.waiting.push(admitted);
     });
+  }
+
+  private refused(refusal: Failure): Failure {
+    this.observer.onRefused();
+    return refusal;
   }
 
   private release(key: string, line: Line): void {
@@ -199,8 +211,8 @@ export class MissLimitGuard implements PassphraseGuard {
       const got = await this.store.takeGuess(key, slot, this.limit.attempts, this.limit.windowSeconds);
       if (got.granted) return slot;
       const waited = Date.now() - started;
-      if (!got.held) throw tooManyGuesses(got.retryAfterSeconds);
-      if (waited >= HELD_MAX_WAIT_MS) throw heldRefusal();
+      if (!got.held) throw this.refused(tooManyGuesses(got.retryAfterSeconds));
+      if (waited >= HELD_MAX_WAIT_MS) throw this.refused(heldRefusal());
       await this.sleep(Math.min(wait * (0.5 + Math.random()), HELD_MAX_WAIT_MS - waited));
     }
   }
@@ -236,6 +248,12 @@ class TakenGuess implements Guess {
   }
 
   keep(): Promise<void> {
+    if (!this.settled) this.guard.observer.onMiss();
+    return this.settle(false);
+  }
+
+  /** The call failed before its passphrase was judged: the guess stays taken, as a miss's would. */
+  lost(): Promise<void> {
     return this.settle(false);
   }
 
@@ -261,6 +279,7 @@ class HolderGuess implements Guess {
   }
 
   keep(): Promise<void> {
+    this.guard.observer.onMiss();
     return this.guard.countMiss(this.key, this.holder);
   }
 }

@@ -28,6 +28,7 @@ export type {
 
 import type { PstnSnapshot } from "./pstn/snapshot.js";
 import type { PhoneLine } from "./pstn/line-ports.js";
+import type { StoreObserver } from "./store-observer.js";
 
 export type * from "./pstn/line-ports.js";
 export { DEFAULT_LINE_LIMITS, DEFAULT_LINE_POLICY } from "./pstn/line-ports.js";
@@ -123,6 +124,8 @@ export interface Store {
   readonly idempotency: IdempotencyStore;
   /** Channels managed through the API: created, listed by index (never by SCAN), rotated, removed, audited. */
   readonly channels: ChannelDirectory;
+  /** Reports the store's plumbing (commands, errors, reconnections) to `observer`; a store without any has none. */
+  observe?(observer: StoreObserver): void;
   /**
    * Takes one guess of a caller key, atomically: granted while the key holds
    * fewer than `limit` guesses taken within the last `windowSeconds` (a sliding

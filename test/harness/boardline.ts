@@ -27,6 +27,7 @@ import type { ListenOptions } from "../../src/server/http/listener.js";
 import type { FollowerSettings } from "../../src/services/conversion/follower.js";
 import type { PstnWatchSettings } from "../../src/services/pstn/watch-hub.js";
 import { retryLockMs } from "../../src/services/idempotency/safe-retries.js";
+import type { ReplicaAck } from "../../src/store/redis/replica-ack.js";
 
 export interface World {
   /** Project A: whiteboard set up (access/secret key signing), one channel. */
@@ -118,12 +119,14 @@ export interface BoardlineOptions {
   readonly presenceLeaseMs?: number;
   /** How long a call holds its Idempotency-Key (default: `retryLockMs` of the backend's and Redis's deadlines). */
   readonly idempotencyLockMs?: number;
+  /** REDIS_MIN_REPLICAS and its WAIT's timeout, for the "redis" store (default none). */
+  readonly replicaAck?: ReplicaAck;
 }
 
 /** The options that set up one instance (a server and its backend client), for `startTwin`. */
 export type InstanceOptions = Omit<
   BoardlineOptions,
-  "store" | "redisUrl" | "prefix" | "secret" | "seed" | "idempotencyTtlSeconds" | "presenceLeaseMs"
+  "store" | "redisUrl" | "prefix" | "secret" | "seed" | "idempotencyTtlSeconds" | "presenceLeaseMs" | "replicaAck"
 >;
 
 /**
@@ -143,6 +146,7 @@ export async function startBoardline(o: BoardlineOptions = {}): Promise<Boardlin
     logger,
     o.idempotencyTtlSeconds,
     o.presenceLeaseMs,
+    o.replicaAck,
   );
   const world = newWorld();
   if (o.seed !== false) await seedWorld(store, world);
@@ -249,6 +253,7 @@ async function openStore(
   logger: Logger,
   idempotencyTtlSeconds: number | undefined,
   presenceLeaseMs: number | undefined,
+  replicaAck?: ReplicaAck,
 ): Promise<AdminStore> {
   const ttl = {
     ...(idempotencyTtlSeconds === undefined ? {} : { idempotencyTtlSeconds }),
@@ -256,7 +261,12 @@ async function openStore(
   };
   if (at === undefined) return new MemoryStore({ keyPrefix: prefix, ...ttl });
   const connection: RedisConnectionOptions = typeof at === "string" ? { mode: "single", url: at } : at;
-  const redis: RedisStore = createRedisStore(connection, { keyPrefix: prefix, logger, ...ttl });
+  const redis: RedisStore = createRedisStore(connection, {
+    keyPrefix: prefix,
+    logger,
+    ...ttl,
+    ...(replicaAck === undefined ? {} : { replicaAck }),
+  });
   await redis.waitUntilReady();
   return redis;
 }

@@ -14,6 +14,7 @@ import type { CallTracer, TraceCarrier } from "../../tracing/hooks.js";
 import { type Cancellation, DEADLINE_PASSED } from "./cancellation.js";
 import { isUnexpected, type PublicError, publicError } from "./error-table.js";
 import type { Metrics } from "../ops/metrics.js";
+import { tokenRefusal } from "../../services/token-refusal.js";
 import { matchPattern } from "./pattern-match.js";
 import type { CallMetadata, Served } from "./served-methods.js";
 import { Openings } from "./openings.js";
@@ -60,6 +61,8 @@ export class CallSteps {
   /** Logs a failure as it deserves; returns what the caller is told. */
   report(op: Served, ctx: CallContext, e: unknown): Reported {
     const p = publicError(e);
+    const refusal = tokenRefusal(e);
+    if (refusal !== undefined) this.metrics.security.tokenRefused(refusal);
     const cancelled = ctx.cancellation.aborted && (!(e instanceof Failure) || ctx.cancellation.deadlinePassed);
     if (cancelled) {
       // The client went away or its deadline passed, and the work was cancelled: not a server error.

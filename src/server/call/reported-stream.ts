@@ -9,6 +9,7 @@ import type { CallSpan } from "../../tracing/hooks.js";
 import type { CallContext, CallSteps, Reported } from "./call-steps.js";
 import { failed, SUCCEEDED } from "./tracing.js";
 import type { ServedStream } from "./served-methods.js";
+import type { WatchMeter } from "../ops/watch-metrics.js";
 
 const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 
@@ -38,6 +39,10 @@ export class ReportedStream<O extends DescMessage>
   private ended = false;
   /** The transport's taker while the domain finds the next message for it. */
   private taker: NextTaker<MessageShape<O>> | undefined;
+  /** The watch's series (undefined for a stream that is no watch). */
+  private readonly meter: WatchMeter | undefined;
+  /** The state a watch opens with is not an event: no delivery delay for it. */
+  private opening: boolean;
 
   constructor(
     private readonly steps: CallSteps,
@@ -47,7 +52,10 @@ export class ReportedStream<O extends DescMessage>
     private first: IteratorResult<MessageInitShape<O>> | undefined,
     private readonly started: number,
     private readonly span: CallSpan | undefined,
-  ) {}
+  ) {
+    this.meter = op.watch === undefined ? undefined : steps.metrics.watches.open(op.watch.kind, ctx.protocol);
+    this.opening = first !== undefined;
+  }
 
   [Symbol.asyncIterator](): this {
     return this;
@@ -119,11 +127,22 @@ export class ReportedStream<O extends DescMessage>
       this.report(undefined);
       return DONE;
     }
+    const meter = this.meter;
+    if (meter !== undefined) this.delivered(meter, r.value);
     try {
       return { done: false, value: create(this.op.method.output, r.value) };
     } catch (e) {
       return this.fail(e);
     }
+  }
+
+  private delivered(meter: WatchMeter, message: MessageInitShape<O>): void {
+    if (this.opening) {
+      this.opening = false;
+      return;
+    }
+    const at = this.op.watch?.eventMs(message);
+    if (at !== undefined) meter.delivered(at);
   }
 
   /** The stream failed: reported as a call's failure; the domain cleans up; the transport gets the failure. */
@@ -143,6 +162,7 @@ export class ReportedStream<O extends DescMessage>
     const { op, ctx, steps, span } = this;
     const code = reported === undefined ? "ok" : String(reported.p.code);
     steps.metrics.observeCall(op.method.name, ctx.protocol, code, this.started);
+    this.meter?.ended();
     span?.end(reported === undefined ? SUCCEEDED : failed(ctx.protocol, reported.p, "stream-end", reported.cancelled));
   }
 }

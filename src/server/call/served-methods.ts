@@ -26,6 +26,7 @@ import type { PstnWatches } from "../../services/pstn/watch-events.js";
 import type { Caller } from "../../services/ports.js";
 import type { WhiteboardConversions } from "../../services/conversion/convert.js";
 import type { Cancellation } from "./cancellation.js";
+import type { WatchKind } from "../ops/watch-metrics.js";
 
 /** The request header (JSON routes) and metadata key (gRPC, gRPC-Web, Connect) of safe retries. */
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
@@ -75,6 +76,11 @@ export interface ServedStream<I extends DescMessage = DescMessage, O extends Des
   readonly resume?: {
     readonly field: string;
     eventId(message: MessageShape<O>): string;
+  };
+  /** A watch (the metrics count it by kind): and the time (epoch ms) of a message's event, when it has one. */
+  readonly watch?: {
+    readonly kind: WatchKind;
+    eventMs(message: MessageInitShape<O>): number | undefined;
   };
 }
 
@@ -154,20 +160,29 @@ function channelAdminMethods({ channelAdmin, whiteboardSettings }: Domain): Serv
 export function servedStreams(domain: Domain): ServedStream[] {
   const stream = <I extends DescMessage, O extends DescMessage>(
     method: DescMethodServerStreaming<I, O>,
+    watch: ServedStream<I, O>["watch"],
     invoke: ServedStream<I, O>["invoke"],
     resume?: ServedStream<I, O>["resume"],
-  ) => ({ method, invoke, ...(resume === undefined ? {} : { resume }) }) as unknown as ServedStream;
+  ) => ({ method, invoke, watch, ...(resume === undefined ? {} : { resume }) }) as unknown as ServedStream;
   return [
-    stream(WhiteboardService.method.watchConversion, (caller, req, cancellation) =>
-      domain.conversions.watchConversion(caller, req, cancellation.signal),
+    stream(
+      WhiteboardService.method.watchConversion,
+      { kind: "conversion", eventMs: (task) => timestampMs(task.updatedAt) },
+      (caller, req, cancellation) => domain.conversions.watchConversion(caller, req, cancellation.signal),
     ),
     stream(
       PstnService.method.watchPstnEvents,
+      { kind: "pstn_events", eventMs: (event) => timestampMs(event.at) },
       (caller, req, cancellation) => domain.pstnWatch.watchPstnEvents(caller, req, cancellation),
       // The cursor, so an EventSource-style client resumes with Last-Event-ID.
       { field: "after", eventId: (event) => event.cursor },
     ),
   ];
+}
+
+/** A Timestamp's epoch ms; undefined for none. */
+function timestampMs(t: { seconds?: bigint; nanos?: number } | undefined): number | undefined {
+  return t === undefined ? undefined : Number(t.seconds ?? 0n) * 1000 + Math.floor((t.nanos ?? 0) / 1e6);
 }
 
 /** `/package.Service/Method`, the path of a method on every RPC protocol. */

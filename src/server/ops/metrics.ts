@@ -4,7 +4,15 @@
  * several servers in one process.
  */
 import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import type { BackendOperation, BackendOutcome } from "../../services/conversion/observed-backend.js";
 import type { SubmissionOutcome } from "../../services/ports.js";
+import { registerBuildInfo, registerReady } from "./process-metrics.js";
+import { SecurityMetrics } from "./security-metrics.js";
+import { bind, StoreMetrics, zeroed } from "./store-metrics.js";
+import { WatchMetrics } from "./watch-metrics.js";
+
+const BACKEND_OPERATIONS: readonly BackendOperation[] = ["create", "query", "cancel"];
+const BACKEND_OUTCOMES: readonly BackendOutcome[] = ["ok", "over_capacity", "not_found", "error"];
 
 export class Metrics {
   readonly registry = new Registry();
@@ -15,9 +23,35 @@ export class Metrics {
   private readonly submissions: Counter<"outcome">;
   private readonly queueWait: Histogram;
   private readonly queuePlace: Histogram;
+  private readonly backendAnswers: Record<BackendOperation, Record<BackendOutcome, Counter.Internal>>;
+  private readonly timeToFinished: Histogram;
+  /** The Redis store's series; the store reports to it (compose.ts hands it over). */
+  readonly store: StoreMetrics;
+  readonly watches: WatchMetrics;
+  /** Passphrases and tokens; the passphrase guard reports to it (compose.ts hands it over). */
+  readonly security: SecurityMetrics;
 
   constructor(options: { collectDefault?: boolean } = {}) {
     if (options.collectDefault ?? true) collectDefaultMetrics({ register: this.registry, prefix: "boardline_" });
+    registerBuildInfo(this.registry);
+    this.store = new StoreMetrics(this.registry);
+    this.watches = new WatchMetrics(this.registry);
+    this.security = new SecurityMetrics(this.registry);
+    const answers = new Counter({
+      name: "boardline_conversion_backend_answers_total",
+      help: "Answers of the conversion backend to this instance, by operation (create, query, cancel) and outcome: ok, over_capacity (its limit of tasks), not_found (a task it does not know), error (5xx, unreachable, timed out, refused).",
+      labelNames: ["operation", "outcome"],
+      registers: [this.registry],
+    });
+    this.backendAnswers = bind(BACKEND_OPERATIONS, (op) =>
+      bind(BACKEND_OUTCOMES, (out) => zeroed(answers.labels(op, out))),
+    );
+    this.timeToFinished = new Histogram({
+      name: "boardline_conversion_time_to_finished_seconds",
+      help: "From a conversion's acceptance (ConvertFile's answer) to this instance's follower saving it Finished.",
+      buckets: [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800],
+      registers: [this.registry],
+    });
     this.calls = new Counter({
       name: "boardline_calls_total",
       help: "Calls by RPC, protocol and outcome (ok, or the documented error code).",
@@ -72,6 +106,21 @@ export class Metrics {
   /** A request accepted into its project's queue at `position` (from 1): the queue's length then. */
   observeConversionQueued(position: number): void {
     this.queuePlace.observe(position);
+  }
+
+  /** The conversion backend answered `operation` with `outcome` (src/services/conversion/observed-backend.ts). */
+  countBackendAnswer(operation: BackendOperation, outcome: BackendOutcome): void {
+    this.backendAnswers[operation][outcome].inc();
+  }
+
+  /** The follower saved a conversion Finished, `sinceAcceptedMs` after it was accepted. */
+  observeConversionFinished(sinceAcceptedMs: number): void {
+    this.timeToFinished.observe(sinceAcceptedMs / 1000);
+  }
+
+  /** `boardline_ready`: what `ready` (the answer of /readyz) says at each scrape. */
+  reportReadiness(ready: () => Promise<boolean>): void {
+    registerReady(this.registry, ready);
   }
 
   observeConversionPoll(lateMs: number): void {

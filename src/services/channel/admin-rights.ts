@@ -5,12 +5,14 @@
 import { Failure } from "../failure.js";
 import { type Caller, CHANNELS_ADMIN_SCOPE } from "../ports.js";
 import type { AdminEvent, ChannelDirectory } from "./ports.js";
+import { TokenRefused } from "../token-refusal.js";
 
 const NEEDS_ADMIN_SCOPE = `managing channels and whiteboard settings needs a token with the scope ${CHANNELS_ADMIN_SCOPE}`;
 
 /** `permission_denied` unless the caller holds `channels.admin`. Scopes only add rights; the project is the token's. */
 export function requireAdmin(caller: Caller): void {
-  if (!caller.scopes.has(CHANNELS_ADMIN_SCOPE)) throw new Failure("permission_denied", { detail: NEEDS_ADMIN_SCOPE });
+  if (!caller.scopes.has(CHANNELS_ADMIN_SCOPE))
+    throw new Failure("permission_denied", { detail: NEEDS_ADMIN_SCOPE, cause: new TokenRefused("missing_scope") });
 }
 
 /**

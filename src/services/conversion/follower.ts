@@ -75,6 +75,8 @@ export interface FollowerOptions {
   readonly onTrouble: (uuid: string, error: unknown) => void;
   /** Told of every poll as it begins: how late (ms) after the task was due (for the metrics). */
   readonly onPoll?: (lateMs: number) => void;
+  /** Told of every task this follower saved Finished: how long (ms) since it was accepted (for the metrics). */
+  readonly onFinished?: (sinceAcceptedMs: number) => void;
   readonly now?: () => number;
 }
 
@@ -211,7 +213,9 @@ export class ConversionFollower {
       const now = this.now();
       const next = state === undefined || !isTerminal(state.status) ? now + this.delay(record, now) : undefined;
       if (state === undefined) await store.conversions.rescheduleConversion(uuid, owner, next as number);
-      else await store.conversions.saveConversionState(uuid, owner, state, now, next);
+      else if ((await store.conversions.saveConversionState(uuid, owner, state, now, next)) === "changed") {
+        if (state.status === "Finished" && record.status !== "Finished") this.o.onFinished?.(now - record.createdAt);
+      }
     } catch (e) {
       this.o.onTrouble(uuid, e);
       // The lease runs out and the task, still due, is polled again later.

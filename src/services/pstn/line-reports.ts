@@ -18,6 +18,7 @@ import {
 import { Failure } from "../failure.js";
 import { type Caller, type LineChange, type LineOutcome, PSTN_GATEWAY_SCOPE, type Store } from "../ports.js";
 import { participantMessage, stateMessage } from "./read-state.js";
+import { TokenRefused } from "../token-refusal.js";
 
 const NEEDS_GATEWAY_SCOPE = `reporting the line needs a token with the scope ${PSTN_GATEWAY_SCOPE}`;
 
@@ -86,7 +87,8 @@ export class LineReports {
 }
 
 function checkGateway(caller: Caller): void {
-  if (!caller.scopes.has(PSTN_GATEWAY_SCOPE)) throw new Failure("permission_denied", { detail: NEEDS_GATEWAY_SCOPE });
+  if (!caller.scopes.has(PSTN_GATEWAY_SCOPE))
+    throw new Failure("permission_denied", { detail: NEEDS_GATEWAY_SCOPE, cause: new TokenRefused("missing_scope") });
 }
 
 function changeOf(req: ReportLineRequest, at: number): LineChange {

@@ -18,6 +18,7 @@ import { Failure } from "../failure.js";
 import type { PassphraseGuard } from "../passphrase-guard.js";
 import { hostChannel } from "./host-passphrase.js";
 import { type Caller, CHANNELS_ADMIN_SCOPE, type LineCall, type Store } from "../ports.js";
+import { TokenRefused } from "../token-refusal.js";
 
 const NEEDS_ADMIN_SCOPE = `naming a channel by channel_id needs a token with the scope ${CHANNELS_ADMIN_SCOPE}`;
 
@@ -54,7 +55,10 @@ export class LineModeration {
     switch (req.channel.case) {
       case "channelId": {
         if (!caller.scopes.has(CHANNELS_ADMIN_SCOPE))
-          throw new Failure("permission_denied", { detail: NEEDS_ADMIN_SCOPE });
+          throw new Failure("permission_denied", {
+            detail: NEEDS_ADMIN_SCOPE,
+            cause: new TokenRefused("missing_scope"),
+          });
         const policy = await set({
           project: caller.project,
           channel: req.channel.value,

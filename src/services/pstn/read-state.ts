@@ -18,6 +18,7 @@ import { Failure } from "../failure.js";
 import type { Guess, PassphraseGuard } from "../passphrase-guard.js";
 import { type Caller, PSTN_GATEWAY_SCOPE, type Store } from "../ports.js";
 import { type MuteSetter, type PstnParticipantState, type PstnSnapshot, participantsByUid } from "./snapshot.js";
+import { TokenRefused } from "../token-refusal.js";
 
 type PstnStateMessage = MessageInitShape<typeof PstnStateSchema>;
 
@@ -47,7 +48,10 @@ export class PstnStateReader {
     switch (req.channel.case) {
       case "channelId":
         if (!caller.scopes.has(PSTN_GATEWAY_SCOPE))
-          throw new Failure("permission_denied", { detail: NEEDS_GATEWAY_SCOPE });
+          throw new Failure("permission_denied", {
+            detail: NEEDS_GATEWAY_SCOPE,
+            cause: new TokenRefused("missing_scope"),
+          });
         return { channel: req.channel.value };
       case "passphrase": {
         // As for a mute: a guess taken beside the lookup (none for a proven holder), and kept by every refusal.

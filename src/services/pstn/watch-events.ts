@@ -20,6 +20,7 @@ import { channelHash, decodeAfter, WatchCursor } from "./cursor.js";
 import type { PstnWatchHub } from "./watch-hub.js";
 import { setterMessage } from "./read-state.js";
 import type { Present } from "./watch.js";
+import { TokenRefused } from "../token-refusal.js";
 
 type PstnEventMessage = MessageInitShape<typeof PstnEventSchema>;
 
@@ -50,6 +51,7 @@ export class PstnWatches {
     if (!caller.scopes.has(PSTN_GATEWAY_SCOPE)) {
       throw new Failure("permission_denied", {
         detail: `watching mute events needs a token with scope ${PSTN_GATEWAY_SCOPE}`,
+        cause: new TokenRefused("missing_scope"),
       });
     }
     return this.watch(caller.project, req.channelIds, req.after, messageOf, cancellation, req.includeLine);

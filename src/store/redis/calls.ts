@@ -8,11 +8,13 @@
  */
 import type { Logger } from "../../log.js";
 import { Failure, isFailure } from "../../services/failure.js";
+import { type RedisErrorKind, type StoreObserver, UNOBSERVED } from "../../services/store-observer.js";
 import type { Fields } from "../schema/channel-records.js";
 import type { RedisClient } from "./connection.js";
 import { AcknowledgedWrites, NO_REPLICA_ACK, type ReplicaAck } from "./replica-ack.js";
 import { WriteCoalescer } from "./write-coalescing.js";
-import { withDeadline } from "./deadline.js";
+import { commandFamily } from "./command-families.js";
+import { DeadlinePassed, withDeadline } from "./deadline.js";
 
 export class RedisCalls {
   private readonly coalescer: WriteCoalescer;
@@ -21,6 +23,10 @@ export class RedisCalls {
   private closing: Promise<void> | undefined;
   /** With REDIS_MIN_REPLICAS: the writes followed by WAIT, on their own connection. */
   private readonly acked: AcknowledgedWrites | undefined;
+  /** Where each command's time and failure, the reconnections and the WAITs are reported (the metrics). */
+  private observer: StoreObserver = UNOBSERVED;
+  /** Whether the client was ready once: a later `ready` is a reconnection. */
+  private wasReady = false;
 
   /**
    * `ackClient`: the connection of the acknowledged writes (a second one to
@@ -36,10 +42,18 @@ export class RedisCalls {
   ) {
     this.coalescer = new WriteCoalescer(client);
     const own = ackClient === client ? this.coalescer : new WriteCoalescer(ackClient);
-    this.acked = ack.minReplicas === 0 ? undefined : new AcknowledgedWrites(ackClient, ack, logger, own);
+    this.acked =
+      ack.minReplicas === 0
+        ? undefined
+        : new AcknowledgedWrites(ackClient, ack, logger, own, (ok) => this.observer.onReplicaWait(ok));
     // Its outages are the client's (the same Redis), logged once there; its calls fail as 503 all the same.
     if (ackClient !== client) ackClient.on("error", () => {});
     this.watchConnection();
+  }
+
+  /** From now on, report to `observer`. */
+  observe(observer: StoreObserver): void {
+    this.observer = observer;
   }
 
   /** The connections: the client's, and the acknowledged writes' own when it has one. */
@@ -55,14 +69,18 @@ export class RedisCalls {
   async call<T>(operation: string, run: (client: RedisClient) => Promise<T>, timeoutMs = this.timeoutMs): Promise<T> {
     if (this.closing) throw new Failure("unavailable", { cause: new Error("Redis store is closed") });
     this.coalescer.hold();
+    const started = performance.now();
     try {
-      return await withDeadline(
+      const answer = await withDeadline(
         run(this.client),
         timeoutMs,
         `${operation}: no answer from Redis within ${timeoutMs} ms`,
       );
+      this.observer.onCommand(commandFamily(operation), (performance.now() - started) / 1000);
+      return answer;
     } catch (e) {
       if (isFailure(e)) throw e;
+      this.observer.onCommand(commandFamily(operation), (performance.now() - started) / 1000, errorKind(e));
       if (isReplyError(e)) {
         // Redis answered with an error: not an outage, something to look at.
         this.logger.error({ err: e, operation }, "Redis rejected a command");
@@ -117,6 +135,8 @@ export class RedisCalls {
       this.logger.warn({ err }, message);
     };
     this.client.on("ready", () => {
+      if (this.wasReady) this.observer.onReconnect();
+      this.wasReady = true;
       if (this.healthy !== true) this.logger.info(this.healthy === undefined ? "Redis ready" : "Redis connection back");
       this.healthy = true;
     });
@@ -145,6 +165,23 @@ export function orIfWrongType<T>(fallback: T): (e: unknown) => T {
 function isReplyError(e: unknown): e is Error {
   return e instanceof Error && e.name === "ReplyError";
 }
+
+/** What kind of failure a command's error is: ioredis's own errors (not Redis's answers) are the connection's. */
+function errorKind(e: unknown): RedisErrorKind {
+  if (e instanceof DeadlinePassed) return "timeout";
+  if (isReplyError(e)) {
+    if (e.message.startsWith("WRONGTYPE")) return "wrong_type";
+    return /NOSCRIPT|script/i.test(e.message) ? "script" : "other";
+  }
+  if (
+    e instanceof Error &&
+    (CONNECTION_ERRORS.has(e.name) || "code" in e || /connection|stream|writeable/i.test(e.message))
+  )
+    return "connection";
+  return "other";
+}
+
+const CONNECTION_ERRORS = new Set(["MaxRetriesPerRequestError", "AbortError", "ClusterAllFailedError"]);
 
 function isWrongType(e: unknown): boolean {
   return isReplyError(e) && e.message.startsWith("WRONGTYPE");

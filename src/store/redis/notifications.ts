@@ -13,6 +13,7 @@ import type { ChannelRef, PstnNotificationListener, PstnNotifications } from "..
 import type { KeySchema } from "../schema/keys.js";
 import { type ChannelSubscriber, ClusterSubscriber } from "./cluster-subscriber.js";
 import type { RedisClient } from "./connection.js";
+import { type StoreObserver, UNOBSERVED } from "../../services/store-observer.js";
 import { type SubscriberEvents, SubscriberConnection } from "./subscriber.js";
 
 /** How often an idle subscriber connection is asked for a sign of life (PING). */
@@ -31,6 +32,8 @@ export class RedisNotifications implements PstnNotifications {
   private subscriber: ChannelSubscriber | undefined;
   private pinger: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Told of each re-subscription (the metrics). */
+  observer: StoreObserver = UNOBSERVED;
 
   constructor(
     private readonly client: RedisClient,
@@ -85,6 +88,7 @@ export class RedisNotifications implements PstnNotifications {
         if (s !== undefined) for (const l of this.listeners) l.notified(s.ref, eventId);
       },
       resubscribed: (names) => {
+        this.observer.onResubscribed(names.length);
         const refs = names.flatMap((name) => this.subscriptions.get(name)?.ref ?? []);
         if (refs.length > 0) for (const l of this.listeners) l.resubscribed(refs);
       },

@@ -60,6 +60,8 @@ export class AcknowledgedWrites {
     private readonly ack: ReplicaAck,
     private readonly logger: Logger,
     private readonly coalescer: WriteCoalescer,
+    /** Each WAIT's outcome: enough replicas in time, or not (the metrics). */
+    private readonly onWait: (ok: boolean) => void = () => {},
   ) {}
 
   get timeoutMs(): number {
@@ -72,10 +74,14 @@ export class AcknowledgedWrites {
     hold();
     try {
       const result = await writeAcknowledged(this.client, key, this.ack, run, hold);
+      this.onWait(true);
       this.note(true);
       return result;
     } catch (e) {
-      if (e instanceof NotReplicated) this.note(false, e);
+      if (e instanceof NotReplicated) {
+        this.onWait(false);
+        this.note(false, e);
+      }
       throw e;
     }
   }

@@ -28,6 +28,7 @@ import {
   type WhiteboardSettings,
 } from "../../services/ports.js";
 import type { PstnSnapshot } from "../../services/pstn/snapshot.js";
+import type { StoreObserver } from "../../services/store-observer.js";
 import { CheckedAdmin } from "../checked-admin.js";
 import { lookUpPassphrase } from "../channels/lookup-passphrase.js";
 import { ChannelSteps } from "../channels/steps.js";
@@ -192,12 +193,8 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
       this.conversions,
       this.secretsKeys,
     );
-    this.pstnEvents = new RedisPstnEvents(
-      client,
-      this.calls,
-      this.keys,
-      new RedisNotifications(client, this.keys, timeoutMs),
-    );
+    const notifications = new RedisNotifications(client, this.keys, timeoutMs);
+    this.pstnEvents = new RedisPstnEvents(client, this.calls, this.keys, notifications);
     this.line = new RedisPhoneLine(this.calls, this.keys, settings.line ?? DEFAULT_LINE_LIMITS);
     const idempotencyTtlSeconds = settings.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS;
     this.idempotency = new RedisIdempotency(this.calls, this.keys, idempotencyTtlSeconds);
@@ -278,6 +275,12 @@ export class RedisStore extends CheckedAdmin implements AdminStore {
   async keepGuess(callerKey: string, slot: string): Promise<void> {
     const key = this.keys.guesses(callerKey);
     await this.calls.call("keepGuess", () => this.scripts.blKeepGuess(key, slot));
+  }
+
+  /** Reports the commands, their failures, reconnections, WAITs and re-subscriptions to `observer`. */
+  observe(observer: StoreObserver): void {
+    this.calls.observe(observer);
+    this.pstnEvents.notifications.observer = observer;
   }
 
   /** Every master answers (on a Cluster: the master of every slot), so /readyz turns 503 while one is gone. */

@@ -14,7 +14,7 @@ import { DEFAULT_FOLLOWER_SETTINGS } from "../../../src/services/conversion/foll
 import { paceMs } from "../../../src/services/conversion/pace.js";
 import { ConversionSubmitter } from "../../../src/services/conversion/submitter.js";
 import { SafeRetries } from "../../../src/services/idempotency/safe-retries.js";
-import { noGuard } from "../../../src/services/passphrase-guard.js";
+import { noGuard } from "../../../src/services/no-guard.js";
 import { MemoryStore } from "../../../src/store/memory/store.js";
 import { callerOf } from "../store-contents.js";
 import { FakeBackend } from "./fake-backend.js";

@@ -7,7 +7,8 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { MuteRequestSchema } from "../../../gen/channel/v1/pstn_pb.js";
-import { MissLimitGuard, noGuard, type PassphraseGuard } from "../../../src/services/passphrase-guard.js";
+import { noGuard } from "../../../src/services/no-guard.js";
+import { MissLimitGuard, type PassphraseGuard } from "../../../src/services/passphrase-guard.js";
 import { PstnControl } from "../../../src/services/pstn/mute.js";
 import { MemoryStore } from "../../../src/store/memory/store.js";
 import { memoryRaw } from "../../store/memory-raw.js";
