@@ -32,6 +32,9 @@ for pkg in protoc-gen-go protoc-gen-go-grpc golang-google-grpc-dev golang-google
   golang-google-genproto-dev golang-github-golang-protobuf-1-5-dev; do
   need_package "$pkg"
 done
+# Prometheus and promtool: the alert rules are checked and unit-tested, and fired against a live
+# instance (deploy/monitoring; the package's own service is not used).
+need_command promtool prometheus
 # The container image: its base built with mmdebstrap, the image with podman, run with runc.
 need_command podman podman
 need_command runc runc
