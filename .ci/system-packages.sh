@@ -17,6 +17,8 @@ need_package() { have_package "$1" || missing+=("$1"); }
 # instances for the rolling restart; jemalloc, which `npm start` preloads as the image does.
 need_command redis-server redis-server
 need_command haproxy haproxy
+# promtool, which checks the compose stack's Prometheus configuration.
+need_command promtool prometheus
 need_package libjemalloc2
 # Chromium for the API reference page and the browser example; curl for the README's examples.
 [[ -x /usr/bin/chromium ]] || missing+=(chromium)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# deploy/compose.yaml for real, offline: builds Redis and HAProxy images from Debian's packages,
+# deploy/compose.yaml for real, offline: builds Redis, HAProxy and Prometheus images from Debian's packages,
 # brings the stack up with podman-compose, creates a channel and mutes through HAProxy over JSON
 # (HTTP/1.1) and gRPC (h2c), checks that /metrics is on the replicas' metrics port and not the
-# public one, checks that the Redis replica has the mute, and takes it down.
+# public one, checks that Prometheus scrapes both replicas, checks that the Redis replica has the
+# mute, and takes it down.
 # Prints the time of each step. Run from the repository, after `npm ci`:
 #   bash deploy/image/build.sh && bash deploy/compose/smoke.sh
 # BOARDLINE_IMAGE: the boardline image (default: what deploy/image/build.sh tags).
@@ -17,6 +18,7 @@ BOARDLINE_IMAGE=${BOARDLINE_IMAGE:-localhost/boardline:$(node -p 'require("./pac
 BASE_IMAGE=${BASE_IMAGE:-localhost/boardline-compose-base:bookworm}
 export REDIS_IMAGE=${REDIS_IMAGE:-localhost/boardline-compose-redis:latest}
 export HAPROXY_IMAGE=${HAPROXY_IMAGE:-localhost/boardline-compose-haproxy:latest}
+export PROMETHEUS_IMAGE=${PROMETHEUS_IMAGE:-localhost/boardline-compose-prometheus:latest}
 export BOARDLINE_IMAGE
 project=bl-smoke-$$
 work=$(mktemp -d)
@@ -33,7 +35,7 @@ cleanup() {
   step "down"
   "${compose[@]}" down -t 20 >"$work/down.log" 2>&1 || cat "$work/down.log"
   step "remove the volumes and the network"
-  podman volume rm "${project}_redis-primary" "${project}_redis-replica" >/dev/null 2>&1 || true
+  podman volume rm "${project}_redis-primary" "${project}_redis-replica" "${project}_prometheus" >/dev/null 2>&1 || true
   podman network rm "${project}_default" >/dev/null 2>&1 || true
   rm -rf "$work"
   step "done"
@@ -47,9 +49,13 @@ if ! podman image exists "$BASE_IMAGE"; then
   mmdebstrap --variant=minbase --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-exclude=/usr/share/man/*' bookworm - 2>/dev/null | podman import - "$BASE_IMAGE" >/dev/null
 fi
-for image in redis haproxy; do
+for image in redis haproxy prometheus; do
   step "image $image"
-  tag=$([[ $image == redis ]] && echo "$REDIS_IMAGE" || echo "$HAPROXY_IMAGE")
+  case $image in
+    redis) tag=$REDIS_IMAGE ;;
+    haproxy) tag=$HAPROXY_IMAGE ;;
+    prometheus) tag=$PROMETHEUS_IMAGE ;;
+  esac
   podman build "${runtime[@]}" -q --build-arg "BASE=$BASE_IMAGE" -t "$tag" \
     -f "deploy/compose/$image.Containerfile" deploy/compose >/dev/null
 done
@@ -67,13 +73,15 @@ redis_password=$(node -e 'console.log(require("node:crypto").randomBytes(32).toS
 echo "$redis_password" >"$BOARDLINE_SECRETS/REDIS_PASSWORD"
 echo "redis://:$redis_password@redis:6379" >"$BOARDLINE_SECRETS/REDIS_URL"
 chmod 644 "$BOARDLINE_SECRETS"/*
-BOARDLINE_PORT=$(node -e 'const s=require("node:net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
-export BOARDLINE_SECRETS BOARDLINE_PORT
+free_port() { node -e 'const s=require("node:net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+BOARDLINE_PORT=$(free_port)
+PROMETHEUS_PORT=$(free_port)
+export BOARDLINE_SECRETS BOARDLINE_PORT PROMETHEUS_PORT
 url=http://127.0.0.1:$BOARDLINE_PORT
 mint() { JWT_SECRET_FILE=$BOARDLINE_SECRETS/JWT_SECRET node dist/src/cli/main.js token mint --project acme "$@"; }
 
 trap cleanup EXIT
-step "up (8 containers)"
+step "up (9 containers)"
 "${compose[@]}" up -d >"$work/up.log" 2>&1 || { cat "$work/up.log"; exit 1; }
 
 step "create a channel through HAProxy (retried until the replicas are in rotation)"
@@ -114,6 +122,15 @@ for replica in boardline-1 boardline-2; do
       if (!ok) { console.error(`'"$replica"': /metrics answered ${r.status}`); process.exit(1); }
     });'
 done
+
+step "Prometheus scrapes both replicas (up{job=\"boardline\"} is 1 for each)"
+for attempt in $(seq 60); do
+  up=$(curl -sS "http://127.0.0.1:$PROMETHEUS_PORT/api/v1/query" --data-urlencode 'query=sum(up{job="boardline"})' 2>/dev/null |
+    node -e 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>{try{console.log(JSON.parse(s).data.result[0].value[1])}catch{console.log("none")}})' || true)
+  [[ $up == 2 ]] && break
+  sleep 1
+done
+[[ $up == 2 ]] || { echo "Prometheus sees ${up:-none} replicas up"; exit 1; }
 
 step "a client of the network without the password is refused by Redis and by the Sentinels"
 for target in "redis-primary_1 redis-cli" "sentinel-1_1 redis-cli -p 26379"; do

@@ -2,8 +2,10 @@
  * What deploy/compose.yaml and its deploy/compose/ files must agree on, as a list of problems
  * (empty: none): the services, boardline's environment as boardline itself reads it, the
  * Sentinels' group and port, HAProxy's servers, protocol and health check, the stop timings, and
- * the non-root rule. compose.test.ts runs it on the files and on broken copies.
+ * the non-root rule, and what Prometheus scrapes and which rules it reads. compose.test.ts runs it
+ * on the files and on broken copies.
  */
+import { parse } from "yaml";
 import type { Config } from "../../src/config/index.js";
 import { readsVariable, SECRET_VARIABLES } from "../../src/config/secret-variables.js";
 import type { VariableName } from "../../src/config/variables.js";
@@ -14,6 +16,7 @@ export const SERVICES = [
   "boardline-1",
   "boardline-2",
   "haproxy",
+  "prometheus",
   "redis-primary",
   "redis-replica",
   "sentinel-1",
@@ -26,6 +29,7 @@ export interface Stack {
   readonly compose: KubeObject;
   readonly haproxyCfg: string;
   readonly sentinelConf: string;
+  readonly prometheusYml: string;
 }
 
 /** Compose's interpolation of `${VAR}`, `${VAR:-default}` and `${VAR:?error}` from `env`. */
@@ -112,7 +116,71 @@ export function composeProblems(stack: Stack, env: Record<string, string>): stri
     check(seconds(s.stop_grace_period) >= needS, `${name}: stop_grace_period ${s.stop_grace_period} < ${needS} s`);
   }
   found.push(...sentinelProblems(stack, config), ...haproxyProblems(stack, config, replicas));
-  found.push(...lockedRedisProblems(stack, config));
+  found.push(...lockedRedisProblems(stack, config), ...prometheusProblems(stack, config, replicas));
+  return found;
+}
+
+/** Where compose.yaml's Prometheus finds the alert rules, from deploy/: deploy/monitoring/alerts.yaml. */
+export const ALERT_RULES_FROM_DEPLOY = "./monitoring/alerts.yaml";
+
+/**
+ * The host path (relative to deploy/, as compose.yaml's volumes are) that `path` inside the
+ * service comes from, through its bind mounts; undefined when none covers it.
+ */
+export function hostPath(service: KubeObject, path: string): string | undefined {
+  for (const volume of (service.volumes ?? []) as string[]) {
+    const [from, to] = volume.split(":") as [string, string | undefined];
+    if (to === undefined || !from.startsWith(".")) continue;
+    if (path === to) return from;
+    if (path.startsWith(`${to}/`)) return `${from}${path.slice(to.length)}`;
+  }
+  return undefined;
+}
+
+/** A Prometheus file glob (`*`, `?`, `[...]`) as a regular expression of one path. */
+function globRegExp(glob: string): RegExp {
+  const body = glob
+    .replace(/[.+^${}()|\\]/g, "\\$&")
+    .replace(/\*/g, "[^/]*")
+    .replace(/\?/g, "[^/]");
+  return new RegExp(`^${body}$`);
+}
+
+/** Prometheus: scrapes each replica's metrics port, reads the alert rules, and is reached from loopback only. */
+function prometheusProblems(stack: Stack, config: Config, replicas: string[]): string[] {
+  const found: string[] = [];
+  const check = (ok: boolean, problem: string) => {
+    if (!ok) found.push(problem);
+  };
+  const service = stack.compose.services?.prometheus;
+  if (service === undefined) return ["no prometheus service"];
+  const args = (service.command ?? []) as string[];
+  const configFile = args.find((a) => a.startsWith("--config.file="))?.slice("--config.file=".length);
+  check(
+    configFile !== undefined && hostPath(service, configFile) === "./compose/prometheus.yml",
+    "prometheus must read compose/prometheus.yml (--config.file, mounted)",
+  );
+  const prom = parse(stack.prometheusYml) as KubeObject;
+  const jobs = (prom.scrape_configs ?? []) as KubeObject[];
+  const targets = jobs.flatMap((j) =>
+    (j.static_configs ?? []).flatMap((c: KubeObject) =>
+      (c.targets ?? []).map((t: string) => `${t}${j.metrics_path ?? "/metrics"}`),
+    ),
+  );
+  const want = replicas.map((r) => `${r}:${config.metricsPort}/metrics`);
+  check(
+    JSON.stringify([...targets].sort()) === JSON.stringify(want.sort()),
+    `prometheus must scrape ${want.join(" and ")}, scrapes ${targets.join(", ") || "nothing"}`,
+  );
+  const rules = ((prom.rule_files ?? []) as string[]).map((r) => hostPath(service, r));
+  check(
+    rules.some((r) => r !== undefined && globRegExp(r).test(ALERT_RULES_FROM_DEPLOY)),
+    `prometheus must read the alert rules, ${ALERT_RULES_FROM_DEPLOY} (rule_files, mounted)`,
+  );
+  check(
+    ((service.ports ?? []) as string[]).every((p) => p.startsWith("127.0.0.1:")),
+    "prometheus: publish on loopback only (it has no authentication)",
+  );
   return found;
 }
 

@@ -2,8 +2,9 @@
  * deploy/compose.yaml and deploy/compose/, without starting containers (deploy/compose/smoke.sh
  * does that, offline, in about two minutes: too long for the suite): the services, boardline's
  * environment as boardline reads it, the Sentinels, HAProxy's configuration (which Debian's
- * haproxy must accept), stop timings and the non-root rule agree. Each check also fails on a
- * broken copy.
+ * haproxy must accept), stop timings, the non-root rule, and Prometheus (what it scrapes, the
+ * alert rules it reads; Debian's promtool must accept its configuration) agree. Each check also
+ * fails on a broken copy.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -12,7 +13,15 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
-import { composeProblems, interpolate, replicaEnv, type Stack } from "./compose-checks.js";
+import { existsSync } from "node:fs";
+import {
+  ALERT_RULES_FROM_DEPLOY,
+  composeProblems,
+  hostPath,
+  interpolate,
+  replicaEnv,
+  type Stack,
+} from "./compose-checks.js";
 import { configOf } from "./manifest-checks.js";
 
 const DEPLOY = fileURLToPath(new URL("../../deploy/", import.meta.url));
@@ -22,6 +31,7 @@ const stack = (): Stack => ({
   compose: JSON.parse(JSON.stringify(parse(read("compose.yaml")))),
   haproxyCfg: read("compose/haproxy.cfg"),
   sentinelConf: read("compose/sentinel.conf"),
+  prometheusYml: read("compose/prometheus.yml"),
 });
 /** What an operator makes before `up`: the directory of the secret files (docs/deploy.md, "Compose"). */
 const SECRETS = mkdtempSync(join(tmpdir(), "boardline-compose-secrets-"));
@@ -62,6 +72,22 @@ describe("deploy/compose.yaml", () => {
       stdio: "pipe",
     });
     expect(out).toMatch(/Configuration file is valid/);
+  });
+
+  it("Debian's promtool accepts compose/prometheus.yml, with the files compose mounts where it mounts them", () => {
+    // The container's paths, made the host's: the configuration as the mounts show it to Prometheus.
+    const service = stack().compose.services.prometheus;
+    const prom = parse(read("compose/prometheus.yml"));
+    prom.rule_files = prom.rule_files.map((r: string) => join(DEPLOY, hostPath(service, r) as string));
+    const dir = mkdtempSync(join(tmpdir(), "boardline-prometheus-"));
+    writeFileSync(join(dir, "prometheus.yml"), JSON.stringify(prom));
+    const out = execFileSync("promtool", ["check", "config", join(dir, "prometheus.yml")], {
+      encoding: "utf8",
+      stdio: "pipe",
+    });
+    expect(out).toMatch(/SUCCESS: .*prometheus.yml is valid prometheus config file syntax/);
+    // The rules, once they are there, are loaded and checked with it.
+    if (existsSync(join(DEPLOY, ALERT_RULES_FROM_DEPLOY))) expect(out).toMatch(/SUCCESS: 1 rule files found/);
   });
 
   it("each check fails on a copy that breaks it", () => {
@@ -127,6 +153,25 @@ describe("deploy/compose.yaml", () => {
     ]);
     expect(broken(edit((c) => (c.services.haproxy.image = "docker.io/library/haproxy:2.6")))).toEqual([
       "haproxy: image must be overridable, by a …_IMAGE variable with a default",
+    ]);
+    const withProm = (from: string, to: string) => (s: Stack) => ({
+      ...s,
+      prometheusYml: s.prometheusYml.replace(from, to),
+    });
+    expect(broken(withProm("boardline-2:9090", "boardline-2:8080"))).toEqual([
+      "prometheus must scrape boardline-1:9090/metrics and boardline-2:9090/metrics, scrapes boardline-1:9090/metrics, boardline-2:8080/metrics",
+    ]);
+    expect(broken(withProm("/etc/boardline/monitoring/alerts*.yaml", "/etc/prometheus/alerts.yaml"))).toEqual([
+      "prometheus must read the alert rules, ./monitoring/alerts.yaml (rule_files, mounted)",
+    ]);
+    expect(broken(edit((c) => (c.services.prometheus.volumes = c.services.prometheus.volumes.slice(0, 1))))).toEqual([
+      "prometheus must read the alert rules, ./monitoring/alerts.yaml (rule_files, mounted)",
+    ]);
+    expect(broken(edit((c) => (c.services.prometheus.command = ["--storage.tsdb.path=/prometheus"])))).toEqual([
+      "prometheus must read compose/prometheus.yml (--config.file, mounted)",
+    ]);
+    expect(broken(edit((c) => (c.services.prometheus.ports = ["9090:9090"])))).toEqual([
+      "prometheus: publish on loopback only (it has no authentication)",
     ]);
   });
 });

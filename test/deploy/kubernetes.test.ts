@@ -4,7 +4,9 @@
  * (kubernetes-models), and the properties a later edit must not quietly drop are checked
  * (manifest-checks.ts): probes, drain arithmetic, non-root, the h2c Service, resources, Redis's
  * passwords (the Sentinels' too) read from the mounted Secret, and a configuration boardline itself
- * accepts. Each check is shown to fail on a broken copy too.
+ * accepts. Each check is shown to fail on a broken copy too. Each is rendered again with the
+ * monitoring component (components/monitoring: a PodMonitor, the Grafana dashboards' ConfigMap, and
+ * the alert rules' PrometheusRule once deploy/monitoring/alerts.yaml exists), checked the same way.
  */
 import { execFileSync } from "node:child_process";
 import { isDeepStrictEqual } from "node:util";
@@ -14,7 +16,20 @@ import { describe, expect, it } from "vitest";
 import { type KubeObject, readKustomization, readYamlDocuments, renderKustomization } from "./kustomize.js";
 import { SECRET_VARIABLES } from "../../src/config/secret-variables.js";
 import type { Config } from "../../src/config/index.js";
-import { configOf, only, podEnvironment, problems, secretMounts, unknownVariables } from "./manifest-checks.js";
+import {
+  configOf,
+  monitoringProblems,
+  only,
+  podEnvironment,
+  problems,
+  secretMounts,
+  unknownVariables,
+} from "./manifest-checks.js";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join, relative } from "node:path";
+import { OVERVIEW_JSON } from "../../tools/dashboards.js";
+import { ALERT_RULES, PROMETHEUS_RULE, renderPrometheusRule } from "../../tools/monitoring-manifests.js";
 
 const ROOT = fileURLToPath(new URL("../../deploy/kubernetes/", import.meta.url));
 const KUSTOMIZATIONS = ["base", "overlays/sentinel", "overlays/cluster"];
@@ -36,6 +51,10 @@ const MODELS: Record<string, () => Promise<unknown>> = {
   "policy/v1 PodDisruptionBudget": () => import("kubernetes-models/policy/v1/PodDisruptionBudget"),
   "autoscaling/v2 HorizontalPodAutoscaler": () => import("kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler"),
   "networking.k8s.io/v1 NetworkPolicy": () => import("kubernetes-models/networking.k8s.io/v1/NetworkPolicy"),
+  "monitoring.coreos.com/v1 PodMonitor": () =>
+    import("@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor"),
+  "monitoring.coreos.com/v1 PrometheusRule": () =>
+    import("@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule"),
 };
 
 /** Validates one object against the schema of its apiVersion and kind; throws the schema's errors. */
@@ -269,14 +288,124 @@ describe("deploy/kubernetes, the parts around the renderings", () => {
 
   // kubectl is no dependency of the suite (Debian's kubernetes-client is 1.20, older than these
   // manifests): where one is installed, its rendering must be ours, object for object.
-  it.runIf(hasKubectl())("the renderer agrees with `kubectl kustomize`", () => {
-    for (const dir of KUSTOMIZATIONS) {
-      const out = execFileSync("kubectl", ["kustomize", `${ROOT}${dir}`], { encoding: "utf8", timeout: 30_000 });
-      const theirs = parseAllDocuments(out).map((d) => d.toJS() as KubeObject);
-      const key = (o: KubeObject) => `${o.kind}/${o.metadata.name}`;
-      const ours = new Map(renderKustomization(`${ROOT}${dir}`).map((o) => [key(o), o]));
-      expect(theirs.map(key).sort()).toEqual([...ours.keys()].sort());
-      for (const o of theirs) expect(isDeepStrictEqual(ours.get(key(o)), o), `${dir}: ${key(o)}`).toBe(true);
-    }
+  it.runIf(hasKubectl())(
+    "the renderer agrees with `kubectl kustomize`, with and without the monitoring component",
+    () => {
+      const dirs = [...KUSTOMIZATIONS.map((d) => `${ROOT}${d}`), ...KUSTOMIZATIONS.map(monitoredKustomization)];
+      for (const dir of dirs) {
+        const args = ["kustomize", "--load-restrictor", "LoadRestrictionsNone", dir];
+        const out = execFileSync("kubectl", args, { encoding: "utf8", timeout: 30_000 });
+        const theirs = parseAllDocuments(out).map((d) => d.toJS() as KubeObject);
+        const key = (o: KubeObject) => `${o.kind}/${o.metadata.name}`;
+        const ours = new Map(renderKustomization(dir).map((o) => [key(o), o]));
+        expect(theirs.map(key).sort()).toEqual([...ours.keys()].sort());
+        for (const o of theirs) expect(isDeepStrictEqual(ours.get(key(o)), o), `${dir}: ${key(o)}`).toBe(true);
+      }
+    },
+  );
+});
+
+/** The repository's root, where the generated files' paths start. */
+const REPO = fileURLToPath(new URL("../../", import.meta.url));
+const COMPONENT = "components/monitoring";
+/** What the dashboards ConfigMap must hold: the committed dashboards, under boardline- names. */
+const DASHBOARDS = { [`boardline-${basename(OVERVIEW_JSON)}`]: readFileSync(join(REPO, OVERVIEW_JSON), "utf8") };
+const HAS_ALERT_RULES = existsSync(join(REPO, ALERT_RULES));
+
+/**
+ * `dir` with the monitoring component, as an overlay adds it: its own kustomization with a
+ * `components:` entry, written elsewhere with its paths made relative to there (a kustomization
+ * that merely wrapped `dir` would not give the component's objects `dir`'s namespace).
+ */
+function withMonitoring(dir: string): KubeObject[] {
+  return renderKustomization(monitoredKustomization(dir));
+}
+
+/** The folder of `withMonitoring`'s kustomization (for `kubectl kustomize`, which must be let read outside it). */
+function monitoredKustomization(dir: string): string {
+  const at = mkdtempSync(join(tmpdir(), "boardline-kustomization-"));
+  const from = (path: string) => relative(at, join(ROOT, dir, path));
+  const k = structuredClone(readKustomization(`${ROOT}${dir}`));
+  k.resources = (k.resources ?? []).map(from);
+  for (const g of k.configMapGenerator ?? []) if (g.envs !== undefined) g.envs = g.envs.map(from);
+  k.components = [...(k.components ?? []), relative(at, `${ROOT}${COMPONENT}`)];
+  writeFileSync(join(at, "kustomization.yaml"), JSON.stringify(k));
+  return at;
+}
+
+describe.each(KUSTOMIZATIONS)(`deploy/kubernetes/%s with ${COMPONENT}`, (dir) => {
+  const objects = withMonitoring(dir);
+
+  it("adds a PodMonitor and the dashboards' ConfigMap (and the alerts' PrometheusRule), each valid against its schema", async () => {
+    const without = renderKustomization(`${ROOT}${dir}`).map((o) => o.kind);
+    const added = ["ConfigMap", "PodMonitor", ...(HAS_ALERT_RULES ? ["PrometheusRule"] : [])];
+    expect(objects.map((o) => o.kind).sort()).toEqual([...without, ...added].sort());
+    for (const o of objects) await validate(o);
+  });
+
+  it("scrapes each pod's metrics port and gives Grafana's sidecar the committed dashboards", () => {
+    const app = objects.filter((o) => !(o.kind === "ConfigMap" && o.metadata.labels?.grafana_dashboard === "1"));
+    expect(monitoringProblems(objects, configFor(app), DASHBOARDS)).toEqual([]);
+  });
+});
+
+describe(`deploy/kubernetes/${COMPONENT}, the parts around the renderings`, () => {
+  const objects = withMonitoring("base");
+  const app = objects.filter((o) => !(o.kind === "ConfigMap" && o.metadata.labels?.grafana_dashboard === "1"));
+  const config = configFor(app);
+
+  it("each check fails on a copy that breaks it", () => {
+    const broken = (edit: (objects: KubeObject[]) => void) => {
+      const edited = copy(objects);
+      edit(edited);
+      return monitoringProblems(edited, config, DASHBOARDS);
+    };
+    const monitor = (o: KubeObject[]) => only(o, "PodMonitor");
+    const boards = (o: KubeObject[]) => o.find((c) => c.metadata.labels?.grafana_dashboard === "1") as KubeObject;
+    expect(broken((o) => (monitor(o).spec.selector.matchLabels = { app: "other" }))).toEqual([
+      "the PodMonitor must select boardline's pods",
+    ]);
+    expect(broken((o) => (monitor(o).spec.podMetricsEndpoints[0].port = "http"))).toEqual([
+      "the PodMonitor must scrape /metrics on the metrics port, 9090",
+    ]);
+    expect(broken((o) => (monitor(o).metadata.namespace = "monitoring"))).toEqual([
+      "the PodMonitor must be in the Deployment's namespace",
+    ]);
+    expect(broken((o) => delete boards(o).metadata.labels.grafana_dashboard)).toEqual([
+      'one ConfigMap labelled grafana_dashboard: "1" must hold the dashboards',
+      "the dashboards ConfigMap must hold deploy/monitoring/dashboards/ as generated (npm run dashboards)",
+    ]);
+    expect(broken((o) => (boards(o).data["boardline-overview.json"] = "{}"))).toEqual([
+      "the dashboards ConfigMap must hold deploy/monitoring/dashboards/ as generated (npm run dashboards)",
+    ]);
+  });
+
+  it("the schemas refuse a broken PodMonitor", async () => {
+    const broken = only(copy(objects), "PodMonitor");
+    broken.spec.podMetricsEndpoints = "metrics";
+    await expect(validate(broken)).rejects.toThrow(/podMetricsEndpoints must be array/);
+  });
+
+  it("makes a PrometheusRule of a Prometheus rules file, and refuses anything else", async () => {
+    const rules = "groups:\n  - name: boardline\n    rules:\n      - alert: X\n        expr: vector(1)\n";
+    const [rule] = parseAllDocuments(renderPrometheusRule(rules)).map((d) => d.toJS() as KubeObject);
+    await validate(rule as KubeObject);
+    expect(rule?.spec.groups).toEqual([{ name: "boardline", rules: [{ alert: "X", expr: "vector(1)" }] }]);
+    expect(() => renderPrometheusRule("rules: []\n")).toThrow(/groups/);
+  });
+
+  // The alert rules are written apart from the dashboards; until the file exists there is no
+  // PrometheusRule to check, and this says so rather than passing.
+  it.skipIf(!HAS_ALERT_RULES)(
+    `wraps ${ALERT_RULES} as a PrometheusRule, listed and up to date (else: npm run dashboards)`,
+    () => {
+      const committed = readFileSync(join(REPO, PROMETHEUS_RULE), "utf8");
+      expect(committed).toBe(renderPrometheusRule(readFileSync(join(REPO, ALERT_RULES), "utf8")));
+      expect(readKustomization(`${ROOT}${COMPONENT}`).resources).toContain(basename(PROMETHEUS_RULE));
+    },
+  );
+  it.runIf(!HAS_ALERT_RULES)(`has no PrometheusRule while ${ALERT_RULES} is absent`, () => {
+    expect(existsSync(join(REPO, PROMETHEUS_RULE))).toBe(false);
+    expect(readKustomization(`${ROOT}${COMPONENT}`).resources).not.toContain(basename(PROMETHEUS_RULE));
   });
 });

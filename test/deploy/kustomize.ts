@@ -1,7 +1,8 @@
 /**
  * A renderer for the subset of kustomize that deploy/kubernetes/ uses, so the
  * test can render the manifests offline without a kubectl binary: `resources`
- * (YAML files, or directories holding a kustomization.yaml), `namespace`,
+ * (YAML files, or directories holding a kustomization.yaml), `components` (directories holding a
+ * kustomization.yaml of kind Component, whose resources join the including one's), `namespace`,
  * `configMapGenerator` (`envs`, `literals`, `options.labels`, `behavior:
  * merge`; the name gets kustomize's content hash and every reference to it is
  * rewritten) and `images`. Any other field of a kustomization is refused, so an
@@ -11,14 +12,22 @@
  */
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { parseAllDocuments } from "yaml";
 
 /** A Kubernetes object as parsed from YAML. */
 // biome-ignore lint/suspicious/noExplicitAny: manifests are untyped YAML; the test validates them against the schemas
 export type KubeObject = Record<string, any>;
 
-const SUPPORTED = new Set(["apiVersion", "kind", "resources", "namespace", "configMapGenerator", "images"]);
+const SUPPORTED = new Set([
+  "apiVersion",
+  "kind",
+  "resources",
+  "components",
+  "namespace",
+  "configMapGenerator",
+  "images",
+]);
 
 interface Generator {
   readonly name: string;
@@ -54,6 +63,11 @@ export function readYamlDocuments(file: string): KubeObject[] {
 export function readKustomization(dir: string): KubeObject {
   const [k] = readYamlDocuments(join(dir, "kustomization.yaml"));
   if (k === undefined) throw new Error(`${dir}: empty kustomization.yaml`);
+  const kinds: Record<string, string> = {
+    Kustomization: "kustomize.config.k8s.io/v1beta1",
+    Component: "kustomize.config.k8s.io/v1alpha1",
+  };
+  if (kinds[k.kind] !== k.apiVersion) throw new Error(`${dir}: ${k.apiVersion} ${k.kind} is not a kustomization`);
   for (const field of Object.keys(k)) {
     if (!SUPPORTED.has(field))
       throw new Error(`${dir}: kustomization field "${field}" is not supported by this renderer`);
@@ -66,15 +80,22 @@ function build(dir: string): { objects: KubeObject[]; generated: Set<string> } {
   const k = readKustomization(dir);
   const objects: KubeObject[] = [];
   const generated = new Set<string>();
+  const include = (path: string) => {
+    const base = build(path);
+    objects.push(...base.objects);
+    for (const g of base.generated) generated.add(g);
+  };
   for (const entry of (k.resources ?? []) as string[]) {
-    const path = join(dir, entry);
-    if (statSync(path).isDirectory()) {
-      const base = build(path);
-      objects.push(...base.objects);
-      for (const g of base.generated) generated.add(g);
-    } else {
-      objects.push(...readYamlDocuments(path).filter((o) => o !== null));
-    }
+    const path = resolve(dir, entry);
+    if (statSync(path).isDirectory()) include(path);
+    else objects.push(...readYamlDocuments(path).filter((o) => o !== null));
+  }
+  // A component's resources join the including kustomization's before its own generators and
+  // transformers (its namespace, its images) apply to them all.
+  for (const entry of (k.components ?? []) as string[]) {
+    const path = resolve(dir, entry);
+    if (readKustomization(path).kind !== "Component") throw new Error(`${path}: components must be of kind Component`);
+    include(path);
   }
   for (const g of (k.configMapGenerator ?? []) as Generator[]) generate(dir, g, objects, generated);
   if (typeof k.namespace === "string") {

@@ -300,3 +300,53 @@ export function cpu(q: string | number | undefined): number {
   const m = /^(\d+(?:\.\d+)?)(m)?$/.exec(String(q ?? ""));
   return m === null ? Number.NaN : Number(m[1]) / (m[2] === "m" ? 1000 : 1);
 }
+
+/** kubectl apply keeps the whole object in an annotation, which may hold at most 256 KiB. */
+const LAST_APPLIED_LIMIT_BYTES = 256 * 1024;
+
+/**
+ * What a rendering with the monitoring component must keep: a PodMonitor in the Deployment's
+ * namespace that selects its pods and scrapes /metrics on the metrics port, and one ConfigMap
+ * labelled for Grafana's dashboard sidecar holding `dashboards` (file name → JSON text), small
+ * enough for kubectl apply.
+ */
+export function monitoringProblems(
+  objects: KubeObject[],
+  config: Config,
+  dashboards: Record<string, string>,
+): string[] {
+  const template = only(objects, "Deployment").spec.template;
+  const container = template.spec.containers[0];
+  const monitor = only(objects, "PodMonitor");
+  const found: string[] = [];
+  const check = (ok: boolean, problem: string) => {
+    if (!ok) found.push(problem);
+  };
+  check(
+    monitor.metadata.namespace === only(objects, "Deployment").metadata.namespace,
+    "the PodMonitor must be in the Deployment's namespace",
+  );
+  const selector = Object.entries((monitor.spec.selector?.matchLabels ?? {}) as Record<string, string>);
+  check(
+    selector.length > 0 && selector.every(([k, v]) => template.metadata.labels?.[k] === v),
+    "the PodMonitor must select boardline's pods",
+  );
+  const endpoints = (monitor.spec.podMetricsEndpoints ?? []) as KubeObject[];
+  const portOf = (e: KubeObject) =>
+    e.portNumber ?? container.ports?.find((p: KubeObject) => p.name === e.port)?.containerPort;
+  check(
+    endpoints.length === 1 &&
+      (endpoints[0]?.path ?? "/metrics") === "/metrics" &&
+      portOf(endpoints[0] as KubeObject) === config.metricsPort,
+    `the PodMonitor must scrape /metrics on the metrics port, ${config.metricsPort}`,
+  );
+  const boards = objects.filter((o) => o.kind === "ConfigMap" && o.metadata.labels?.grafana_dashboard === "1");
+  check(boards.length === 1, 'one ConfigMap labelled grafana_dashboard: "1" must hold the dashboards');
+  check(
+    JSON.stringify(boards[0]?.data) === JSON.stringify(dashboards),
+    "the dashboards ConfigMap must hold deploy/monitoring/dashboards/ as generated (npm run dashboards)",
+  );
+  const size = Buffer.byteLength(JSON.stringify(boards[0] ?? {}));
+  check(size < LAST_APPLIED_LIMIT_BYTES, `the dashboards ConfigMap is ${size} bytes, too big for kubectl apply`);
+  return found;
+}

@@ -97,6 +97,8 @@ export interface BoardlineOptions {
   readonly deadlines?: Pick<ListenOptions, "requestTimeoutMs" | "responseTimeoutMs" | "idleTimeoutMs">;
   /** Serve /metrics on a port of its own (0 = any free port). */
   readonly metricsPort?: number;
+  /** Export prom-client's process and Node.js series too, as `node dist/src/main.js` does (default false). */
+  readonly collectDefaultMetrics?: boolean;
   /** Replaces the HS256 authenticator (e.g. a JWKS one for attack tests). */
   readonly authenticator?: Authenticator;
   /** Key prefix (default: a fresh `uniquePrefix`); e.g. to read records the CLI wrote. */
@@ -213,6 +215,7 @@ async function startInstance(
     ...(o.headersTimeoutMs === undefined ? {} : { headersTimeoutMs: o.headersTimeoutMs }),
     ...o.deadlines,
     ...(o.metricsPort === undefined ? {} : { metricsPort: o.metricsPort }),
+    ...(o.collectDefaultMetrics === undefined ? {} : { collectDefaultMetrics: o.collectDefaultMetrics }),
     follow: { firstPollMs: 100, maxPollMs: 200, tickMs: 50, ...o.follow },
     ...(o.maxWatches === undefined ? {} : { maxWatches: o.maxWatches }),
     ...(o.maxWatchesPerProject === undefined ? {} : { maxWatchesPerProject: o.maxWatchesPerProject }),
