@@ -3,7 +3,7 @@
 // rules file exists, the component's PrometheusRule of them (tools/monitoring-manifests.ts). Runs
 // compiled, as dist/tools/generate-dashboards.js.
 
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { OVERVIEW_JSON, overviewDashboard, renderDashboard } from "./dashboards.js";
 import { writeGenerated } from "./generated-doc.js";
@@ -22,5 +22,4 @@ writeGenerated(
   DASHBOARDS_CONFIGMAP,
   renderDashboardsConfigMap({ [`boardline-${basename(OVERVIEW_JSON)}`]: overview }, OVERVIEW_JSON),
 );
-if (existsSync(ALERT_RULES)) writeGenerated(PROMETHEUS_RULE, renderPrometheusRule(readFileSync(ALERT_RULES, "utf8")));
-else process.stdout.write(`${ALERT_RULES}: absent, so no ${PROMETHEUS_RULE}\n`);
+writeGenerated(PROMETHEUS_RULE, renderPrometheusRule(readFileSync(ALERT_RULES, "utf8")));

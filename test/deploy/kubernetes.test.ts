@@ -6,7 +6,7 @@
  * passwords (the Sentinels' too) read from the mounted Secret, and a configuration boardline itself
  * accepts. Each check is shown to fail on a broken copy too. Each is rendered again with the
  * monitoring component (components/monitoring: a PodMonitor, the Grafana dashboards' ConfigMap, and
- * the alert rules' PrometheusRule once deploy/monitoring/alerts.yaml exists), checked the same way.
+ * the alert rules' PrometheusRule of deploy/monitoring/alerts.yaml), checked the same way.
  */
 import { execFileSync } from "node:child_process";
 import { isDeepStrictEqual } from "node:util";
@@ -25,7 +25,7 @@ import {
   secretMounts,
   unknownVariables,
 } from "./manifest-checks.js";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join, relative } from "node:path";
 import { OVERVIEW_JSON } from "../../tools/dashboards.js";
@@ -310,7 +310,6 @@ const REPO = fileURLToPath(new URL("../../", import.meta.url));
 const COMPONENT = "components/monitoring";
 /** What the dashboards ConfigMap must hold: the committed dashboards, under boardline- names. */
 const DASHBOARDS = { [`boardline-${basename(OVERVIEW_JSON)}`]: readFileSync(join(REPO, OVERVIEW_JSON), "utf8") };
-const HAS_ALERT_RULES = existsSync(join(REPO, ALERT_RULES));
 
 /**
  * `dir` with the monitoring component, as an overlay adds it: its own kustomization with a
@@ -338,7 +337,7 @@ describe.each(KUSTOMIZATIONS)(`deploy/kubernetes/%s with ${COMPONENT}`, (dir) =>
 
   it("adds a PodMonitor and the dashboards' ConfigMap (and the alerts' PrometheusRule), each valid against its schema", async () => {
     const without = renderKustomization(`${ROOT}${dir}`).map((o) => o.kind);
-    const added = ["ConfigMap", "PodMonitor", ...(HAS_ALERT_RULES ? ["PrometheusRule"] : [])];
+    const added = ["ConfigMap", "PodMonitor", "PrometheusRule"];
     expect(objects.map((o) => o.kind).sort()).toEqual([...without, ...added].sort());
     for (const o of objects) await validate(o);
   });
@@ -394,18 +393,9 @@ describe(`deploy/kubernetes/${COMPONENT}, the parts around the renderings`, () =
     expect(() => renderPrometheusRule("rules: []\n")).toThrow(/groups/);
   });
 
-  // The alert rules are written apart from the dashboards; until the file exists there is no
-  // PrometheusRule to check, and this says so rather than passing.
-  it.skipIf(!HAS_ALERT_RULES)(
-    `wraps ${ALERT_RULES} as a PrometheusRule, listed and up to date (else: npm run dashboards)`,
-    () => {
-      const committed = readFileSync(join(REPO, PROMETHEUS_RULE), "utf8");
-      expect(committed).toBe(renderPrometheusRule(readFileSync(join(REPO, ALERT_RULES), "utf8")));
-      expect(readKustomization(`${ROOT}${COMPONENT}`).resources).toContain(basename(PROMETHEUS_RULE));
-    },
-  );
-  it.runIf(!HAS_ALERT_RULES)(`has no PrometheusRule while ${ALERT_RULES} is absent`, () => {
-    expect(existsSync(join(REPO, PROMETHEUS_RULE))).toBe(false);
-    expect(readKustomization(`${ROOT}${COMPONENT}`).resources).not.toContain(basename(PROMETHEUS_RULE));
+  it(`wraps ${ALERT_RULES} as a PrometheusRule, listed and up to date (else: npm run dashboards)`, () => {
+    const committed = readFileSync(join(REPO, PROMETHEUS_RULE), "utf8");
+    expect(committed).toBe(renderPrometheusRule(readFileSync(join(REPO, ALERT_RULES), "utf8")));
+    expect(readKustomization(`${ROOT}${COMPONENT}`).resources).toContain(basename(PROMETHEUS_RULE));
   });
 });
