@@ -9,17 +9,12 @@
  * fires. What the unit tests (alerts.test.yaml) cannot show: that the series and labels the rules
  * select are the ones a live instance exports, as Prometheus stores them.
  */
-import type { ChildProcess } from "node:child_process";
-import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../harness/build-dist.js";
 import { GUESS_LIMIT, type LiveBoardline, startLiveBoardline } from "../harness/live-boardline.js";
-import { freePort } from "../harness/redis-server.js";
-import { sleep } from "../harness/sleep.js";
-import { spawnTied } from "../harness/tied-spawn.js";
+import { type Prometheus, startPrometheus } from "../harness/prometheus.js";
 
 /** What every `for:` becomes in the test copy: long enough to be seen pending at a 1 s evaluation. */
 const SHORT_FOR = "3s";
@@ -31,14 +26,11 @@ interface Alert {
 }
 
 let live: LiveBoardline;
-let prometheus: ChildProcess | undefined;
+let prometheus: Prometheus | undefined;
 let prometheusUrl = "";
-let dir = "";
-let output = "";
 
 beforeAll(async () => {
   live = await startLiveBoardline();
-  dir = mkdtempSync(join(tmpdir(), "bl-prometheus-"));
   const rules = readFileSync(join(ROOT, "deploy/monitoring/alerts.yaml"), "utf8");
   const shortened = rules.replace(/^(\s*for:\s*)\S+$/gm, `$1${SHORT_FOR}`);
   // The copy differs from the shipped rules in their `for:` lines only, and in every one of them.
@@ -46,78 +38,18 @@ beforeAll(async () => {
   expect(forLines(rules).length).toBeGreaterThan(0);
   expect(forLines(shortened)).toEqual(forLines(rules).map((line) => line.replace(/\S+$/, SHORT_FOR)));
   expect(shortened.split("\n").length).toBe(rules.split("\n").length);
-  writeFileSync(join(dir, "alerts.yaml"), shortened);
-  writeFileSync(
-    join(dir, "prometheus.yml"),
-    [
-      "global:",
-      "  scrape_interval: 1s",
-      "  scrape_timeout: 1s",
-      "  evaluation_interval: 1s",
-      "rule_files:",
-      "  - alerts.yaml",
-      "scrape_configs:",
-      "  - job_name: boardline",
-      "    static_configs:",
-      `      - targets: ["127.0.0.1:${live.process.metricsPort}"]`,
-      "",
-    ].join("\n"),
-  );
-  const port = await freePort();
-  prometheusUrl = `http://127.0.0.1:${port}`;
-  prometheus = spawnTied(
-    "prometheus",
-    [
-      `--config.file=${join(dir, "prometheus.yml")}`,
-      `--storage.tsdb.path=${join(dir, "data")}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-    ],
-    { cwd: dir, stdio: ["ignore", "pipe", "pipe"] },
-  );
-  prometheus.stdout?.on("data", (d) => {
-    output += String(d);
-  });
-  prometheus.stderr?.on("data", (d) => {
-    output += String(d);
-  });
-  prometheus.once("error", (e) => {
-    output += `${e.message} (apt-get install prometheus)\n`;
-  });
-  await until("Prometheus ready", 15_000, async () => (await fetch(`${prometheusUrl}/-/ready`)).ok);
-  await until("boardline scraped", 15_000, async () => (await query('up{job="boardline"}')) === 1);
+  prometheus = await startPrometheus({ targets: [`127.0.0.1:${live.process.metricsPort}`], rules: shortened });
+  prometheusUrl = prometheus.url;
 }, 60_000);
 
 afterAll(async () => {
-  if (prometheus !== undefined && prometheus.exitCode === null && prometheus.signalCode === null) {
-    const exited = once(prometheus, "exit");
-    prometheus.kill("SIGTERM");
-    await Promise.race([exited, sleep(5_000).then(() => prometheus?.kill("SIGKILL"))]);
-  }
+  await prometheus?.stop();
   await live?.stop();
-  if (dir !== "") rmSync(dir, { recursive: true, force: true });
 });
 
-/** Polls `check` every 200 ms until it holds; fails after `ms` with what Prometheus printed. */
-async function until(what: string, ms: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch {
-      // Not answering yet: the deadline below decides.
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms. Prometheus said:\n${output}`);
-    await sleep(200);
-  }
-}
-
-/** The value of an instant query's single result, or undefined when it has none. */
-async function query(expr: string): Promise<number | undefined> {
-  const res = await fetch(`${prometheusUrl}/api/v1/query?query=${encodeURIComponent(expr)}`);
-  const body = (await res.json()) as { data: { result: { value: [number, string] }[] } };
-  const first = body.data.result[0];
-  return first === undefined ? undefined : Number(first.value[1]);
-}
+const until = (what: string, ms: number, check: () => Promise<boolean>) =>
+  (prometheus as Prometheus).until(what, ms, check);
+const query = (expr: string) => (prometheus as Prometheus).query(expr);
 
 /** The alerts named `name` that Prometheus has pending or firing now. */
 async function alerts(name: string): Promise<Alert[]> {
