@@ -13,12 +13,14 @@ import { freePort } from "./redis-server.js";
 import { sleep } from "./sleep.js";
 import { spawnTied } from "./tied-spawn.js";
 
+const POLL_MS = 200;
+
 export interface Prometheus {
   /** `http://127.0.0.1:<port>` */
   readonly url: string;
   /** Everything it printed so far. */
   output(): string;
-  /** Polls `check` every 200 ms until it holds; fails after `ms` with what Prometheus printed. */
+  /** Polls `check` every POLL_MS until it holds; fails after `ms` with what Prometheus printed. */
   until(what: string, ms: number, check: () => Promise<boolean>): Promise<void>;
   /** The value of an instant query's single result, or undefined when it has none. */
   query(expr: string): Promise<number | undefined>;
@@ -83,7 +85,7 @@ export async function startPrometheus(o: PrometheusOptions): Promise<Prometheus>
         // Not answering yet: the deadline below decides.
       }
       if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms. Prometheus said:\n${output}`);
-      await sleep(200);
+      await sleep(POLL_MS);
     }
   };
   const query = async (expr: string): Promise<number | undefined> => {
