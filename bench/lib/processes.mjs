@@ -79,6 +79,12 @@ export async function loopLagMaxMs(url) {
   return Number(/^boardline_nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text)?.[1]) * 1000;
 }
 
+/** How many series (sample lines) the instance's /metrics holds: what one scrape of it costs Prometheus. */
+export async function seriesCount(url) {
+  const text = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.text());
+  return text.split("\n").filter((line) => line !== "" && !line.startsWith("#")).length;
+}
+
 /** The V8 flags the servers run with: NODE_FLAGS, else package.json's `config.nodeFlags` (as `npm start`). */
 export function nodeFlags() {
   return (process.env.NODE_FLAGS ?? JSON.parse(readFileSync("package.json", "utf8")).config.nodeFlags)

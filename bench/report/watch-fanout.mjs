@@ -229,6 +229,13 @@ function details(r) {
   ].join("\n");
 }
 
+/** What a scrape of boardline's /metrics holds, idle and with every watch open (no label grows with watches). */
+function seriesLine(r) {
+  const s = r.targets.find((t) => t.name === "boardline")?.series;
+  if (s === undefined) return "Series on boardline's /metrics: not measured.";
+  return `Series on boardline's /metrics (sample lines): ${n0(s.idle)} idle, ${n0(s.open)} with ${n0(r.settings.watches)} watches open.`;
+}
+
 export function render(r) {
   const { bl, fl, md } = verdict(r);
   const pin = r.pinning
@@ -245,6 +252,8 @@ export function render(r) {
     md,
     "",
     `Per watch beyond idle: boardline ${perWatch(bl)}; the floor ${perWatch(fl)}. Mutes/s without → with the watches: boardline unwatched ${n0(bl?.unwatched.without)} → ${n0(bl?.unwatched.with)}, watched ${n0(bl?.watched.without)} → ${n0(bl?.watched.with)}; the floor unwatched ${n0(fl?.unwatched.without)} → ${n0(fl?.unwatched.with)}, watched ${n0(fl?.watched.without)} → ${n0(fl?.watched.with)}.`,
+    "",
+    seriesLine(r),
     "",
     details(r),
   ].join("\n");

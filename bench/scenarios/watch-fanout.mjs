@@ -56,6 +56,7 @@ import {
   ALLOCATOR,
   freePort,
   loopLagMaxMs,
+  seriesCount,
   nodeFlags,
   Servers,
   serverMemory,
@@ -218,6 +219,7 @@ async function boardlineTarget(redisUrl, passphrases, jwtFile, { muteJwt, watchJ
     added: (channels) => eventsAdded(redis, streamKeys(channels)),
     // An instance too busy to answer /metrics within 10 s says nothing rather than ending the run.
     lagMs: () => loopLagMaxMs(bl.metricsUrl).catch(() => Number.POSITIVE_INFINITY),
+    series: () => seriesCount(bl.metricsUrl),
     stop: () => {
       redis.disconnect();
       return bl.stop();
@@ -296,6 +298,8 @@ async function measure(ctx, target) {
     return { label, ...figures };
   };
   const memory = [await reading("idle, after a warm-up")];
+  // The floor exports no metrics; boardline's series are counted idle and with every watch open.
+  const series = target.series === undefined ? undefined : { idle: await target.series(), open: 0 };
   const cells = [];
   const attaches = [];
   const noWatcherCells = async (round) => {
@@ -308,6 +312,7 @@ async function measure(ctx, target) {
     await sleep(Number(process.env.BENCH_SETTLE_MS ?? 1000));
     memory.push(await reading(`${WATCHES} watches open (round ${round})`));
     if (round === 1) printSpaces(target.name, memory[0], memory.at(-1));
+    if (round === 1 && series !== undefined) series.open = await target.series();
     if (SNAPSHOTS && round === 1) printGrowth(target.name, memory[0]?.label, memory.at(-1)?.label);
     for (const bodies of ["unwatched", "watched"]) cells.push(await muteCell(ctx, target, bodies, attached, round));
     await detach(ctx, target, attached);
@@ -316,7 +321,7 @@ async function measure(ctx, target) {
   }
   const delays = [];
   for (const protocol of ["grpc", "sse"]) delays.push(await probeDelays(ctx, target, protocol, ONE, DELAY_WATCHERS));
-  return { name: target.name, memory, cells, attaches, delays, problems: await ctx.pool.problems() };
+  return { name: target.name, memory, cells, attaches, delays, series, problems: await ctx.pool.problems() };
 }
 
 /**
