@@ -199,7 +199,6 @@ function loadKey(source: JwtKeySource): Uint8Array | JWTVerifyGetKey {
   }
 }
 
-/** A remote JWKS that cannot be fetched is our outage, not the caller's fault. */
 /** A refusal of the caller's token: 401, its reason the cause's (the metrics count refusals by it). */
 function refused(reason: TokenRefusalReason, detail: string, cause?: unknown): Failure {
   return new Failure("unauthenticated", { detail, cause: new TokenRefused(reason, { cause }) });
@@ -220,6 +219,7 @@ function verifierRefusal(e: unknown): TokenRefusalReason {
   return "other";
 }
 
+/** A remote JWKS that cannot be fetched is our outage, not the caller's fault. */
 function isKeySetUnavailable(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   return code === "ERR_JWKS_TIMEOUT" || (e instanceof Error && e.name === "TypeError" && /fetch/i.test(e.message));

@@ -5,7 +5,7 @@
  * limit's refusals, refused tokens by reason) and the process (build, ready).
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { mintToken } from "../../../src/auth/jwt.js";
+import { JwtAuthenticator, mintToken } from "../../../src/auth/jwt.js";
 import { MissLimitGuard } from "../../../src/services/passphrase-guard.js";
 import { type Boardline, startBoardline } from "../../harness/boardline.js";
 import { eventually } from "../../harness/eventually.js";
@@ -134,6 +134,37 @@ describe("attacks", () => {
       expect([401, 403]).toContain(res.status);
       expect(await reason(why), why).toBe(before + 1);
     }
+  });
+});
+
+describe("tokens refused by the issuer and audience a deployment requires", () => {
+  const secret = new Uint8Array(32).fill(7);
+  let strict: Boardline;
+  beforeAll(async () => {
+    strict = await startBoardline({
+      store: "memory",
+      secret,
+      authenticator: new JwtAuthenticator({
+        key: { kind: "secret", secret },
+        algorithms: ["HS256"],
+        projectClaim: "project_id",
+        issuer: "meetings",
+        audience: "boardline",
+      }),
+    });
+  });
+  afterAll(async () => {
+    await strict?.close();
+  });
+
+  test.each([
+    ["wrong_audience", { issuer: "meetings", audience: "someone-else" }],
+    ["other", { issuer: "someone-else", audience: "boardline" }],
+  ])("%s is counted", async (why, claims) => {
+    const before = await readSeries(strict.url, "boardline_token_refusals_total", { reason: why });
+    const token = await mintToken({ secret, project: strict.world.project, subject: "t", ttlSeconds: 60, ...claims });
+    expect((await postJson(strict, ROUTES.mute, muteBody(strict), { token })).status).toBe(401);
+    expect(await readSeries(strict.url, "boardline_token_refusals_total", { reason: why })).toBe(before + 1);
   });
 });
 

@@ -107,7 +107,7 @@ describe("with REDIS_MIN_REPLICAS", () => {
   let bl: Boardline;
   beforeAll(async () => {
     replicas = await startReplicaSet(1);
-    bl = await startBoardline({ redisUrl: replicas.primary.url, replicaAck: { minReplicas: 1, timeoutMs: 2_000 } });
+    bl = await startBoardline({ redisUrl: replicas.primary.url, replicaAck: { minReplicas: 1, timeoutMs: 500 } });
   }, 30_000);
   afterAll(async () => {
     await bl?.close();
@@ -120,4 +120,11 @@ describe("with REDIS_MIN_REPLICAS", () => {
     expect(await readSeries(bl.url, "boardline_redis_replica_waits_total", { outcome: "ok" })).toBe(before + 1);
     expect(await readSeries(bl.url, "boardline_redis_replica_waits_total", { outcome: "failed" })).toBe(0);
   });
+
+  test("with the replica gone, a mute's WAIT fails, and is counted failed", async () => {
+    await replicas.replicas[0]?.stop();
+    const before = await readSeries(bl.url, "boardline_redis_replica_waits_total", { outcome: "failed" });
+    expect((await postJson(bl, ROUTES.mute, muteBody(bl))).status).toBe(503);
+    expect(await readSeries(bl.url, "boardline_redis_replica_waits_total", { outcome: "failed" })).toBe(before + 1);
+  }, 15_000);
 });
