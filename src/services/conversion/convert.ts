@@ -72,20 +72,22 @@ export class WhiteboardConversions {
    * Starts a conversion. With `idempotencyKey` (the raw header or metadata
    * value), the first call with the key does the work and keeps its answer; a
    * retry of the same request with the key gets that answer (same task uuid,
-   * same status as first answered) without a second task.
+   * same status as first answered) without a second task. `_signal` is not
+   * heeded: queueing is a few Redis steps, and a request queued is kept for
+   * its caller's retry to find, whether or not the caller waited.
    */
   convertFile(
     caller: Caller,
     req: ConvertFileRequest,
-    signal?: AbortSignal,
+    _signal?: AbortSignal,
     idempotencyKey?: string,
   ): Promise<ConvertAnswer> {
-    if (idempotencyKey === undefined) return this.convert(caller, req, signal, () => {});
+    if (idempotencyKey === undefined) return this.convert(caller, req, () => {});
     const key = parseIdempotencyKey(idempotencyKey);
     return this.retries.run({
       scope: { project: caller.project, subject: caller.subject, key },
       fingerprint: fingerprintOf(ConvertFileRequestSchema, req),
-      work: (askingBackend) => this.convert(caller, req, signal, askingBackend),
+      work: (askingBackend) => this.convert(caller, req, askingBackend),
       encode: (answer) =>
         JSON.stringify({
           task_uuid: answer.taskUuid,
@@ -97,12 +99,7 @@ export class WhiteboardConversions {
     });
   }
 
-  private async convert(
-    caller: Caller,
-    req: ConvertFileRequest,
-    _signal: AbortSignal | undefined,
-    askingBackend: () => void,
-  ): Promise<ConvertAnswer> {
+  private async convert(caller: Caller, req: ConvertFileRequest, askingBackend: () => void): Promise<ConvertAnswer> {
     const settings = await this.store.getWhiteboard(caller.project);
     if (settings === undefined) {
       throw new Failure("permission_denied", { detail: "the whiteboard is not set up for this project" });

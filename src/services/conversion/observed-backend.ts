@@ -4,7 +4,7 @@
  * outcome in this one place, whichever of them asked.
  */
 import { Failure } from "../failure.js";
-import type { ConversionBackend } from "./ports.js";
+import { type ConversionBackend, isOverCapacity } from "./ports.js";
 
 export type BackendOperation = "create" | "query" | "cancel";
 export type BackendOutcome = "ok" | "over_capacity" | "not_found" | "error";
@@ -37,9 +37,8 @@ export function observedBackend(
   };
 }
 
-/** Over its capacity the backend is `unavailable` with a time to retry after (the port's contract). */
+/** What a failed answer was, by the port's contract. */
 function failureOutcome(e: unknown): BackendOutcome {
-  if (!(e instanceof Failure)) return "error";
-  if (e.kind === "unavailable" && e.retryAfterSeconds !== undefined) return "over_capacity";
-  return e.kind === "not_found" ? "not_found" : "error";
+  if (isOverCapacity(e)) return "over_capacity";
+  return e instanceof Failure && e.kind === "not_found" ? "not_found" : "error";
 }

@@ -4,6 +4,7 @@
  * every instance, and the Netless conversion backend. Adapters report trouble
  * by throwing `Failure`, as ports.ts describes.
  */
+import { Failure } from "../failure.js";
 
 export const REGIONS = ["us-sv", "sg", "in-mum", "eu", "cn-hz"] as const;
 export type Region = (typeof REGIONS)[number];
@@ -200,6 +201,11 @@ export interface ConversionTask {
   readonly status: string;
   /** The API the task was created on, the only one that can be asked about it. */
   readonly api: ConversionApi;
+}
+
+/** The backend over its capacity, as `ConversionBackend` reports it: `unavailable` with a time to retry after. */
+export function isOverCapacity(e: unknown): e is Failure & { readonly retryAfterSeconds: number } {
+  return e instanceof Failure && e.kind === "unavailable" && e.retryAfterSeconds !== undefined;
 }
 
 /** The Netless (Agora Interactive Whiteboard) file-conversion backend. */

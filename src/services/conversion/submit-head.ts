@@ -5,12 +5,13 @@
  * project's turns held back; when it rejects it, the task ended as Fail.
  */
 import { Failure } from "../failure.js";
-import type {
-  ConversionBackend,
-  ConversionTaskRecord,
-  Store,
-  SubmissionOutcome,
-  WhiteboardSettings,
+import {
+  type ConversionBackend,
+  type ConversionTaskRecord,
+  isOverCapacity,
+  type Store,
+  type SubmissionOutcome,
+  type WhiteboardSettings,
 } from "../ports.js";
 import type { FollowerSettings } from "./follower.js";
 import type { ConversionWebhooks } from "./webhooks.js";
@@ -68,7 +69,7 @@ export async function submitHead(
     await send(o, task, whiteboard);
     told("ok");
   } catch (e) {
-    if (e instanceof Failure && e.kind === "unavailable" && e.retryAfterSeconds !== undefined) {
+    if (isOverCapacity(e)) {
       told("over_capacity");
       await queue.holdTurns(project, e.retryAfterSeconds * 1000);
     } else if (e instanceof Failure && e.kind === "invalid") {
